@@ -1,0 +1,77 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "taxiunitd",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "taxiunitd", targets: ["taxiunitd"]),
+        .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
+        .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+
+        // Pure domain: no IO, no clock, no threads, no logging.
+        .target(name: "UnitCore"),
+        .target(name: "UnitConfig", dependencies: [
+            "UnitCore",
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+
+        // One adapter per outside thing.
+        .target(name: "GPSReader", dependencies: [
+            "CGPS", "UnitCore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "MQTTLink", dependencies: [
+            "CMosquitto",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "LocalCache", dependencies: [
+            "UnitCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "ControlSocket"),
+
+        // The imperative shell: runs UnitCore against the adapters.
+        .target(name: "UnitRuntime", dependencies: [
+            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
+        .executableTarget(name: "taxiunitd", dependencies: [
+            "UnitRuntime", "UnitConfig",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "taxiunitctl", dependencies: [
+            "ControlSocket",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
+        .target(name: "TestHarness", dependencies: ["MQTTLink"], path: "Tests/TestHarness"),
+
+        .testTarget(name: "UnitCoreTests", dependencies: [
+            "UnitCore",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",
+        ]),
+    ]
+)

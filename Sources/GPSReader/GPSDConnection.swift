@@ -1,0 +1,146 @@
+import CGPS
+import Foundation
+import Logging
+import UnitCore
+
+public enum GPSDEvent: Sendable, Equatable {
+    case connected
+    case disconnected(reason: String)
+    case sample(GPSSample)
+}
+
+/// The libgps adapter. All unsafe code for gpsd lives in this file.
+///
+/// libgps reads block, so they run on one dedicated thread that hands TPV reports to `events`.
+/// When gpsd goes away (`gps_read` returns -1, or it cannot be reached) the thread closes, waits and
+/// opens again: the daemon never exits for this.
+public final class GPSDConnection: @unchecked Sendable {
+    public let events: AsyncStream<GPSDEvent>
+    private let eventSink: AsyncStream<GPSDEvent>.Continuation
+    private let host: String
+    private let port: Int
+    private let retryDelayS: Double
+
+    private let state = NSCondition()
+    private var isStopping = false
+    private var readerThread: Thread?
+    private let readerFinished = DispatchSemaphore(value: 0)
+
+    /// How long one `gps_waiting` blocks: also how quickly `stop()` is noticed.
+    static let waitMicroseconds: Int32 = 2_000_000
+
+    public init(host: String, port: Int, retryDelayS: Double = 1) {
+        self.host = host
+        self.port = port
+        self.retryDelayS = retryDelayS
+        (events, eventSink) = AsyncStream.makeStream(of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    public func start() {
+        let thread = Thread { [self] in
+            runReader()
+            readerFinished.signal()
+        }
+        thread.name = "gpsd-reader"
+        readerThread = thread
+        thread.start()
+    }
+
+    /// Returns once the reader thread has closed its gpsd socket.
+    public func stop() {
+        state.lock()
+        let wasRunning = readerThread != nil && !isStopping
+        isStopping = true
+        state.broadcast()
+        state.unlock()
+        if wasRunning { readerFinished.wait() }
+        eventSink.finish()
+    }
+
+    private var stopping: Bool {
+        state.lock()
+        defer { state.unlock() }
+        return isStopping
+    }
+
+    private func waitBeforeRetry() {
+        state.lock()
+        defer { state.unlock() }
+        let deadline = Date(timeIntervalSinceNow: retryDelayS)
+        while !isStopping && state.wait(until: deadline) {}
+    }
+
+    private func runReader() {
+        let data = UnsafeMutablePointer<gps_data_t>.allocate(capacity: 1)
+        defer { data.deallocate() }
+        var lastFailure: String?
+        while !stopping {
+            data.initialize(to: gps_data_t())
+            guard gps_open(host, String(port), data) == 0 else {
+                let reason = "cannot reach gpsd at \(host):\(port): \(String(cString: gps_errstr(errno)))"
+                if reason != lastFailure { eventSink.yield(.disconnected(reason: reason)) }
+                lastFailure = reason
+                waitBeforeRetry()
+                continue
+            }
+            lastFailure = nil
+            _ = gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil)
+            eventSink.yield(.connected)
+            let reason = readReports(data)
+            gps_close(data)
+            eventSink.yield(.disconnected(reason: reason))
+            lastFailure = reason
+            if !stopping { waitBeforeRetry() }
+        }
+    }
+
+    /// Reads until gpsd closes the socket or we are stopped; returns why it ended.
+    private func readReports(_ data: UnsafeMutablePointer<gps_data_t>) -> String {
+        var message = [CChar](repeating: 0, count: 8192)
+        while !stopping {
+            errno = 0
+            guard gps_waiting(data, Self.waitMicroseconds) else {
+                // A timeout is normal (no receiver attached); a dead socket shows up as a failed read below.
+                if errno != 0 && errno != EINTR && errno != EAGAIN { return "gpsd socket error: \(String(cString: strerror(errno)))" }
+                continue
+            }
+            let count = message.withUnsafeMutableBufferPointer { buffer in
+                gps_read(data, buffer.baseAddress, Int32(buffer.count))
+            }
+            if count == -1 { return "gpsd closed the connection" }
+            // gps_read leaves the previous fix in place for SKY, DEVICE... reports: only TPV carries one.
+            guard Self.isTPV(message) else { continue }
+            eventSink.yield(.sample(Self.sample(from: data.pointee.fix)))
+        }
+        return "stopped"
+    }
+
+    static func isTPV(_ message: [CChar]) -> Bool {
+        message.withUnsafeBufferPointer { buffer in
+            strstr(buffer.baseAddress!, "\"class\":\"TPV\"") != nil
+        }
+    }
+
+    static func sample(from fix: gps_fix_t) -> GPSSample {
+        GPSSample(
+            mode: Int(fix.mode),
+            time: Double(fix.time.tv_sec) + Double(fix.time.tv_nsec) / 1e9,
+            latitude: fix.latitude,
+            longitude: fix.longitude,
+            speed: fix.speed,
+            track: fix.track,
+            horizontalError: fix.eph
+        )
+    }
+
+    /// Decodes one gpsd JSON line with libgps's own parser (what `gps_read` does to each line).
+    public static func unpack(_ line: String) -> GPSSample? {
+        let data = UnsafeMutablePointer<gps_data_t>.allocate(capacity: 1)
+        defer { data.deallocate() }
+        data.initialize(to: gps_data_t())
+        var bytes = Array(line.utf8CString)
+        let status = bytes.withUnsafeMutableBufferPointer { gps_unpack($0.baseAddress, data) }
+        guard status == 0, isTPV(bytes) else { return nil }
+        return sample(from: data.pointee.fix)
+    }
+}

@@ -1,0 +1,108 @@
+/// Reads one table of a document, collecting every problem instead of stopping at the first,
+/// and reporting keys nobody asked for as unknown.
+struct SectionReader {
+    let path: String
+    private let entries: [String: ConfigValue]
+    private var consumed: Set<String> = []
+    private(set) var problems: [String] = []
+
+    init(path: String, value: ConfigValue?, problems: inout [String]) {
+        self.path = path
+        switch value {
+        case .table(let entries)?:
+            self.entries = entries
+        case nil:
+            self.entries = [:]
+        case let other?:
+            self.entries = [:]
+            problems.append("[\(path)] must be a table, found \(other.typeName)")
+        }
+    }
+
+    var isPresent: Bool { !entries.isEmpty }
+
+    private func name(_ key: String) -> String { "\(path).\(key)" }
+
+    private mutating func take(_ key: String) -> ConfigValue? {
+        consumed.insert(key)
+        return entries[key]
+    }
+
+    mutating func string(_ key: String, default fallback: String?, nonEmpty: Bool = true) -> String? {
+        guard let value = take(key) else {
+            if fallback == nil { problems.append("\(name(key)) is missing") }
+            return fallback
+        }
+        guard case .string(let text) = value else {
+            problems.append("\(name(key)) must be a string, found \(value.typeName)")
+            return fallback
+        }
+        if nonEmpty && text.isEmpty {
+            problems.append("\(name(key)) must not be empty")
+            return fallback
+        }
+        return text
+    }
+
+    mutating func integer(_ key: String, default fallback: Int, in range: ClosedRange<Int>) -> Int {
+        guard let value = take(key) else { return fallback }
+        guard case .integer(let number) = value else {
+            problems.append("\(name(key)) must be an integer, found \(value.typeName)")
+            return fallback
+        }
+        guard range.contains(number) else {
+            problems.append("\(name(key)) must be between \(range.lowerBound) and \(range.upperBound), found \(number)")
+            return fallback
+        }
+        return number
+    }
+
+    /// Accepts integers too: `interval_s = 5` is as natural as `5.0`.
+    mutating func number(_ key: String, default fallback: Double, in range: ClosedRange<Double>) -> Double {
+        guard let value = take(key) else { return fallback }
+        let number: Double
+        switch value {
+        case .integer(let int): number = Double(int)
+        case .double(let double): number = double
+        default:
+            problems.append("\(name(key)) must be a number, found \(value.typeName)")
+            return fallback
+        }
+        guard number.isFinite, range.contains(number) else {
+            problems.append("\(name(key)) must be between \(range.lowerBound) and \(range.upperBound), found \(number)")
+            return fallback
+        }
+        return number
+    }
+
+    mutating func bool(_ key: String, default fallback: Bool) -> Bool {
+        guard let value = take(key) else { return fallback }
+        guard case .bool(let flag) = value else {
+            problems.append("\(name(key)) must be true or false, found \(value.typeName)")
+            return fallback
+        }
+        return flag
+    }
+
+    mutating func oneOf(_ key: String, default fallback: String, allowed: [String]) -> String {
+        guard let text = string(key, default: fallback) else { return fallback }
+        guard allowed.contains(text) else {
+            problems.append("\(name(key)) must be one of \(allowed.joined(separator: ", ")), found \"\(text)\"")
+            return fallback
+        }
+        return text
+    }
+
+    /// A rule across keys of this table was broken; `problem` starts with the key it is about.
+    mutating func reject(_ problem: String) {
+        problems.append("\(path).\(problem)")
+    }
+
+    /// Call last: everything not read is a key this version does not know.
+    mutating func finish(into all: inout [String]) {
+        for key in entries.keys.sorted() where !consumed.contains(key) {
+            problems.append("unknown key \(name(key))")
+        }
+        all.append(contentsOf: problems)
+    }
+}

@@ -1,0 +1,72 @@
+/// Messages on the wire (docs/protocol.md). Optional fields are omitted when unknown; NaN never
+/// reaches the encoder because `Fix` carries nil instead.
+
+/// How much a message matters when the link is poor: lower goes first and is kept longer.
+public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
+    case alarm = 0
+    case reply = 1
+    case event = 2
+    case position = 3
+
+    public static func < (lhs: MessageClass, rhs: MessageClass) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Topic suffixes below `{prefix}/{fleet}/{unit}/`.
+public enum UnitTopic: String, Sendable, Codable, CaseIterable {
+    case status
+    case pos
+}
+
+public struct PositionPoint: Sendable, Equatable, Codable {
+    /// Fix time, ms since the Unix epoch.
+    public var t: Int64
+    public var lat: Double
+    public var lon: Double
+    public var spd: Double?
+    public var hdg: Double?
+    public var acc: Double?
+
+    public init(_ fix: Fix) {
+        t = fix.time
+        lat = fix.latitude
+        lon = fix.longitude
+        spd = fix.speed
+        hdg = fix.track
+        acc = fix.accuracy
+    }
+}
+
+public struct PositionMessage: Sendable, Equatable, Codable {
+    public var unit: String
+    public var seq: Int64
+    public var id: String
+    public var points: [PositionPoint]
+
+    public init(unit: String, seq: Int64, id: String, points: [PositionPoint]) {
+        self.unit = unit
+        self.seq = seq
+        self.id = id
+        self.points = points
+    }
+}
+
+/// The retained `status` document. The broker's last will replaces it with `{"online":false}`.
+public struct StatusMessage: Sendable, Equatable, Codable {
+    public var online: Bool
+    public var unit: String
+    public var state: DutyState
+    /// Unit clock, ms since the Unix epoch.
+    public var t: Int64?
+
+    public init(online: Bool, unit: String, state: DutyState, t: Int64?) {
+        self.online = online
+        self.unit = unit
+        self.state = state
+        self.t = t
+    }
+}
+
+public struct OfflineStatusMessage: Sendable, Equatable, Codable {
+    public var online = false
+    public init() {}
+}

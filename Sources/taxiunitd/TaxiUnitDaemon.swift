@@ -1,0 +1,85 @@
+import ArgumentParser
+import ControlSocket
+import Foundation
+import GPSReader
+import LocalCache
+import Logging
+import MQTTLink
+import ServiceLifecycle
+import UnitConfig
+import UnitCore
+import UnitRuntime
+
+@main
+struct TaxiUnitDaemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "taxiunitd",
+        abstract: "The taxi unit daemon: GPS from gpsd, the driver's job state machine, SQLite store-and-forward, MQTT to dispatch.",
+        discussion: """
+            Reads the TOML configuration (see /etc/taxiunitd/taxiunitd.toml), opens the store, connects to \
+            gpsd and the MQTT broker, and serves the control socket used by taxiunitctl. SIGTERM or SIGINT \
+            shut it down gracefully.
+            """
+    )
+
+    @Option(name: .long, help: "Path of the TOML configuration file.")
+    var config: String = "/etc/taxiunitd/taxiunitd.toml"
+
+    @Flag(name: .long, help: "Validate the configuration file, print one line per problem, and exit (0 valid, 1 not).")
+    var check = false
+
+    func run() async throws {
+        let settings: UnitConfiguration
+        do {
+            settings = try UnitConfiguration.load(path: config)
+        } catch {
+            for problem in error.problems { printToStandardError("\(config): \(problem)") }
+            throw ExitCode(1)
+        }
+        if check {
+            print("\(config): OK")
+            return
+        }
+
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: settings.log.level) ?? .info
+            return handler
+        }
+        let logger = Logger(label: "taxiunitd")
+
+        let store = try LocalCache(path: settings.store.path)
+        let offline = try JSONEncoder().encode(OfflineStatusMessage())
+        let mqtt = MQTTConnection(
+            endpoint: MQTTEndpoint(
+                host: settings.mqtt.host, port: settings.mqtt.port, keepaliveS: settings.mqtt.keepaliveS,
+                clientID: "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)"),
+            will: MQTTWill(topic: settings.unitTopicBase + UnitTopic.status.rawValue, payload: Array(offline), qos: 1, retain: true),
+            backoff: ReconnectBackoff(minimumS: settings.mqtt.reconnectMinS, maximumS: settings.mqtt.reconnectMaxS),
+            logger: logger
+        )
+        let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
+        let engine = try UnitEngine(configuration: settings, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger)
+        let control = ControlServer(path: settings.control.socket) { request in await engine.handleControl(request) }
+
+        // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: MQTTService(connection: mqtt)),
+                    .init(service: GPSDService(connection: gpsd)),
+                    .init(service: ControlService(server: control)),
+                    .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        logger.info("taxiunitd starting", metadata: ["unit": "\(settings.unit.id)", "fleet": "\(settings.unit.fleet)"])
+        try await group.run()
+    }
+}
+
+func printToStandardError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
