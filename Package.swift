@@ -62,7 +62,10 @@ let package = Package(
         ]),
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
-        .target(name: "TestHarness", dependencies: ["MQTTLink"], path: "Tests/TestHarness"),
+        .target(name: "TestHarness", dependencies: [
+            "MQTTLink", "ControlSocket",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/TestHarness"),
 
         .testTarget(name: "UnitCoreTests", dependencies: [
             "UnitCore",

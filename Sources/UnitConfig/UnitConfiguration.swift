@@ -106,7 +106,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         controlSection.finish(into: &problems)
 
         var reportingSection = SectionReader(path: "reporting", value: root["reporting"], problems: &problems)
-        let reporting = Reporting(intervalS: reportingSection.number("interval_s", default: 5, in: 0.1...86400))
+        let reporting = Reporting(intervalS: reportingSection.number("interval_s", default: 5, in: 0...86400))
         reportingSection.finish(into: &problems)
 
         var logSection = SectionReader(path: "log", value: root["log"], problems: &problems)

@@ -1,0 +1,220 @@
+import Foundation
+import MQTTLink
+import TestHarness
+import Testing
+
+/// The walking skeleton on the real parts: gpsd fed by gpsfake, mosquitto, SQLite, the daemon binary.
+@Suite(.serialized) struct SkeletonFlowTests {
+    struct Point: Hashable {
+        let lat: Double
+        let lon: Double
+        init(_ lat: Double, _ lon: Double) {
+            // gpsd prints 9 decimals; 1e-7 degrees is about 1 cm.
+            self.lat = (lat * 1e7).rounded()
+            self.lon = (lon * 1e7).rounded()
+        }
+    }
+
+    /// Coordinates of every TPV with a fix that gpsd's expected output lists for a log.
+    static func expectedPoints(log: String) throws -> Set<Point> {
+        let text = try String(contentsOfFile: Corpus.log(log + ".chk"), encoding: .utf8)
+        var points = Set<Point>()
+        for line in text.split(whereSeparator: \.isNewline) where line.contains(#""class":"TPV""#) {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let mode = object["mode"] as? Int, mode >= 2,
+                  let lat = object["lat"] as? Double, let lon = object["lon"] as? Double else { continue }
+            points.insert(Point(lat, lon))
+        }
+        return points
+    }
+
+    struct Position {
+        let seq: Int
+        let id: String
+        let points: [[String: Any]]
+    }
+
+    static func positions(_ messages: [MQTTMessage], topic: String) -> [Position] {
+        messages.filter { $0.topic == topic }.compactMap { message in
+            guard let json = message.json, let seq = json["seq"] as? Int, let id = json["id"] as? String,
+                  let points = json["points"] as? [[String: Any]] else { return nil }
+            return Position(seq: seq, id: id, points: points)
+        }
+    }
+
+    /// Drops redeliveries (same id), keeping first arrivals in order.
+    static func firstArrivals(_ positions: [Position]) -> [Position] {
+        var seen = Set<String>()
+        return positions.filter { seen.insert($0.id).inserted }
+    }
+
+    @Test func replayedFixesArriveAtASubscriber() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])
+        try await unit.start()
+
+        let expected = try Self.expectedPoints(log: "bu303-moving.log")
+        let messages = try await recorder.waitFor("positions from the replay") { Self.positions($0, topic: unit.topicBase + "pos").count >= 10 }
+        let positions = Self.positions(messages, topic: unit.topicBase + "pos")
+        for position in positions {
+            #expect(position.points.count == 1)
+            let point = try #require(position.points.first)
+            let lat = try #require(point["lat"] as? Double), lon = try #require(point["lon"] as? Double)
+            #expect(expected.contains(Point(lat, lon)), "(\(lat), \(lon)) is not a position gpsd reports for this log")
+            #expect(point["t"] is Int)
+        }
+        #expect(positions.map(\.seq) == Array(1...positions.count))
+        let status = try #require(recorder.messages(onTopic: unit.topicBase + "status").last?.json)
+        #expect(status["online"] as? Bool == true)
+        #expect(status["state"] as? String == "off_duty")
+        unit.stop()
+        try await recorder.waitFor("the offline status", timeoutS: 5) { messages in
+            messages.last { $0.topic == unit.topicBase + "status" }?.json?["online"] as? Bool == false
+        }
+    }
+
+    @Test func theLastWillMarksAKilledUnitOffline() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "status"])
+        try await unit.start()
+        try await recorder.waitFor("online status") { $0.last?.json?["online"] as? Bool == true }
+        unit.killHard()
+        // keepalive_s = 5 in tests: the broker notices within 1.5 keepalives.
+        let messages = try await recorder.waitFor("the last will", timeoutS: 15) { $0.last?.json?["online"] as? Bool == false }
+        #expect(messages.last?.text == #"{"online":false}"#)
+        #expect(messages.last?.retained == false || messages.last?.retained == true)
+        let retained = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "status"])
+        let seen = try await retained.waitFor("the retained will") { !$0.isEmpty }
+        #expect(seen.first?.retained == true)
+        #expect(seen.first?.text == #"{"online":false}"#)
+    }
+
+    @Test func fixesStoredWhileTheBrokerIsDownArriveOnceInOrder() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "pos"], clientID: "recorder-outage", persistentSession: true)
+        try await unit.start()
+        try await recorder.waitFor("first positions") { $0.count >= 3 }
+
+        broker.stop()
+        let down = try await unit.waitForStatus("broker loss noticed") { !$0.broker.connected }
+        let queued = try await unit.waitForStatus("fixes queued while offline") { $0.outbox.depth >= down.outbox.depth + 10 }
+        #expect(queued.storedPositions > down.storedPositions)
+
+        try broker.start()
+        try await unit.waitForStatus("back online") { $0.broker.connected }
+        try await unit.waitForStatus("outbox drained") { $0.outbox.depth == 0 }
+        let reportedSoFar = try #require(Self.positions(recorder.messages, topic: unit.topicBase + "pos").last?.seq)
+        try await recorder.waitFor("everything queued", timeoutS: 20) { messages in
+            Set(Self.positions(messages, topic: unit.topicBase + "pos").map(\.seq)).count >= reportedSoFar
+        }
+        unit.stop()
+        let arrivals = Self.firstArrivals(Self.positions(recorder.messages, topic: unit.topicBase + "pos"))
+        let seqs = arrivals.map(\.seq)
+        #expect(seqs == Array(1...seqs.count), "every stored fix arrives once, in order")
+        #expect(Set(arrivals.map(\.id)).count == arrivals.count)
+    }
+
+    @Test func seqContinuesAndNothingQueuedIsLostAfterSIGKILL() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "pos"], clientID: "recorder-kill", persistentSession: true)
+        try await unit.start()
+        try await recorder.waitFor("first positions") { $0.count >= 3 }
+
+        // Queue some fixes with no broker, then kill the daemon the hard way.
+        broker.stop()
+        try await unit.waitForStatus("fixes queued while offline") { !$0.broker.connected && $0.outbox.depth >= 10 }
+        unit.killHard()
+        let highestBeforeKill = Self.positions(recorder.messages, topic: unit.topicBase + "pos").map(\.seq).max() ?? 0
+
+        try broker.start()
+        try await unit.start()
+        try await unit.waitForStatus("queue drained after restart") { $0.broker.connected && $0.outbox.depth == 0 }
+        try await recorder.waitFor("positions from after the restart") { messages in
+            (Self.positions(messages, topic: unit.topicBase + "pos").map(\.seq).max() ?? 0) > highestBeforeKill + 10
+        }
+        unit.stop()
+        let seqs = Self.firstArrivals(Self.positions(recorder.messages, topic: unit.topicBase + "pos")).map(\.seq)
+        #expect(seqs == Array(1...seqs.count), "seq continues across the restart with nothing lost or repeated")
+    }
+
+    @Test func statusJSONReportsStateLinksAndOutbox() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
+        try await unit.start()
+        try await unit.waitForStatus("gps and broker up") { $0.gps.connected && $0.broker.connected && $0.gps.lastFixTime != nil }
+
+        let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["status", "--json", "--socket", unit.controlSocket])
+        #expect(code == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        #expect(json["state"] as? String == "off_duty")
+        #expect((json["gps"] as? [String: Any])?["connected"] as? Bool == true)
+        #expect((json["broker"] as? [String: Any])?["connected"] as? Bool == true)
+        #expect((json["outbox"] as? [String: Any])?["depth"] is Int)
+
+        broker.stop()
+        gps.stop()
+        try await unit.waitForStatus("both links down") { !$0.gps.connected && !$0.broker.connected }
+        let (human, humanCode) = try runCommand(Corpus.binary("taxiunitctl"), ["status", "--socket", unit.controlSocket])
+        #expect(humanCode == 0)
+        #expect(human.contains("gpsd      disconnected"))
+        #expect(human.contains("broker    disconnected"))
+        unit.stop()
+
+        let (stopped, stoppedCode) = try runCommand(Corpus.binary("taxiunitctl"), ["status", "--socket", unit.controlSocket])
+        #expect(stoppedCode != 0)
+        #expect(stopped.contains("taxiunitd is not running"))
+    }
+}
+
+@Suite struct ConfigCheckTests {
+    func check(_ toml: String) throws -> (output: String, exitCode: Int32) {
+        let scratch = try ScratchDirectory()
+        let path = scratch.file("unit.toml")
+        try toml.write(toFile: path, atomically: true, encoding: .utf8)
+        return try runCommand(Corpus.binary("taxiunitd"), ["--config", path, "--check"])
+    }
+
+    @Test func aGoodFilePasses() throws {
+        let result = try runCommand(Corpus.binary("taxiunitd"), ["--config", Corpus.packageRoot + "/etc/taxiunitd.toml", "--check"])
+        #expect(result.exitCode == 0)
+        #expect(result.output.contains("OK"))
+    }
+
+    @Test func anUnknownKeyFails() throws {
+        let result = try check("[unit]\nid = \"T1\"\nfleet = \"f\"\n[mqtt]\nhostname = \"x\"\n")
+        #expect(result.exitCode == 1)
+        #expect(result.output.split(separator: "\n").map { String($0) }.contains { $0.hasSuffix("unknown key mqtt.hostname") })
+    }
+
+    @Test func aWrongTypeFails() throws {
+        let result = try check("[unit]\nid = \"T1\"\nfleet = \"f\"\n[gpsd]\nport = \"2947\"\n")
+        #expect(result.exitCode == 1)
+        #expect(result.output.contains("gpsd.port must be an integer, found string"))
+    }
+
+    @Test func aMissingUnitIdFails() throws {
+        let result = try check("[unit]\nfleet = \"f\"\n")
+        #expect(result.exitCode == 1)
+        #expect(result.output.contains("unit.id is missing"))
+    }
+
+    @Test func everyProblemIsOneLine() throws {
+        let result = try check("[unit]\nfleet = 3\nextra = 1\n")
+        #expect(result.exitCode == 1)
+        #expect(result.output.split(separator: "\n").count == 3)
+    }
+}

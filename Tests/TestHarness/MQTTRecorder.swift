@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import MQTTLink
+
+/// A subscriber made of the project's own libmosquitto adapter: records every message it sees.
+public final class MQTTRecorder: @unchecked Sendable {
+    private let connection: MQTTConnection
+    private let lock = NSLock()
+    private var received: [MQTTMessage] = []
+    private var pump: Task<Void, Never>?
+
+    /// `persistentSession`: the broker queues QoS 1 messages for this recorder while it reconnects.
+    public init(
+        port: Int, subscribe patterns: [String], clientID: String = "recorder-\(UUID().uuidString.prefix(8))",
+        persistentSession: Bool = false
+    ) async throws {
+        connection = MQTTConnection(
+            endpoint: MQTTEndpoint(host: "127.0.0.1", port: port, keepaliveS: 10, clientID: clientID, cleanSession: !persistentSession),
+            will: nil, backoff: ReconnectBackoff(minimumS: 0.1, maximumS: 0.5), logger: Logger(label: "recorder"))
+        pump = Task { [connection, weak self] in
+            for await event in connection.events {
+                switch event {
+                case .connected:
+                    for pattern in patterns { try? connection.subscribe(pattern, qos: 1) }
+                    self?.lock.withLock { self?.connections += 1 }
+                case .message(let message):
+                    self?.lock.withLock { self?.received.append(message) }
+                default:
+                    break
+                }
+            }
+        }
+        connection.start()
+        try await waitUntil("recorder connected to :\(port)", timeoutS: 10) { lock.withLock { connections > 0 } }
+        // SUBACK is not reported; give the broker a moment to register the subscriptions.
+        try await Task.sleep(for: .milliseconds(200))
+    }
+
+    private var connections = 0
+
+    public var messages: [MQTTMessage] { lock.withLock { received } }
+
+    public func messages(onTopic topic: String) -> [MQTTMessage] { messages.filter { $0.topic == topic } }
+
+    /// Waits until `condition` holds over everything recorded so far.
+    @discardableResult
+    public func waitFor(_ what: String, timeoutS: Double = 20, _ condition: ([MQTTMessage]) -> Bool) async throws -> [MQTTMessage] {
+        try await waitUntil(what, timeoutS: timeoutS, detail: { "\(self.messages.count) messages recorded" }) { condition(messages) }
+        return messages
+    }
+
+    public func publish(_ topic: String, _ payload: String, retain: Bool = false) throws {
+        _ = try connection.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
+    }
+
+    public func stop() {
+        connection.stop()
+        pump?.cancel()
+    }
+
+    deinit { stop() }
+}
+
+extension MQTTMessage {
+    public var json: [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any]
+    }
+
+    public var text: String { String(decoding: payload, as: UTF8.self) }
+}
