@@ -20,6 +20,7 @@ let package = Package(
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
         .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
@@ -28,13 +29,21 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
 
+        // Heartbeats of the adapters' library threads, read by the systemd watchdog.
+        .target(name: "Liveness"),
+        // stderr lines with syslog priority prefixes for journald, bursts of repeats rate-limited.
+        .target(name: "JournalLog", dependencies: [
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // One adapter per outside thing.
+        .target(name: "SystemdNotify", dependencies: ["CSystemd"]),
         .target(name: "GPSReader", dependencies: [
-            "CGPS", "UnitCore",
+            "CGPS", "UnitCore", "Liveness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MQTTLink", dependencies: [
-            "CMosquitto",
+            "CMosquitto", "Liveness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalCache", dependencies: [
@@ -45,13 +54,13 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
+            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "SystemdNotify", "Liveness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         .executableTarget(name: "taxiunitd", dependencies: [
-            "UnitRuntime", "UnitConfig",
+            "UnitRuntime", "UnitConfig", "JournalLog",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -72,6 +81,10 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "SystemServiceTests", dependencies: [
+            "JournalLog", "Liveness",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",

@@ -1,5 +1,6 @@
 import CGPS
 import Foundation
+import Liveness
 import Logging
 import UnitCore
 
@@ -25,6 +26,8 @@ public final class GPSDConnection: @unchecked Sendable {
     private var isStopping = false
     private var readerThread: Thread?
     private let readerFinished = DispatchSemaphore(value: 0)
+    /// Beats each time round the reader loop, for the systemd watchdog.
+    public let heartbeat = Heartbeat(name: "gpsd-reader", allowingSilenceS: Liveness.blockingConnectS)
 
     /// How long one `gps_waiting` blocks: also how quickly `stop()` is noticed.
     static let waitMicroseconds: Int32 = 2_000_000
@@ -39,6 +42,7 @@ public final class GPSDConnection: @unchecked Sendable {
     public func start() {
         let thread = Thread { [self] in
             runReader()
+            heartbeat.finished()
             readerFinished.signal()
         }
         thread.name = "gpsd-reader"
@@ -66,6 +70,7 @@ public final class GPSDConnection: @unchecked Sendable {
     private func waitBeforeRetry() {
         state.lock()
         defer { state.unlock() }
+        heartbeat.beat(allowingSilenceS: retryDelayS + Liveness.slackS)
         let deadline = Date(timeIntervalSinceNow: retryDelayS)
         while !isStopping && state.wait(until: deadline) {}
     }
@@ -76,6 +81,7 @@ public final class GPSDConnection: @unchecked Sendable {
         var lastFailure: String?
         while !stopping {
             data.initialize(to: gps_data_t())
+            heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
             guard gps_open(host, String(port), data) == 0 else {
                 let reason = "cannot reach gpsd at \(host):\(port): \(String(cString: gps_errstr(errno)))"
                 if reason != lastFailure { eventSink.yield(.disconnected(reason: reason)) }
@@ -98,6 +104,7 @@ public final class GPSDConnection: @unchecked Sendable {
     private func readReports(_ data: UnsafeMutablePointer<gps_data_t>) -> String {
         var message = [CChar](repeating: 0, count: 8192)
         while !stopping {
+            heartbeat.beat(allowingSilenceS: Double(Self.waitMicroseconds) / 1e6 + Liveness.slackS)
             errno = 0
             guard gps_waiting(data, Self.waitMicroseconds) else {
                 // A timeout is normal (no receiver attached); a dead socket shows up as a failed read below.

@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Liveness
 import Logging
 
 /// The libmosquitto adapter. All unsafe code for the broker lives in this file.
@@ -9,6 +10,11 @@ import Logging
 /// dead session (its in-memory queue, its message ids) can leak into the next one: our SQLite outbox
 /// is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
 public final class MQTTConnection: @unchecked Sendable {
+    struct HandleSetupFailure: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
     public let events: AsyncStream<MQTTEvent>
     private let eventSink: AsyncStream<MQTTEvent>.Continuation
 
@@ -29,6 +35,8 @@ public final class MQTTConnection: @unchecked Sendable {
     private var connectedSession: MQTTSessionID?
     private var loopThread: Thread?
     private let loopFinished = DispatchSemaphore(value: 0)
+    /// Beats each time round the loop thread, for the systemd watchdog.
+    public let heartbeat = Heartbeat(name: "mqtt-loop", allowingSilenceS: Liveness.blockingConnectS)
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
 
@@ -44,6 +52,7 @@ public final class MQTTConnection: @unchecked Sendable {
     public func start() {
         let thread = Thread { [self] in
             runLoop()
+            heartbeat.finished()
             loopFinished.signal()
         }
         thread.name = "mqtt-loop"
@@ -102,20 +111,34 @@ public final class MQTTConnection: @unchecked Sendable {
         var failures = 0
         var random = SystemRandomNumberGenerator()
         while !stopping {
-            guard let handle = makeHandle() else {
-                eventSink.yield(.connectFailed(reason: "cannot create a libmosquitto handle"))
+            let handle: OpaquePointer
+            switch makeHandle() {
+            case .success(let created):
+                handle = created
+            case .failure(let failure):
+                eventSink.yield(.connectFailed(reason: failure.reason))
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
                 failures += 1
                 continue
             }
+            heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
             let rc = mosquitto_connect(handle, endpoint.host, Int32(endpoint.port), Int32(endpoint.keepaliveS))
             if rc != MOSQ_ERR_SUCCESS.rawValue {
-                eventSink.yield(.connectFailed(reason: Self.describe(rc)))
+                eventSink.yield(.connectFailed(reason: Self.failureReason(rc, handle)))
             } else {
+                var everConnected = false
                 while !stopping {
+                    heartbeat.beat(allowingSilenceS: 1 + Liveness.slackS)
                     let loopRC = mosquitto_loop(handle, 1000, 1)
-                    if connected { failures = 0 }
-                    if loopRC != MOSQ_ERR_SUCCESS.rawValue { break }
+                    if connected {
+                        failures = 0
+                        everConnected = true
+                    }
+                    if loopRC != MOSQ_ERR_SUCCESS.rawValue {
+                        // A TLS handshake the broker rejects (our certificate) fails here, before any CONNACK.
+                        if !everConnected { eventSink.yield(.connectFailed(reason: Self.failureReason(loopRC, handle))) }
+                        break
+                    }
                 }
             }
             destroy(handle)
@@ -135,11 +158,12 @@ public final class MQTTConnection: @unchecked Sendable {
     private func waitBeforeRetry(_ seconds: Double) {
         state.lock()
         defer { state.unlock() }
+        heartbeat.beat(allowingSilenceS: seconds + Liveness.slackS)
         let deadline = Date(timeIntervalSinceNow: seconds)
         while !isStopping && state.wait(until: deadline) {}
     }
 
-    private func makeHandle() -> OpaquePointer? {
+    private func makeHandle() -> Result<OpaquePointer, HandleSetupFailure> {
         state.lock()
         sessionID += 1
         let sink = CallbackSink(session: sessionID, connection: self)
@@ -147,10 +171,19 @@ public final class MQTTConnection: @unchecked Sendable {
         let context = Unmanaged.passRetained(sink).toOpaque()
         guard let handle = mosquitto_new(endpoint.clientID, endpoint.cleanSession, context) else {
             Unmanaged<CallbackSink>.fromOpaque(context).release()
-            return nil
+            return .failure(HandleSetupFailure("cannot create a libmosquitto handle"))
         }
         mosquitto_threaded_set(handle, true)
         _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        // libmosquitto explains TLS failures (OpenSSL's reasons) only through its log.
+        mosquitto_log_callback_set(handle) { _, context, level, text in
+            guard let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
+            CallbackSink.from(context).libraryLogged(String(cString: text))
+        }
+        if let failure = configureSecurity(handle) {
+            destroy(handle)
+            return .failure(failure)
+        }
         if let will {
             _ = will.payload.withUnsafeBytes { bytes in
                 mosquitto_will_set(handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain)
@@ -172,7 +205,25 @@ public final class MQTTConnection: @unchecked Sendable {
         state.lock()
         self.handle = handle
         state.unlock()
-        return handle
+        return .success(handle)
+    }
+
+    /// TLS with client certificates and username/password, as the endpoint asks. Any failure is
+    /// reported with what libmosquitto logged about it.
+    private func configureSecurity(_ handle: OpaquePointer) -> HandleSetupFailure? {
+        if let credentials = endpoint.credentials {
+            let rc = mosquitto_username_pw_set(handle, credentials.username, credentials.password)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("credentials: \(Self.describe(rc))") }
+        }
+        guard let tls = endpoint.tls else { return nil }
+        var rc = mosquitto_tls_set(handle, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            return HandleSetupFailure("TLS setup (cafile \(tls.caFile), certfile \(tls.certFile ?? "-"), keyfile \(tls.keyFile ?? "-")): \(Self.failureReason(rc, handle))")
+        }
+        // Verify the broker's certificate, and speak at least `tls_version`.
+        rc = mosquitto_tls_opts_set(handle, 1, tls.version, nil)
+        if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("TLS options: \(Self.describe(rc))") }
+        return nil
     }
 
     private func destroy(_ handle: OpaquePointer) {
@@ -210,6 +261,17 @@ public final class MQTTConnection: @unchecked Sendable {
         return String(cString: mosquitto_strerror(rc))
     }
 
+    /// The return code's text, with what libmosquitto logged (OpenSSL's reason) and a hint.
+    private static func failureReason(_ rc: Int32, _ handle: OpaquePointer) -> String {
+        var reason = describe(rc)
+        if let context = mosquitto_userdata(handle) {
+            let logged = CallbackSink.from(context).takeLibraryLog()
+            if !logged.isEmpty { reason += ": " + logged.joined(separator: "; ") }
+        }
+        if let hint = TLSFailureHint.explain(reason) { reason += " (\(hint))" }
+        return reason
+    }
+
     private static func error(_ rc: Int32) -> MQTTLinkError {
         .libmosquitto(code: rc, text: describe(rc))
     }
@@ -223,6 +285,19 @@ private final class CallbackSink {
     init(session: MQTTSessionID, connection: MQTTConnection) {
         self.session = session
         self.connection = connection
+    }
+
+    /// Error and warning lines libmosquitto logged since the last failure was reported.
+    private var libraryLog: [String] = []
+
+    func libraryLogged(_ line: String) {
+        // A broken handshake can log many lines; the first few say why.
+        if libraryLog.count < 4 { libraryLog.append(line) }
+    }
+
+    func takeLibraryLog() -> [String] {
+        defer { libraryLog = [] }
+        return libraryLog
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> CallbackSink {

@@ -23,6 +23,18 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var reconnectMaxS: Double
         /// Messages handed to libmosquitto at once; the rest wait in SQLite.
         public var maxInflight: Int
+        public var tls: TLS?
+        public var username: String?
+        /// Holds the broker password; must be readable by its owner only.
+        public var passwordFile: String?
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var caFile: String
+        /// Client certificate and its key, both or neither.
+        public var certFile: String?
+        public var keyFile: String?
+        public var version: String
     }
 
     public struct Store: Sendable, Equatable {
@@ -87,8 +99,14 @@ public struct UnitConfiguration: Sendable, Equatable {
             topicPrefix: mqttSection.string("topic_prefix", default: "taxi")!,
             reconnectMinS: mqttSection.number("reconnect_min_s", default: 1, in: 0.1...3600),
             reconnectMaxS: mqttSection.number("reconnect_max_s", default: 300, in: 0.1...3600),
-            maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000)
+            maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000),
+            tls: Self.readTLS(&mqttSection),
+            username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
+            passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
         )
+        if mqtt.passwordFile != nil && mqtt.username == nil {
+            mqttSection.reject("password_file needs a username")
+        }
         if mqtt.reconnectMinS > mqtt.reconnectMaxS {
             mqttSection.reject("reconnect_min_s must not exceed reconnect_max_s")
         }
@@ -121,6 +139,33 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.control = control
         self.reporting = reporting
         self.log = log
+    }
+
+    public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]
+
+    private static func readTLS(_ section: inout SectionReader) -> TLS? {
+        let enabled = section.bool("tls", default: false)
+        func optionalPath(_ key: String) -> String? {
+            section.string(key, default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let caFile = optionalPath("cafile")
+        let certFile = optionalPath("certfile")
+        let keyFile = optionalPath("keyfile")
+        let version = section.oneOf("tls_version", default: "tlsv1.2", allowed: tlsVersions)
+        guard enabled else {
+            if caFile != nil || certFile != nil || keyFile != nil {
+                section.reject("cafile, certfile and keyfile need tls = true")
+            }
+            return nil
+        }
+        if (certFile == nil) != (keyFile == nil) {
+            section.reject("certfile and keyfile go together: set both or neither")
+        }
+        guard let caFile else {
+            section.reject("tls = true needs cafile, the CA that signed the broker's certificate")
+            return nil
+        }
+        return TLS(caFile: caFile, certFile: certFile, keyFile: keyFile, version: version)
     }
 
     /// Reads and validates a TOML file.

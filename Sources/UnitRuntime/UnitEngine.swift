@@ -13,6 +13,7 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(MQTTEvent)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    case healthProbe(EngineProbe)
     case shutdownRequested
     case shutdownDeadline
 }
@@ -67,6 +68,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return (try? Array(JSONEncoder().encode(response))) ?? Array(#"{"ok":false,"error":"encoding"}"#.utf8)
     }
 
+    /// For the systemd watchdog: the probe is answered when the loop gets to it.
+    public func probe() -> EngineProbe {
+        let probe = EngineProbe()
+        inputSink.yield(.healthProbe(probe))
+        return probe
+    }
+
     public func run() async throws {
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
@@ -96,6 +104,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .healthProbe(let probe):
+            probe.answer(EngineHealth(state: machine.state.rawValue, online: broker.connected, queued: (try? store.undeliveredCount()) ?? -1))
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:

@@ -2,10 +2,12 @@ import ArgumentParser
 import ControlSocket
 import Foundation
 import GPSReader
+import JournalLog
 import LocalCache
 import Logging
 import MQTTLink
 import ServiceLifecycle
+import SystemdNotify
 import UnitConfig
 import UnitCore
 import UnitRuntime
@@ -30,8 +32,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
 
     func run() async throws {
         let settings: UnitConfiguration
+        let credentials: MQTTCredentials?
         do {
             settings = try UnitConfiguration.load(path: config)
+            credentials = try Self.credentials(settings.mqtt)
         } catch {
             for problem in error.problems { printToStandardError("\(config): \(problem)") }
             throw ExitCode(1)
@@ -41,10 +45,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
             return
         }
 
+        let journal = JournalOutput()
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: settings.log.level) ?? .info
-            return handler
+            JournalLogHandler(label: label, level: Logger.Level(rawValue: settings.log.level) ?? .info, output: journal)
         }
         let logger = Logger(label: "taxiunitd")
 
@@ -53,7 +56,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         let mqtt = MQTTConnection(
             endpoint: MQTTEndpoint(
                 host: settings.mqtt.host, port: settings.mqtt.port, keepaliveS: settings.mqtt.keepaliveS,
-                clientID: "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)"),
+                clientID: "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)",
+                tls: settings.mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version) },
+                credentials: credentials),
             will: MQTTWill(topic: settings.unitTopicBase + UnitTopic.status.rawValue, payload: Array(offline), qos: 1, retain: true),
             backoff: ReconnectBackoff(minimumS: settings.mqtt.reconnectMinS, maximumS: settings.mqtt.reconnectMaxS),
             logger: logger
@@ -70,6 +75,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
                     .init(service: GPSDService(connection: gpsd)),
                     .init(service: ControlService(server: control)),
                     .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
+                    // Last, so that it is told first on shutdown and says STOPPING=1 at once.
+                    .init(service: SystemdWatchdogService(
+                        notifier: SystemdNotifier(), engine: engine, heartbeats: [mqtt.heartbeat, gpsd.heartbeat], logger: logger)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
@@ -77,6 +85,16 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         )
         logger.info("taxiunitd starting", metadata: ["unit": "\(settings.unit.id)", "fleet": "\(settings.unit.fleet)"])
         try await group.run()
+    }
+}
+
+extension TaxiUnitDaemon {
+    /// Reads the password file and checks the client key's mode, so that `--check` catches both.
+    static func credentials(_ mqtt: UnitConfiguration.MQTT) throws(ConfigError) -> MQTTCredentials? {
+        if let keyFile = mqtt.tls?.keyFile { try SecretFile.checkPrivate(keyFile, role: "keyfile") }
+        guard let username = mqtt.username else { return nil }
+        let password = try mqtt.passwordFile.map { path throws(ConfigError) in try SecretFile.read(path, role: "password_file") }
+        return MQTTCredentials(username: username, password: password)
     }
 }
 

@@ -54,8 +54,11 @@ public final class UnitUnderTest: @unchecked Sendable {
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    public func start() async throws {
-        let process = try ChildProcess(Corpus.binary("taxiunitd"), ["--config", configPath], logPath: directory.file("\(unitID).log"))
+    /// `launcher` runs the daemon through another program (e.g. one that restricts it first).
+    public func start(environment: [String: String] = [:], launcher: [String] = []) async throws {
+        let command = launcher + [Corpus.binary("taxiunitd"), "--config", configPath]
+        let process = try ChildProcess(
+            command[0], Array(command.dropFirst()), logPath: directory.file("\(unitID).log"), environment: environment)
         self.process = process
         try await waitUntil("taxiunitd to come up", timeoutS: 15, detail: { "its log:\n\(process.log)" }) {
             if (try? status()) != nil { return true }
