@@ -263,7 +263,8 @@ public final class MQTTConnection: @unchecked Sendable {
 
     /// The return code's text, with what libmosquitto logged (OpenSSL's reason) and a hint.
     private static func failureReason(_ rc: Int32, _ handle: OpaquePointer) -> String {
-        var reason = describe(rc)
+        // "A TLS error occurred." reads better followed by OpenSSL's reason than by a colon.
+        var reason = describe(rc).trimmingCharacters(in: CharacterSet(charactersIn: "."))
         if let context = mosquitto_userdata(handle) {
             let logged = CallbackSink.from(context).takeLibraryLog()
             if !logged.isEmpty { reason += ": " + logged.joined(separator: "; ") }

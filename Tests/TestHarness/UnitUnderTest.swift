@@ -14,7 +14,8 @@ public final class UnitUnderTest: @unchecked Sendable {
     /// `extraTOML` is appended to the generated file; use it for sections the defaults do not cover.
     public init(
         unitID: String = "T1", fleet: String = "test", mqttPort: Int, gpsdPort: Int,
-        in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5
+        in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5,
+        mqttTOML: String = ""
     ) throws {
         self.unitID = unitID
         self.fleet = fleet
@@ -37,6 +38,7 @@ public final class UnitUnderTest: @unchecked Sendable {
         keepalive_s = 5
         reconnect_min_s = 0.2
         reconnect_max_s = 1
+        \(mqttTOML)
 
         [store]
         path = "\(storePath)"
@@ -101,10 +103,14 @@ public final class UnitUnderTest: @unchecked Sendable {
 }
 
 /// Runs `command` and returns its standard output and exit code.
-public func runCommand(_ executable: String, _ arguments: [String]) throws -> (output: String, exitCode: Int32) {
+public func runCommand(
+    _ executable: String, _ arguments: [String], in directory: String? = nil, environment: [String: String] = [:]
+) throws -> (output: String, exitCode: Int32) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
