@@ -71,9 +71,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: MQTTService(connection: mqtt)),
-                    .init(service: GPSDService(connection: gpsd)),
-                    .init(service: ControlService(server: control)),
+                    .init(service: AdapterService(mqtt)),
+                    .init(service: AdapterService(gpsd)),
+                    .init(service: AdapterService(control)),
                     .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
                     // Last, so that it is told first on shutdown and says STOPPING=1 at once.
                     .init(service: SystemdWatchdogService(
