@@ -82,7 +82,7 @@ let package = Package(
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
         .testTarget(name: "SystemServiceTests", dependencies: [
-            "JournalLog", "Liveness",
+            "JournalLog", "Liveness", "ControlSocket",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),

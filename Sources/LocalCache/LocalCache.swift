@@ -13,6 +13,15 @@ public struct OutboxMessage: Sendable, Equatable {
     public var payload: [UInt8]
 }
 
+/// An outbox row as `taxiunitctl outbox` lists it.
+public struct OutboxEntry: Sendable, Equatable {
+    public var rowID: Int64
+    public var messageID: String
+    public var topic: String
+    public var messageClass: MessageClass
+    public var createdAt: Int64
+}
+
 /// How hard a write transaction insists on reaching the disk before it returns.
 public enum Durability: Sendable {
     /// WAL with synchronous=NORMAL: survives a crash of the daemon, may lose the last commits on power loss.
@@ -175,6 +184,31 @@ public final class LocalCache: Sendable {
     public func markDelivered(_ rowID: Int64, at time: Int64) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE outbox SET delivered_at = ? WHERE id = ?", arguments: [time, rowID])
+        }
+    }
+
+    /// Undelivered messages per class, and the oldest `limit` of each (payloads left out).
+    public func outboxOverview(limitPerClass limit: Int) throws -> (depth: [MessageClass: Int], oldest: [OutboxEntry]) {
+        try database.read { db in
+            var depth: [MessageClass: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT class, COUNT(*) AS n FROM outbox WHERE delivered_at IS NULL GROUP BY class") {
+                if let messageClass = MessageClass(rawValue: row["class"]) { depth[messageClass] = row["n"] }
+            }
+            let oldest = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, message_id, topic, class, created_at FROM (
+                        SELECT *, ROW_NUMBER() OVER (PARTITION BY class ORDER BY id) AS rank
+                        FROM outbox WHERE delivered_at IS NULL
+                    ) WHERE rank <= ? ORDER BY class, id
+                    """,
+                arguments: [limit]
+            ).map { row in
+                OutboxEntry(
+                    rowID: row["id"], messageID: row["message_id"], topic: row["topic"],
+                    messageClass: MessageClass(rawValue: row["class"]) ?? .event, createdAt: row["created_at"])
+            }
+            return (depth, oldest)
         }
     }
 

@@ -248,7 +248,32 @@ public final class UnitEngine: Service, @unchecked Sendable {
             perform(actions)
             let told = actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
             return ControlResponse(ok: true, message: told.joined(separator: "; "))
+        case .outbox:
+            return outboxListing(limitPerClass: request.limit ?? 10)
+        case .jobs:
+            return .failure("this daemon does not record a ride history yet")
         }
+    }
+
+    private func outboxListing(limitPerClass: Int) -> ControlResponse {
+        do {
+            let overview = try store.outboxOverview(limitPerClass: max(0, limitPerClass))
+            let inFlight = outbox.inFlightRows
+            return ControlResponse(ok: true, outbox: ControlOutboxListing(
+                depthByClass: Self.byClassName(overview.depth),
+                oldest: overview.oldest.map {
+                    ControlOutboxEntry(
+                        messageClass: "\($0.messageClass)", topic: $0.topic, id: $0.messageID, createdAt: $0.createdAt,
+                        inFlight: inFlight.contains($0.rowID))
+                }))
+        } catch {
+            return .failure("cannot read the outbox: \(error)")
+        }
+    }
+
+    /// Every class named, zero included, so scripts need not guess.
+    private static func byClassName(_ depth: [MessageClass: Int]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: MessageClass.allCases.map { ("\($0)", depth[$0] ?? 0) })
     }
 
     private func currentStatus() -> ControlStatus {
@@ -260,7 +285,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             state: machine.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
-            outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
+            outbox: .init(
+                depth: depth, inFlight: outbox.inFlightRows.count,
+                byClass: (try? store.outboxOverview(limitPerClass: 0).depth).map(Self.byClassName)),
             storedPositions: stored
         )
     }

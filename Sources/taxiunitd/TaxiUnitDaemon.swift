@@ -18,9 +18,31 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         commandName: "taxiunitd",
         abstract: "The taxi unit daemon: GPS from gpsd, the driver's job state machine, SQLite store-and-forward, MQTT to dispatch.",
         discussion: """
-            Reads the TOML configuration (see /etc/taxiunitd/taxiunitd.toml), opens the store, connects to \
-            gpsd and the MQTT broker, and serves the control socket used by taxiunitctl. SIGTERM or SIGINT \
-            shut it down gracefully.
+            Reads the TOML configuration, opens the store, connects to gpsd and the MQTT broker (retrying \
+            both for as long as it runs, whichever comes up first), and serves the control socket used by \
+            taxiunitctl.
+
+            SYSTEMD
+            Runs as Type=notify: READY=1 once the store is open and the configuration valid, WATCHDOG=1 \
+            while the engine loop and the gpsd and broker threads are alive, STATUS= with state, link and \
+            queue, STOPPING=1 on shutdown. Outside systemd these are no-ops.
+
+            LOGGING
+            One line per entry on standard error with a syslog priority prefix (<3> error ... <7> debug) \
+            that journald keeps as the level: journalctl -u taxiunitd -p warning. Identical warnings and \
+            errors are written at most once a minute, the next one with a count. Level: [log] level.
+
+            FILES
+              /etc/taxiunitd/taxiunitd.toml   configuration, every key with its default
+              /var/lib/taxiunitd/unit.sqlite  positions, outbox, state ([store] path)
+              /run/taxiunitd/control.sock     control socket ([control] socket)
+
+            SIGNALS
+              SIGTERM, SIGINT  publish the offline status, then stop gracefully.
+
+            EXIT STATUS
+            0 after a graceful stop or a valid --check; 1 for an invalid configuration, an unusable secret \
+            file, or a store that cannot be opened.
             """
     )
 

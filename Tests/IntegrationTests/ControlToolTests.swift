@@ -1,0 +1,73 @@
+import Foundation
+import TestHarness
+import Testing
+
+/// taxiunitctl against a real daemon: human and JSON output, the outbox listing, and the lines it
+/// prints when it cannot reach the daemon.
+@Suite(.serialized) struct ControlToolTests {
+    func ctl(_ arguments: [String]) throws -> (output: String, exitCode: Int32) {
+        try runCommand(Corpus.binary("taxiunitctl"), arguments)
+    }
+
+    @Test func outboxListsWaitingMessagesPerClassWhileTheBrokerIsDown() async throws {
+        let scratch = try ScratchDirectory()
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        // Nobody listens on the broker port: every position waits in the outbox.
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
+        try await unit.start()
+        try await unit.waitForStatus("positions queued") { $0.outbox.depth >= 5 }
+
+        let json = try ctl(["outbox", "--json", "--limit", "3", "--socket", unit.controlSocket])
+        #expect(json.exitCode == 0, "\(json.output)")
+        let listing = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        let depth = try #require(listing["depthByClass"] as? [String: Int])
+        #expect(Set(depth.keys) == ["alarm", "reply", "event", "position"])
+        #expect(depth["position"]! >= 5)
+        let oldest = try #require(listing["oldest"] as? [[String: Any]])
+        #expect(oldest.count == 3)
+        #expect(oldest.allSatisfy { $0["messageClass"] as? String == "position" && $0["topic"] as? String == "pos" && $0["inFlight"] as? Bool == false })
+
+        let human = try ctl(["outbox", "--limit", "1", "--socket", unit.controlSocket])
+        #expect(human.exitCode == 0)
+        #expect(human.output.contains(/waiting by class:\n  alarm +0\n  reply +0\n  event +0\n  position +\d+\n/), "\(human.output)")
+        #expect(human.output.contains(/oldest:\n  - class +position\n    topic +pos\n/), "\(human.output)")
+
+        let status = try ctl(["status", "--socket", unit.controlSocket])
+        #expect(status.output.contains(/outbox:\n  depth +\d+\n  in flight +0\n  by class:\n    alarm +0\n/), "\(status.output)")
+        #expect(status.output.contains(/\nbroker +disconnected\n/), "\(status.output)")
+        unit.stop()
+    }
+
+    @Test func jobsSaysClearlyThatThereIsNoHistoryYet() async throws {
+        let scratch = try ScratchDirectory()
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        let result = try ctl(["jobs", "--last", "5", "--socket", unit.controlSocket])
+        #expect(result.exitCode == 1)
+        #expect(result.output == "taxiunitctl: this daemon does not record a ride history yet\n")
+        let invalid = try ctl(["jobs", "--last", "0", "--socket", unit.controlSocket])
+        #expect(invalid.exitCode != 0)
+        #expect(invalid.output.contains("--last must be at least 1"))
+        unit.stop()
+    }
+
+    @Test func notRunningExitsThree() throws {
+        let scratch = try ScratchDirectory()
+        let result = try ctl(["status", "--socket", scratch.file("nothing.sock")])
+        #expect(result.exitCode == 3)
+        #expect(result.output == "taxiunitctl: taxiunitd is not running (nothing listens on \(scratch.file("nothing.sock")))\n")
+    }
+
+    @Test func notPermittedExitsFour() async throws {
+        try #require(getuid() == 0, "needs root to run taxiunitctl as another user")
+        let scratch = try ScratchDirectory()
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        // The scratch directory is mode 700: nobody cannot reach the socket in it.
+        let result = try runCommand(
+            "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Corpus.binary("taxiunitctl"), "status", "--socket", unit.controlSocket])
+        #expect(result.exitCode == 4, "\(result.output)")
+        #expect(result.output.contains("not permitted to use \(unit.controlSocket)"), "\(result.output)")
+        unit.stop()
+    }
+}
