@@ -41,56 +41,57 @@ import Testing
         return try #require(await outcome.value, "no outcome within 15 s; broker log:\n\(broker.log)")
     }
 
-    func failureReason(_ event: MQTTEvent) -> String {
-        if case .connectFailed(let reason) = event { return reason }
-        Issue.record("expected a refused connection, got \(event)")
-        return ""
-    }
-
-    @Test func connectsWithTheRightClientCertificate() async throws {
-        let event = try await firstOutcome(MQTTTLS(caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2"))
+    @Test(arguments: ["tlsv1.2", "tlsv1.3"])
+    func connectsWithTheRightClientCertificate(version: String) async throws {
+        let event = try await firstOutcome(MQTTTLS(caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile, version: version))
         guard case .connected = event else {
             Issue.record("expected to connect, got \(event)")
             return
         }
     }
 
-    @Test func connectsWithTLS13() async throws {
-        let event = try await firstOutcome(MQTTTLS(caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.3"))
-        guard case .connected = event else {
-            Issue.record("expected to connect, got \(event)")
-            return
+    /// A refused TLS setup and the words the operator gets to read about it.
+    enum Refusal: String, CaseIterable, Sendable {
+        case brokerCertificateFromAnotherCA, expiredClientCertificate, certificateAndKeyDoNotMatch
+        case clientCertificateFromAnUntrustedCA, noClientCertificate
+
+        func settings(_ pki: TestCertificates) -> MQTTTLS {
+            switch self {
+            case .brokerCertificateFromAnotherCA:
+                MQTTTLS(caFile: pki.otherCAFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2")
+            case .expiredClientCertificate:
+                MQTTTLS(caFile: pki.caFile, certFile: pki.expiredClientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2")
+            case .certificateAndKeyDoNotMatch:
+                MQTTTLS(caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.otherClientKeyFile, version: "tlsv1.2")
+            case .clientCertificateFromAnUntrustedCA:
+                MQTTTLS(caFile: pki.caFile, certFile: pki.foreignClientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2")
+            case .noClientCertificate:
+                MQTTTLS(caFile: pki.caFile, certFile: nil, keyFile: nil, version: "tlsv1.2")
+            }
+        }
+
+        /// OpenSSL's reason, then our hint.
+        var expected: [String] {
+            switch self {
+            case .brokerCertificateFromAnotherCA: ["certificate verify failed", "not signed by cafile"]
+            case .expiredClientCertificate: ["certificate expired", "our client certificate: it has expired"]
+            case .certificateAndKeyDoNotMatch: ["key values mismatch", "certfile and keyfile do not belong together"]
+            case .clientCertificateFromAnUntrustedCA: ["unknown ca", "does not trust the CA that signed our client certificate"]
+            case .noClientCertificate: ["certificate required", "requires a client certificate"]
+            }
         }
     }
 
-    @Test func refusedWhenTheBrokersCertificateIsFromAnotherCA() async throws {
-        let reason = failureReason(try await firstOutcome(
-            MQTTTLS(caFile: pki.otherCAFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2")))
-        #expect(reason.contains("certificate verify failed"), "\(reason)")
-        #expect(reason.contains("not signed by cafile"), "\(reason)")
-    }
-
-    @Test func clearErrorForAnExpiredClientCertificate() async throws {
-        let reason = failureReason(try await firstOutcome(
-            MQTTTLS(caFile: pki.caFile, certFile: pki.expiredClientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2")))
-        #expect(reason.contains("our client certificate: it has expired"), "\(reason)")
-    }
-
-    @Test func clearErrorForACertificateAndKeyThatDoNotMatch() async throws {
-        let reason = failureReason(try await firstOutcome(
-            MQTTTLS(caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.otherClientKeyFile, version: "tlsv1.2")))
-        #expect(reason.contains("certfile and keyfile do not belong together"), "\(reason)")
-    }
-
-    @Test func clearErrorForAClientCertificateFromAnUntrustedCA() async throws {
-        let reason = failureReason(try await firstOutcome(
-            MQTTTLS(caFile: pki.caFile, certFile: pki.foreignClientCertFile, keyFile: pki.clientKeyFile, version: "tlsv1.2")))
-        #expect(reason.contains("does not trust the CA that signed our client certificate"), "\(reason)")
-    }
-
-    @Test func clearErrorWithoutAClientCertificate() async throws {
-        let reason = failureReason(try await firstOutcome(MQTTTLS(caFile: pki.caFile, certFile: nil, keyFile: nil, version: "tlsv1.2")))
-        #expect(reason.contains("requires a client certificate"), "\(reason)")
+    @Test(arguments: Refusal.allCases)
+    func refusedWithAClearReason(refusal: Refusal) async throws {
+        let event = try await firstOutcome(refusal.settings(pki))
+        guard case .connectFailed(let reason) = event else {
+            Issue.record("expected a refused connection, got \(event)")
+            return
+        }
+        for text in refusal.expected {
+            #expect(reason.contains(text), "\(reason)")
+        }
     }
 }
 
