@@ -50,7 +50,7 @@ let package = Package(
             "UnitCore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "ControlSocket"),
+        .target(name: "ControlSocket", dependencies: ["Liveness"]),
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [

@@ -41,11 +41,11 @@ public final class GPSDConnection: @unchecked Sendable {
 
     public func start() {
         let thread = Thread { [self] in
+            Liveness.nameCurrentThread("gpsd-reader")
             runReader()
             heartbeat.finished()
             readerFinished.signal()
         }
-        thread.name = "gpsd-reader"
         readerThread = thread
         thread.start()
     }

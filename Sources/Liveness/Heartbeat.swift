@@ -70,3 +70,12 @@ public enum HealthVerdict: Equatable, Sendable {
         self = problems.isEmpty ? .healthy : .unhealthy(problems.joined(separator: "; "))
     }
 }
+
+extension Liveness {
+    /// Names the calling thread for the kernel (top -H, ps -L, /proc/PID/task/*/comm). Foundation's
+    /// `Thread.name` reaches the kernel only sometimes on Linux (a race inside `Thread.start`), and
+    /// Glibc's module does not export pthread_setname_np; the kernel keeps 15 bytes.
+    public static func nameCurrentThread(_ name: String) {
+        try? String(name.prefix(15)).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+    }
+}

@@ -51,11 +51,11 @@ public final class MQTTConnection: @unchecked Sendable {
 
     public func start() {
         let thread = Thread { [self] in
+            Liveness.nameCurrentThread("mqtt-loop")
             runLoop()
             heartbeat.finished()
             loopFinished.signal()
         }
-        thread.name = "mqtt-loop"
         loopThread = thread
         thread.start()
     }
@@ -263,7 +263,7 @@ public final class MQTTConnection: @unchecked Sendable {
 
     /// The return code's text, with what libmosquitto logged (OpenSSL's reason) and a hint.
     private static func failureReason(_ rc: Int32, _ handle: OpaquePointer) -> String {
-        // "A TLS error occurred." reads better followed by OpenSSL's reason than by a colon.
+        // Without its final '.', libmosquitto's text reads on into OpenSSL's reason after a colon.
         var reason = describe(rc).trimmingCharacters(in: CharacterSet(charactersIn: "."))
         if let context = mosquitto_userdata(handle) {
             let logged = CallbackSink.from(context).takeLibraryLog()

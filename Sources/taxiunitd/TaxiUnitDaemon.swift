@@ -73,7 +73,13 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         }
         let logger = Logger(label: "taxiunitd")
 
-        let store = try LocalCache(path: settings.store.path)
+        let store: LocalCache
+        do {
+            store = try LocalCache(path: settings.store.path)
+        } catch {
+            logger.critical("cannot open the store", metadata: ["path": "\(settings.store.path)", "error": "\(error)"])
+            throw ExitCode(1)
+        }
         let offline = try JSONEncoder().encode(OfflineStatusMessage())
         let mqtt = MQTTConnection(
             endpoint: MQTTEndpoint(

@@ -31,6 +31,32 @@ import Testing
         #expect(notify.assignments.contains("STOPPING=1"))
     }
 
+    /// A library thread stopped for real (ptrace) while the rest of the daemon runs: the pings stop,
+    /// the log says which thread, and they resume once the thread runs again.
+    @Test(arguments: ["mqtt-loop", "gpsd-reader"])
+    func aWedgedLibraryThreadStopsTheWatchdogPings(threadName: String) async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let notify = try NotifySocket(path: scratch.file("notify.sock"))
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
+        try await unit.start(environment: Self.watchdogEnvironment.merging(["NOTIFY_SOCKET": notify.path]) { $1 })
+        try await notify.waitFor("pings while online") { $0.filter { $0 == "WATCHDOG=1" }.count >= 2 && $0.contains { $0.hasPrefix("STATUS=") && $0.contains(", online,") } }
+
+        let freezer = try await ThreadFreezer(pid: unit.process!.pid, threadName: threadName, logPath: scratch.file("freezer.log"))
+        // The thread promised at most 1-2 s of silence plus 10 s of slack.
+        try await notify.waitFor("STATUS=unhealthy", timeoutS: 20) { $0.contains { $0.hasPrefix("STATUS=unhealthy: ") && $0.contains("thread \(threadName) silent") } }
+        let pingsWhenUnhealthy = notify.assignments.filter { $0 == "WATCHDOG=1" }.count
+        try await Task.sleep(for: .seconds(2))
+        #expect(notify.assignments.filter { $0 == "WATCHDOG=1" }.count == pingsWhenUnhealthy, "no pings while the thread is wedged")
+        let logged = unit.log.split(separator: "\n").first { $0.hasPrefix("<3>taxiunitd: unhealthy, withholding the watchdog ping") }
+        #expect(logged?.contains("thread \(threadName) silent for") == true, "\(unit.log)")
+
+        freezer.thaw()
+        try await notify.waitFor("pings again once the thread runs") { $0.filter { $0 == "WATCHDOG=1" }.count > pingsWhenUnhealthy }
+        unit.stop()
+    }
+
     @Test func noWatchdogPingsWithoutWatchdogUsec() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
@@ -53,7 +79,8 @@ import Testing
             Corpus.binary("taxiunitd"), ["--config", unit.configPath], logPath: scratch.file("daemon.log"),
             environment: ["NOTIFY_SOCKET": notify.path])
         try await waitUntil("the daemon to give up", timeoutS: 15) { !process.isRunning }
-        #expect(process.exitCode != 0)
+        #expect(process.exitCode == 1)
+        #expect(process.log.contains("<2>taxiunitd: cannot open the store"), "\(process.log)")
         #expect(!notify.assignments.contains("READY=1"))
     }
 
