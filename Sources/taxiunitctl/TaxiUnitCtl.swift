@@ -7,7 +7,7 @@ struct TaxiUnitCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxiunitctl",
         abstract: "Talk to a running taxiunitd over its control socket.",
-        subcommands: [Status.self, Press.self]
+        subcommands: [Status.self, Press.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {
