@@ -18,6 +18,13 @@ public struct FleetCommand: Sendable, Equatable {
     public var action: Action
     /// Unit clock, ms since the Unix epoch.
     public var expiresAt: Int64
+
+    public init(id: String, name: String, action: Action, expiresAt: Int64) {
+        self.id = id
+        self.name = name
+        self.action = action
+        self.expiresAt = expiresAt
+    }
 }
 
 /// The `cmd/reply` for a command that is not executed.

@@ -79,6 +79,11 @@ public struct FleetConfigMachine: Sendable {
             restoreProblems.append("the stored fleet config no longer fits the local file; running on the local file alone: \(error.problems.joined(separator: "; "))")
             settings = [:]
         }
+        // Set aside in memory only: the versions stay seen, and the next restart tries them again.
+        for scope in ConfigScope.allCases where settings[scope] == nil {
+            self.records[scope]?.applied = nil
+            self.records[scope]?.probation = nil
+        }
     }
 
     /// What the shell does right after starting: resume a rollback timer cut short by a restart.
@@ -148,7 +153,7 @@ public struct FleetConfigMachine: Sendable {
         next[scope] = candidate
         var nextConfiguration: UnitConfiguration?
         do {
-            nextConfiguration = try Self.effective(local: local, settings: next, validating: scope)
+            nextConfiguration = try Self.effective(local: local, settings: next)
         } catch {
             problems += error.problems
         }
@@ -156,13 +161,14 @@ public struct FleetConfigMachine: Sendable {
             return [.acknowledge(Self.rejected(scope, version: version, FleetRejection(.invalid, problems)))]
         }
 
-        let reconnect = nextConfiguration.mqtt != configuration.mqtt
+        let reconnect = !nextConfiguration.mqtt.isSameConnection(as: configuration.mqtt)
+        let trial = !nextConfiguration.mqtt.isSameBroker(as: configuration.mqtt)
         var updated = record
         updated.seenVersion = version
         updated.applied = AppliedConfigDocument(version: version, payload: payload)
-        updated.probation = reconnect ? .init(lastGood: record.applied) : nil
-        // The probation runs on the last good config's clock: a push cannot lengthen its own trial.
-        let trial = configuration.fleet.rollbackAfterS
+        updated.probation = trial ? .init(lastGood: record.applied) : nil
+        // The trial runs on the last good config's clock: a push cannot lengthen its own trial.
+        let trialS = configuration.fleet.rollbackAfterS
         records[scope] = updated
         settings = next
         configuration = nextConfiguration
@@ -170,7 +176,7 @@ public struct FleetConfigMachine: Sendable {
             .commit(scope, updated, ack: ConfigAck(scope: scope, version: version, result: .applied)),
             .use(nextConfiguration, reconnect: reconnect),
         ]
-        if reconnect { actions.append(.startRollbackTimer(seconds: trial)) }
+        if trial { actions.append(.startRollbackTimer(seconds: trialS)) }
         return actions
     }
 
@@ -189,17 +195,12 @@ public struct FleetConfigMachine: Sendable {
     }
 
     private func effective() throws(ConfigError) -> UnitConfiguration {
-        try Self.effective(local: local, settings: settings, validating: nil)
+        try Self.effective(local: local, settings: settings)
     }
 
-    /// local ⊕ fleet ⊕ unit. `validating` names the scope whose keys must all be remotely settable.
-    private static func effective(local: ConfigValue, settings: [ConfigScope: ConfigValue], validating scope: ConfigScope?) throws(ConfigError) -> UnitConfiguration {
-        let fleet = settings[.fleet] ?? .table([:])
-        let unit = settings[.unit] ?? .table([:])
-        switch scope {
-        case .fleet?: return try UnitConfiguration.overlay(fleet, on: local, under: unit)
-        case .unit?, nil: return try UnitConfiguration.overlay(unit, on: local.overlaid(by: fleet))
-        }
+    /// local ⊕ fleet ⊕ unit, validated.
+    private static func effective(local: ConfigValue, settings: [ConfigScope: ConfigValue]) throws(ConfigError) -> UnitConfiguration {
+        try UnitConfiguration.overlay(ConfigScope.allCases.compactMap { settings[$0] }, on: local)
     }
 
     private static func settings(of payload: [UInt8]) -> Result<ConfigValue, ConfigError> {

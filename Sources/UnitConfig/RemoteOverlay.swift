@@ -18,13 +18,24 @@ extension ConfigValue {
 }
 
 extension UnitConfiguration {
-    /// Validates remote settings laid over `base` (the local file, with lower scopes already laid
-    /// over it) and under `top` (a higher scope, if any): only remotely settable keys in `settings`,
-    /// and the merged document must pass the same validation as a local file. Every problem is
-    /// reported; the result is the configuration the unit would run with.
-    public static func overlay(_ settings: ConfigValue, on base: ConfigValue, under top: ConfigValue? = nil) throws(ConfigError) -> UnitConfiguration {
+    /// Validates remote settings laid, in order, over the local file: only remotely settable keys in
+    /// each layer, and the merged document must pass the same validation as a local file. Every
+    /// problem is reported; the result is the configuration the unit would run with.
+    public static func overlay(_ layers: [ConfigValue], on local: ConfigValue) throws(ConfigError) -> UnitConfiguration {
+        var problems = layers.flatMap(remoteAccessProblems)
+        var merged: UnitConfiguration?
+        do {
+            merged = try UnitConfiguration(document: layers.reduce(local) { $0.overlaid(by: $1) })
+        } catch {
+            problems += error.problems
+        }
+        guard let merged, problems.isEmpty else { throw ConfigError(problems: problems) }
+        return merged
+    }
+
+    private static func remoteAccessProblems(_ settings: ConfigValue) -> [String] {
         guard case .table(let sections) = settings else {
-            throw ConfigError(problems: ["settings must be an object, found \(settings.typeName)"])
+            return ["settings must be an object, found \(settings.typeName)"]
         }
         var problems: [String] = []
         for (section, value) in sections.sorted(by: { $0.key < $1.key }) {
@@ -40,14 +51,32 @@ extension UnitConfiguration {
                 }
             }
         }
-        var merged: UnitConfiguration?
-        do {
-            let layered = base.overlaid(by: settings)
-            merged = try UnitConfiguration(document: top.map { layered.overlaid(by: $0) } ?? layered)
-        } catch {
-            problems += error.problems
+        return problems
+    }
+}
+
+extension UnitConfiguration.MQTT {
+    /// Same broker and credentials: differences only in how the unit talks to it. A key added to
+    /// [mqtt] counts as part of the broker's identity unless it is blanked out here.
+    public func isSameBroker(as other: Self) -> Bool {
+        var mine = self, theirs = other
+        for settings in [\Self.keepaliveS, \Self.maxInflight] as [WritableKeyPath<Self, Int>] {
+            mine[keyPath: settings] = 0
+            theirs[keyPath: settings] = 0
         }
-        guard let merged, problems.isEmpty else { throw ConfigError(problems: problems) }
-        return merged
+        for settings in [\Self.reconnectMinS, \Self.reconnectMaxS] as [WritableKeyPath<Self, Double>] {
+            mine[keyPath: settings] = 0
+            theirs[keyPath: settings] = 0
+        }
+        mine.topicPrefix = ""
+        theirs.topicPrefix = ""
+        return mine == theirs
+    }
+
+    /// Same connection: only the outbox's in-flight limit may differ, which needs no reconnect.
+    public func isSameConnection(as other: Self) -> Bool {
+        var theirs = other
+        theirs.maxInflight = maxInflight
+        return self == theirs
     }
 }

@@ -85,9 +85,10 @@ extension UnitEngine {
         case .use(let next, let reconnect):
             configuration = next
             machine.settings = next.unitSettings
+            outbox.maxInFlight = next.mqtt.maxInflight
             if reconnect {
                 logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(next.mqtt.host):\(next.mqtt.port)"])
-                outbox = OutboxPump(maxInFlight: next.mqtt.maxInflight)
+                outbox.sessionEnded()
                 broker = .init(connected: false, since: clockMs(), lastError: nil)
                 linkGeneration = mqtt.connect(next)
             }

@@ -4,10 +4,8 @@ import Foundation
 import GPSReader
 import LocalCache
 import Logging
-import MQTTLink
 import ServiceLifecycle
 import UnitConfig
-import UnitCore
 import UnitRuntime
 
 @main
