@@ -2,8 +2,9 @@ import UnitConfig
 import UnitCore
 
 public enum FleetConfigEvent: Sendable, Equatable {
-    /// A message on `{prefix}/{fleet}/config` (fleet scope) or `{prefix}/{fleet}/{unit}/config`.
-    case received(ConfigScope, topic: String, payload: [UInt8])
+    /// A message on `{prefix}/{fleet}/config` (fleet scope) or `{prefix}/{fleet}/{unit}/config`;
+    /// `retained` when the broker sent its stored copy rather than a message published just now.
+    case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool)
     case brokerConnected
     /// The rollback timer ran out before a broker accepted the unit.
     case rollbackDue(lastError: String?)
@@ -102,8 +103,8 @@ public struct FleetConfigMachine: Sendable {
 
     public mutating func handle(_ event: FleetConfigEvent) -> [FleetConfigAction] {
         switch event {
-        case .received(let scope, let topic, let payload):
-            return receive(scope, topic: topic, payload: payload)
+        case .received(let scope, let topic, let payload, let retained):
+            return receive(scope, topic: topic, payload: payload, retained: retained)
         case .brokerConnected:
             guard let scope = onProbation, var record = records[scope] else { return [] }
             record.probation = nil
@@ -114,7 +115,7 @@ public struct FleetConfigMachine: Sendable {
         }
     }
 
-    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8]) -> [FleetConfigAction] {
+    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8], retained: Bool) -> [FleetConfigAction] {
         // Deleting a retained document is how a fleet stops sending it; the unit keeps what it has.
         if payload.isEmpty { return [.ignore(scope, because: "empty message (retained document cleared)")] }
         let document: JSONDocument
@@ -133,6 +134,10 @@ public struct FleetConfigMachine: Sendable {
         let record = records[scope] ?? ConfigScopeRecord()
         if version == record.seenVersion {
             return [.ignore(scope, because: "version \(version) is the one held")]
+        }
+        // The broker's stored copy of an older document comes with every connection: not news.
+        if version < record.seenVersion && retained {
+            return [.ignore(scope, because: "retained version \(version) is older than version \(record.seenVersion) held")]
         }
         if version < record.seenVersion {
             let rejection = FleetRejection(.stale, ["version \(version) is older than version \(record.seenVersion) held for the \(scope.rawValue) scope"])

@@ -35,9 +35,9 @@ extension UnitEngine {
         let base = configuration.unitTopicBase
         switch message.topic {
         case fleetTopic:
-            perform(fleetConfig.handle(.received(.fleet, topic: message.topic, payload: message.payload)))
+            perform(fleetConfig.handle(.received(.fleet, topic: message.topic, payload: message.payload, retained: message.retained)))
         case base + UnitTopic.config.rawValue:
-            perform(fleetConfig.handle(.received(.unit, topic: message.topic, payload: message.payload)))
+            perform(fleetConfig.handle(.received(.unit, topic: message.topic, payload: message.payload, retained: message.retained)))
         case base + UnitTopic.cmd.rawValue:
             handleCommand(message)
         default:

@@ -10,7 +10,7 @@ import UnitCore
         var machine = try fleet.machine()
         let event = try fleet.config(3, #"{"reporting":{"interval_s":10}}"#)
         let actions = machine.handle(event)
-        guard case .received(_, _, let payload) = event else { return }
+        guard case .received(_, _, let payload, _) = event else { return }
         let record = ConfigScopeRecord(seenVersion: 3, applied: AppliedConfigDocument(version: 3, payload: payload))
         #expect(actions == [
             .commit(.fleet, record, ack: ConfigAck(scope: .fleet, version: 3, result: .applied)),
@@ -53,6 +53,8 @@ import UnitCore
         #expect(stale.acks == [ConfigAck(scope: .fleet, version: 4, result: .rejected, reason: "stale",
                                          errors: ["version 4 is older than version 5 held for the fleet scope"])])
         #expect(machine.configuration.reporting.intervalS == 10)
+        #expect(machine.handle(try fleet.config(4, #"{"reporting":{"interval_s":1}}"#, retained: true))
+            == [.ignore(.fleet, because: "retained version 4 is older than version 5 held")], "the broker's old copy is not news")
     }
 
     @Test func scopesKeepTheirOwnVersions() throws {
@@ -88,43 +90,43 @@ import UnitCore
 
     @Test func signaturesAreRequiredAndChecked() throws {
         var machine = try fleet.machine()
-        let unsigned = FleetConfigEvent.received(.fleet, topic: fleet.fleetTopic, payload: Array(#"{"version":1,"settings":{}}"#.utf8))
+        let unsigned = FleetConfigEvent.received(.fleet, topic: fleet.fleetTopic, payload: Array(#"{"version":1,"settings":{}}"#.utf8), retained: false)
         #expect(machine.handle(unsigned).acks == [ConfigAck(scope: .fleet, version: 1, result: .rejected, reason: "signature", errors: ["the document is not signed"])])
 
         let signed = try fleet.signed(#"{"version":2,"settings":{"reporting":{"interval_s":10}}}"#, topic: fleet.fleetTopic)
         let tampered = Array(String(decoding: signed, as: UTF8.self).replacingOccurrences(of: "10", with: "11").utf8)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: tampered)).acks.first?.reason == "signature")
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: tampered, retained: false)).acks.first?.reason == "signature")
 
-        let otherUnit = machine.handle(.received(.unit, topic: "taxi/north/T8/config", payload: signed))
+        let otherUnit = machine.handle(.received(.unit, topic: "taxi/north/T8/config", payload: signed, retained: false))
         #expect(otherUnit.acks.first?.reason == "signature", "the topic is part of what is signed")
 
         let stranger = FleetFixture()
         let foreign = try stranger.signed(#"{"version":3,"settings":{}}"#, topic: fleet.fleetTopic)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: foreign)).acks.first?.errors
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: foreign, retained: false)).acks.first?.errors
             == ["signature does not match any of the configured keys"])
         #expect(machine.versions.isEmpty)
     }
 
     @Test func unsignedDocumentsPassOnlyWhenTheLocalFileSaysSo() throws {
         var machine = try fleet.machine(requireSigned: false)
-        let unsigned = FleetConfigEvent.received(.fleet, topic: fleet.fleetTopic, payload: Array(#"{"version":1,"settings":{"reporting":{"interval_s":7}}}"#.utf8))
+        let unsigned = FleetConfigEvent.received(.fleet, topic: fleet.fleetTopic, payload: Array(#"{"version":1,"settings":{"reporting":{"interval_s":7}}}"#.utf8), retained: false)
         #expect(machine.handle(unsigned).acks.map(\.result) == [.applied])
         let badlySigned = Array(#"{"version":2,"settings":{},"signature":"AAAA"}"#.utf8)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: badlySigned)).acks.first?.reason == "signature")
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: badlySigned, retained: false)).acks.first?.reason == "signature")
     }
 
     @Test func badPayloadsGetAClearReason() throws {
         var machine = try fleet.machine()
         let huge = Array(repeating: UInt8(ascii: " "), count: FleetMessage.maximumBytes + 1)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: huge)).acks
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: huge, retained: false)).acks
             == [ConfigAck(scope: .fleet, version: nil, result: .rejected, reason: "too_large", errors: ["payload is 65537 bytes, more than the limit of 65536"])])
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: Array("not json".utf8))).acks.first?.reason == "not_json")
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: Array("[1]".utf8))).acks.first?.errors == ["the payload must be a JSON object"])
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: [])) == [.ignore(.fleet, because: "empty message (retained document cleared)")])
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: Array("not json".utf8), retained: false)).acks.first?.reason == "not_json")
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: Array("[1]".utf8), retained: false)).acks.first?.errors == ["the payload must be a JSON object"])
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: [], retained: false)) == [.ignore(.fleet, because: "empty message (retained document cleared)")])
         let noVersion = try fleet.signed(#"{"settings":{}}"#, topic: fleet.fleetTopic)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: noVersion)).acks.first?.errors == ["version must be an integer of at least 1"])
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: noVersion, retained: false)).acks.first?.errors == ["version must be an integer of at least 1"])
         let extra = try fleet.signed(#"{"version":1,"settings":{},"comment":"x"}"#, topic: fleet.fleetTopic)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: extra)).acks.first?.errors == ["unknown key comment"])
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: extra, retained: false)).acks.first?.errors == ["unknown key comment"])
         #expect(machine.versions.isEmpty)
     }
 

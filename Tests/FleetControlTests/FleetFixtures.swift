@@ -40,9 +40,9 @@ struct FleetFixture {
         try FleetSignature.sign(JSONDocument.parse(Array(json.utf8)), topic: topic, with: key).canonicalBytes
     }
 
-    func config(_ version: Int, _ settings: String, scope: ConfigScope = .fleet) throws -> FleetConfigEvent {
+    func config(_ version: Int, _ settings: String, scope: ConfigScope = .fleet, retained: Bool = false) throws -> FleetConfigEvent {
         let topic = scope == .fleet ? fleetTopic : unitTopic
-        return .received(scope, topic: topic, payload: try signed(#"{"version":\#(version),"settings":\#(settings)}"#, topic: topic))
+        return .received(scope, topic: topic, payload: try signed(#"{"version":\#(version),"settings":\#(settings)}"#, topic: topic), retained: retained)
     }
 }
 
