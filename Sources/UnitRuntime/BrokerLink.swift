@@ -59,7 +59,9 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
             if !stopped { current = connection }
             return (previous, generation, stopped)
         }
-        previous?.stop()
+        // Stopping joins the old loop thread, which may sit in a TCP connect to an unreachable host
+        // for minutes: not on the engine's loop.
+        if let previous { Thread.detachNewThread { previous.stop() } }
         guard !isStopped else { return newGeneration }
         Task { [eventSink] in
             for await event in connection.events { eventSink.yield(Event(generation: newGeneration, event: event)) }
