@@ -42,6 +42,15 @@ import UnitConfig
             == #"{"B":false,"a":{"b":"q\"\\/\t\u0001","y":[1e2,"é"]},"z":1.50}"#)
     }
 
+    /// docs/protocol.md promises this for dispatchers written in Python.
+    @Test func canonicalFormMatchesPythonsSortedCompactDump() throws {
+        // json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False) printed this for
+        // d = {"z": 1.5, "é": {"b": "q\"\\/\t\u0001", "a": [100, "ü🚕"]}, "B": False, "key with space": None}
+        let python = #"{"B":false,"key with space":null,"z":1.5,"é":{"a":[100,"ü🚕"],"b":"q\"\\/\t\u0001"}}"#
+        let received = try parse(#"{"z": 1.5, "\u00e9": {"b": "q\"\\\/\t\u0001", "a": [100, "\u00fc\ud83d\ude95"]}, "B": false, "key with space": null}"#)
+        #expect(String(decoding: received.canonicalBytes, as: UTF8.self) == python)
+    }
+
     @Test func canonicalFormIsAFixedPoint() throws {
         let once = try parse(#"{"k": [ {"b":1, "a":2} ], "s": "\u001f\b"}"#).canonicalBytes
         #expect(try JSONDocument.parse(once).canonicalBytes == once)
