@@ -2,6 +2,8 @@
 public enum RemoteAccess: Sendable, Equatable {
     case everyKey
     case only(Set<String>)
+    /// For sections whose settings are limits, except the named local ones (paths).
+    case everyKeyExcept(Set<String>)
 }
 
 extension ConfigValue {
@@ -47,6 +49,11 @@ extension UnitConfiguration {
             case .only(let allowed):
                 guard case .table(let entries) = value else { break }
                 for key in entries.keys.sorted() where !allowed.contains(key) {
+                    problems.append("\(section).\(key) is not remotely settable")
+                }
+            case .everyKeyExcept(let local):
+                guard case .table(let entries) = value else { break }
+                for key in entries.keys.sorted() where local.contains(key) {
                     problems.append("\(section).\(key) is not remotely settable")
                 }
             }

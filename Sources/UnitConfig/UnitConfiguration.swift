@@ -152,9 +152,15 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
     /// is the unit's own: its identity, local paths, and whom it trusts. A section added to the
     /// schema above becomes remotely settable by adding it here.
+    /// Sections not in the schema yet are listed for what the fleet is meant to set (job timers,
+    /// zones, seats, language, store limits): until they exist they are refused as unknown.
     public static let remotelySettable: [String: RemoteAccess] = [
         "mqtt": .everyKey,
         "reporting": .everyKey,
+        "job": .everyKey,
+        "zones": .everyKey,
+        "unit": .only(["seats", "language"]),
+        "store": .everyKeyExcept(["path"]),
         "fleet": .only(["rollback_after_s"]),
     ]
 

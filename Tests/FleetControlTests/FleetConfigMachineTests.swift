@@ -30,7 +30,7 @@ import UnitCore
         #expect(ack.result == .rejected && ack.version == 2 && ack.reason == "invalid")
         #expect(ack.errors == [
             "[gpsd] is not remotely settable",
-            "[unit] is not remotely settable",
+            "unit.id is not remotely settable",
             "mqtt.port must be between 1 and 65535, found 70000",
             "reporting.interval_s must be a number, found string",
             "unknown key reporting.colour",

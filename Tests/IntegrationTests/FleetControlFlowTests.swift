@@ -95,8 +95,8 @@ import Testing
         let ack = try await setup.waitForAck("v2 rejected", Self.ack(2, "rejected"))
         #expect(ack["reason"] as? String == "invalid")
         #expect(ack["errors"] as? [String] == [
-            "[store] is not remotely settable",
-            "[unit] is not remotely settable",
+            "store.path is not remotely settable",
+            "unit.id is not remotely settable",
             "reporting.interval_s must be between 0.0 and 86400.0, found -1.0",
             "unknown key reporting.rate",
         ])

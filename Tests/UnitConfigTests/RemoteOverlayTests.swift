@@ -26,7 +26,7 @@ import UnitConfig
         ])
         #expect(throws: ConfigError(problems: [
             "fleet.config_pubkeys is not remotely settable",
-            "[store] is not remotely settable",
+            "store.path is not remotely settable",
             "fleet.rollback_after_s must be between 1.0 and 86400.0, found 0.0",
         ])) { try UnitConfiguration.overlay([remote], on: ConfigValue.parseTOML(local)) }
     }
