@@ -116,7 +116,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             logger.warning("broker did not acknowledge the offline status in time; stopping anyway")
             return .finished
         case .fleetRollbackDue:
-            perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError)))
+            // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
+            if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
         }
         return .running
     }
