@@ -211,6 +211,23 @@ import Testing
         setup.unit.stop()
     }
 
+    @Test func aTrialCutShortByACrashResumesAfterTheRestart() async throws {
+        let setup = try await Setup(rollbackAfterS: 3)
+        let nowhere = try Loopback.freePort()
+        try setup.push(1, #"{"mqtt":{"port":\#(nowhere)}}"#)
+        try await setup.unit.waitForStatus("on trial") { $0.config?.onTrial == "fleet" }
+        setup.unit.killHard()
+        try await setup.unit.start()
+        let restarted = try setup.unit.status()
+        #expect(restarted.config?.onTrial == "fleet")
+        #expect(restarted.config?.broker == "127.0.0.1:\(nowhere)")
+        try await setup.waitForAck("rolled back after the restart", timeoutS: 15, Self.ack(1, "rolled_back"))
+        let status = try await setup.unit.waitForStatus("back on the old broker") { $0.broker.connected }
+        #expect(status.config?.broker == "127.0.0.1:\(setup.broker.port)")
+        #expect(status.config?.versions.isEmpty == true)
+        setup.unit.stop()
+    }
+
     @Test func commandsRunOnceAndAReplayDoesNothing() async throws {
         let scratch = try ScratchDirectory()
         let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
