@@ -4,7 +4,7 @@ import Foundation
 /// the state machine sees them, so the machine only ever handles well-formed requests.
 
 /// Topic suffixes below `{prefix}/{fleet}/{unit}/` that the unit subscribes to.
-public enum InboundTopic: String, Sendable, CaseIterable {
+public enum InboundTopic: String, Sendable, Codable, CaseIterable {
     case jobOffer = "job/offer"
     case jobCancel = "job/cancel"
     case jobUpdate = "job/update"
@@ -283,13 +283,17 @@ public enum ReplyCode: String, Sendable, Codable, CaseIterable {
 /// What the state machine decides to answer; the shell adds `unit`, `seq` and `id` on enqueue.
 public struct JobReply: Sendable, Equatable, Codable {
     public var job: String
+    /// The kind of message answered: `job/offer` for the answer to an offer, `job/update` (or
+    /// another topic) for an `invalid` answer to a refused message about the job.
+    public var re: InboundTopic
     public var reply: ReplyCode
     public var reason: String?
     /// Unit clock when the answer was decided, ms.
     public var t: Int64
 
-    public init(job: String, reply: ReplyCode, reason: String? = nil, t: Int64) {
+    public init(job: String, re: InboundTopic = .jobOffer, reply: ReplyCode, reason: String? = nil, t: Int64) {
         self.job = job
+        self.re = re
         self.reply = reply
         self.reason = reason
         self.t = t
@@ -301,6 +305,7 @@ public struct JobReplyMessage: Sendable, Equatable, Codable {
     public var seq: Int64
     public var id: String
     public var job: String
+    public var re: InboundTopic
     public var reply: ReplyCode
     public var reason: String?
     public var t: Int64
@@ -310,6 +315,7 @@ public struct JobReplyMessage: Sendable, Equatable, Codable {
         self.seq = seq
         self.id = id
         job = reply.job
+        re = reply.re
         self.reply = reply.reply
         reason = reply.reason
         t = reply.t

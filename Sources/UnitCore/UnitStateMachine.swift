@@ -283,7 +283,7 @@ public struct UnitStateMachine: Sendable {
         case .malformed(let problem, let now):
             let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
             guard let job = problem.job else { return [.log(description)] }
-            return [.log(description), .reply(JobReply(job: job, reply: .invalid, reason: problem.reason, t: now))]
+            return [.log(description), .reply(JobReply(job: job, re: problem.topic, reply: .invalid, reason: problem.reason, t: now))]
         case .timerFired(.offerDeadline(let job), let now):
             guard case .offered(let offer) = state, offer.job.id == job else {
                 return [.log("offer deadline for \(job) no longer pending")]
@@ -464,7 +464,7 @@ public struct UnitStateMachine: Sendable {
         guard passengers <= settings.seats else {
             return [
                 .log("update for job \(job.id) refused: \(passengers) passengers exceed \(settings.seats) seats"),
-                .reply(JobReply(job: job.id, reply: .invalid, reason: "\(passengers) passengers exceed \(settings.seats) seats", t: now)),
+                .reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: "\(passengers) passengers exceed \(settings.seats) seats", t: now)),
             ]
         }
         if passengers != job.passengers { told.append("\(passengers) pax") }

@@ -183,3 +183,55 @@ enum Scenario {
         }
     }
 }
+
+@Suite struct UnitStateMachineTests {
+    func sample(_ time: Double) -> GPSSample { Scenario.sample(time) }
+
+    @Test func startsOffDutyAndDutyToggles() {
+        var machine = UnitStateMachine()
+        #expect(machine.state == .offDuty)
+        let on = machine.handle(.driver(.duty, at: 5))
+        #expect(on == [
+            .persist(UnitSnapshot(state: .available)), .event(Transition(t: 5, from: .offDuty, to: .available)),
+            .statusChanged(UnitStatus(state: .available, seatsLeft: 4)), .tellDriver("On duty, available"),
+        ])
+        let off = machine.handle(.driver(.duty, at: 6))
+        #expect(off == [
+            .persist(UnitSnapshot(state: .offDuty)), .event(Transition(t: 6, from: .available, to: .offDuty)),
+            .statusChanged(UnitStatus(state: .offDuty, seatsLeft: 4)), .tellDriver("Off duty"),
+        ])
+    }
+
+    @Test func restoresTheSnapshot() {
+        let machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
+        #expect(machine.state == .available)
+    }
+
+    @Test func everyValidFixIsRecordedButReportedAtMostEveryInterval() {
+        var machine = UnitStateMachine(settings: UnitSettings(reportingIntervalS: 5))
+        var reported: [Double] = []
+        for second in 0..<12 {
+            let actions = machine.handle(.gps(sample(1000 + Double(second))))
+            guard case .recordFix(let fix, let report)? = actions.first, actions.count == 1 else {
+                Issue.record("expected one recordFix, got \(actions)")
+                return
+            }
+            #expect(fix.time == Int64(1000 + second) * 1000)
+            if report { reported.append(Double(second)) }
+        }
+        #expect(reported == [0, 5, 10])
+    }
+
+    @Test func invalidSamplesDoNothing() {
+        var machine = UnitStateMachine()
+        #expect(machine.handle(.gps(GPSSample(mode: 1, time: 10, latitude: .nan, longitude: .nan))).isEmpty)
+        _ = machine.handle(.gps(sample(20)))
+        #expect(machine.handle(.gps(sample(20))).isEmpty)
+    }
+
+    @Test func aClockJumpBackwardsIsReportedAtOnce() {
+        var machine = UnitStateMachine(settings: UnitSettings(reportingIntervalS: 60))
+        _ = machine.handle(.gps(sample(5000)))
+        #expect(machine.handle(.gps(sample(100))) == [.recordFix(Fix(time: 100_000, latitude: 46.5, longitude: 7.5), report: true)])
+    }
+}
