@@ -398,22 +398,24 @@ public struct SOSMessage: Sendable, Equatable, Codable {
     }
 }
 
-/// A finished ride, kept on the unit (table `rides`). The distance is measured by the shell from
-/// the stored fixes between pickup and drop.
+/// A finished ride, kept on the unit (table `rides`). The shell measures the distance over the
+/// fixes it stored from the pickup fix to the drop fix.
 public struct RideSummary: Sendable, Equatable, Codable {
     public var job: String
     public var passengers: Int
+    /// Unit clock, ms.
     public var pickupTime: Int64
-    public var pickupPosition: Coordinate?
     public var dropTime: Int64
-    public var dropPosition: Coordinate?
+    /// The last fix when the passengers got in and out; nil without a fix.
+    public var pickupFix: Fix?
+    public var dropFix: Fix?
 
-    public init(job: String, passengers: Int, pickupTime: Int64, pickupPosition: Coordinate?, dropTime: Int64, dropPosition: Coordinate?) {
+    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupFix: Fix?, dropFix: Fix?) {
         self.job = job
         self.passengers = passengers
         self.pickupTime = pickupTime
-        self.pickupPosition = pickupPosition
         self.dropTime = dropTime
-        self.dropPosition = dropPosition
+        self.pickupFix = pickupFix
+        self.dropFix = dropFix
     }
 }

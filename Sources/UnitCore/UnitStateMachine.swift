@@ -57,11 +57,11 @@ public struct PendingOffer: Sendable, Equatable, Codable {
 
 public struct RideStart: Sendable, Equatable, Codable {
     public var time: Int64
-    public var position: Coordinate?
+    public var fix: Fix?
 
-    public init(time: Int64, position: Coordinate?) {
+    public init(time: Int64, fix: Fix?) {
         self.time = time
-        self.position = position
+        self.fix = fix
     }
 }
 
@@ -354,7 +354,7 @@ public struct UnitStateMachine: Sendable {
             let passengers = count ?? job.passengers
             guard passengers <= settings.seats else { return refuse("Only \(settings.seats) seats") }
             job.passengers = passengers
-            let start = RideStart(time: now, position: lastFix.map(Coordinate.init))
+            let start = RideStart(time: now, fix: lastFix)
             return transition(to: .onBoard(job, since: start), now: now, tell: "\(passengers) on board")
         case (.passengersOnBoard, _):
             return refuse("Not at a pickup")
@@ -375,8 +375,7 @@ public struct UnitStateMachine: Sendable {
 
         case (.clear, .onBoard(let job, let since)):
             let ride = RideSummary(
-                job: job.id, passengers: job.passengers, pickupTime: since.time, pickupPosition: since.position, dropTime: now,
-                dropPosition: lastFix.map(Coordinate.init))
+                job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix)
             var actions = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
             actions.insert(.recordRide(ride), at: 1)
             return actions

@@ -179,8 +179,8 @@ import UnitCore
         let actions = machine.handle(.driver(.clear, at: t + 600_000))
         #expect(machine.state == .available)
         #expect(actions.contains(.recordRide(RideSummary(
-            job: "J1", passengers: 2, pickupTime: t, pickupPosition: Coordinate(lat: 46.5, lon: 7.5), dropTime: t + 600_000,
-            dropPosition: Coordinate(lat: 46.52, lon: 7.51)))))
+            job: "J1", passengers: 2, pickupTime: t, dropTime: t + 600_000, pickupFix: Fix(time: t, latitude: 46.5, longitude: 7.5),
+            dropFix: Fix(time: t + 600_000, latitude: 46.52, longitude: 7.51)))))
         #expect(actions.contains(.event(Transition(t: t + 600_000, from: .onBoard, to: .available, job: "J1", reason: "completed"))))
     }
 
