@@ -300,28 +300,6 @@ public struct JobReply: Sendable, Equatable, Codable {
     }
 }
 
-public struct JobReplyMessage: Sendable, Equatable, Codable {
-    public var unit: String
-    public var seq: Int64
-    public var id: String
-    public var job: String
-    public var re: InboundTopic
-    public var reply: ReplyCode
-    public var reason: String?
-    public var t: Int64
-
-    public init(_ reply: JobReply, unit: String, seq: Int64, id: String) {
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        job = reply.job
-        re = reply.re
-        self.reply = reply.reply
-        reason = reply.reason
-        t = reply.t
-    }
-}
-
 /// One state transition, published on `event`.
 public struct Transition: Sendable, Equatable, Codable {
     public var t: Int64
@@ -340,37 +318,15 @@ public struct Transition: Sendable, Equatable, Codable {
     }
 }
 
-public struct EventMessage: Sendable, Equatable, Codable {
-    public var unit: String
-    public var seq: Int64
-    public var id: String
-    public var t: Int64
-    public var from: StateName
-    public var to: StateName
-    public var job: String?
-    public var reason: String?
-
-    public init(_ transition: Transition, unit: String, seq: Int64, id: String) {
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        t = transition.t
-        from = transition.from
-        to = transition.to
-        job = transition.job
-        reason = transition.reason
-    }
-}
-
 /// The panic alarm as decided by the state machine.
 public struct SOSAlarm: Sendable, Equatable, Codable {
     public var t: Int64
     public var state: StateName
     public var job: String?
     /// The last fix the unit had, if any.
-    public var fix: Fix?
+    public var fix: PositionPoint?
 
-    public init(t: Int64, state: StateName, job: String?, fix: Fix?) {
+    public init(t: Int64, state: StateName, job: String?, fix: PositionPoint?) {
         self.t = t
         self.state = state
         self.job = job
@@ -378,23 +334,31 @@ public struct SOSAlarm: Sendable, Equatable, Codable {
     }
 }
 
-public struct SOSMessage: Sendable, Equatable, Codable {
+/// An outgoing message: the unit's id, the topic's `seq` and a unique `id`, then the body's own
+/// fields at the same level (`{"unit","seq","id",...body}`).
+public struct Envelope<Body: Encodable & Sendable>: Encodable, Sendable {
     public var unit: String
     public var seq: Int64
     public var id: String
-    public var t: Int64
-    public var state: StateName
-    public var job: String?
-    public var fix: PositionPoint?
+    public var body: Body
 
-    public init(_ alarm: SOSAlarm, unit: String, seq: Int64, id: String) {
+    public init(_ body: Body, unit: String, seq: Int64, id: String) {
+        self.body = body
         self.unit = unit
         self.seq = seq
         self.id = id
-        t = alarm.t
-        state = alarm.state
-        job = alarm.job
-        fix = alarm.fix.map(PositionPoint.init)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case unit, seq, id
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(unit, forKey: .unit)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(id, forKey: .id)
+        try body.encode(to: encoder)
     }
 }
 

@@ -326,7 +326,7 @@ public struct UnitStateMachine: Sendable {
         case (.sos, _):
             snapshot.panic = Panic(raisedAt: now)
             // Nothing obvious on the terminal: no tellDriver.
-            return [.persist(snapshot), .sos(SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix))]
+            return [.persist(snapshot), .sos(SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix.map(PositionPoint.init)))]
 
         case (.duty, .offDuty):
             return transition(to: .available, now: now, tell: "On duty, available")

@@ -296,17 +296,17 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
                 case .reply(let reply):
                     try transaction.enqueue(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(JobReplyMessage(reply, unit: unit, seq: seq, id: id)))
+                        try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
                     }
                     queued = true
                 case .event(let transition):
                     try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(EventMessage(transition, unit: unit, seq: seq, id: id)))
+                        try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
                     }
                     queued = true
                 case .sos(let alarm):
                     try transaction.enqueue(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(SOSMessage(alarm, unit: unit, seq: seq, id: id)))
+                        try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
                     }
                     queued = true
                 case .recordRide(let ride):

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import UnitCore
 
@@ -67,5 +68,27 @@ import UnitCore
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"passengers":0}"#)?.reason == "passengers must be at least 1")
         #expect(problem(.jobUpdate, #"{"job":"J1"}"#)?.reason == "update has none of passengers, add_pickup, note")
         #expect(problem(.jobCancel, #"{"job":""}"#)?.reason == "job must be a non-empty string or an integer")
+    }
+}
+
+@Suite struct OutboundEncodingTests {
+    func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    @Test func envelopesPutUnitSeqAndIdBesideTheBody() throws {
+        let reply = Envelope(JobReply(job: "J1", reply: .reject, reason: "too far", t: 5), unit: "T1", seq: 3, id: "abc")
+        #expect(try json(reply) == #"{"id":"abc","job":"J1","re":"job/offer","reason":"too far","reply":"reject","seq":3,"t":5,"unit":"T1"}"#)
+        let event = Envelope(Transition(t: 7, from: .enRoute, to: .atPickup, job: "J1", reason: "arrived_by_gps"), unit: "T1", seq: 4, id: "def")
+        #expect(try json(event) == #"{"from":"en_route","id":"def","job":"J1","reason":"arrived_by_gps","seq":4,"t":7,"to":"at_pickup","unit":"T1"}"#)
+        let alarm = Envelope(SOSAlarm(t: 9, state: .offDuty, job: nil, fix: PositionPoint(Fix(time: 8, latitude: 46.5, longitude: 7.5))), unit: "T1", seq: 1, id: "ghi")
+        #expect(try json(alarm) == #"{"fix":{"lat":46.5,"lon":7.5,"t":8},"id":"ghi","seq":1,"state":"off_duty","t":9,"unit":"T1"}"#)
+    }
+
+    @Test func theStatusUsesSnakeCaseAndOmitsWhatIsUnknown() throws {
+        let status = StatusMessage(online: true, unit: "T1", status: UnitStatus(state: .paused, pauseReason: .refuel, seatsLeft: 4), zone: nil, t: 1)
+        #expect(try json(status) == #"{"online":true,"reason":"refuel","seats_left":4,"state":"paused","t":1,"unit":"T1"}"#)
     }
 }
