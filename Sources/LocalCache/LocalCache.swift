@@ -185,6 +185,15 @@ public final class LocalCache: Sendable {
         }
     }
 
+    /// The most recently stored fix.
+    public func lastPosition() throws -> Fix? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id DESC LIMIT 1").map { row in
+                Fix(time: row["t"], latitude: row["lat"], longitude: row["lon"], speed: row["spd"], track: row["hdg"], accuracy: row["acc"])
+            }
+        }
+    }
+
     public func positionCount() throws -> Int {
         try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions")! }
     }

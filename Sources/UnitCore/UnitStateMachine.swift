@@ -147,6 +147,28 @@ public struct UnitSnapshot: Sendable, Equatable, Codable {
         self.panic = panic
         self.answeredOffers = answeredOffers
     }
+
+    enum CodingKeys: String, CodingKey {
+        case state, panic, answeredOffers
+    }
+
+    /// Also reads the walking skeleton's snapshot (`{"state":"off_duty"}`), so an updated unit
+    /// starts where it was.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let legacy = try? container.decode(String.self, forKey: .state) {
+            switch legacy {
+            case "off_duty": state = .offDuty
+            case "available": state = .available
+            default:
+                throw DecodingError.dataCorruptedError(forKey: .state, in: container, debugDescription: "unknown state \(legacy)")
+            }
+        } else {
+            state = try container.decode(DriverState.self, forKey: .state)
+        }
+        panic = try container.decodeIfPresent(Panic.self, forKey: .panic)
+        answeredOffers = try container.decodeIfPresent([AnsweredOffer].self, forKey: .answeredOffers) ?? []
+    }
 }
 
 public struct UnitSettings: Sendable, Equatable {
@@ -244,9 +266,11 @@ public struct UnitStateMachine: Sendable {
     private var lastReportedFixTime: Int64?
     public private(set) var lastFix: Fix?
 
-    public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings()) {
+    /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
+    public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil) {
         self.snapshot = snapshot
         self.settings = settings
+        self.lastFix = lastFix
     }
 
     public var state: DriverState { snapshot.state }

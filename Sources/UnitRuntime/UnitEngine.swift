@@ -52,7 +52,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.gpsd = gpsd
         self.logger = logger
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings)
+        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
         (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
     }

@@ -331,6 +331,7 @@ import UnitCore
         #expect(abs(record.distanceM - expected) < 1e-6)
         #expect(expected > 1800, "1.1 km north, then 0.77 km east")
         #expect(try store.rides() == [record])
+        #expect(try store.lastPosition() == fixes[3])
         // Without fixes there is nothing to measure.
         let blind = try store.write { try $0.insertRide(RideSummary(job: "J2", passengers: 1, pickupTime: 30, dropTime: 40, pickupFix: nil, dropFix: nil)) }
         #expect(blind.distanceM == 0)

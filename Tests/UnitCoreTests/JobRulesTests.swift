@@ -300,6 +300,20 @@ import UnitCore
         #expect(late.state == .available)
     }
 
+    @Test func theSkeletonsSnapshotStillLoads() throws {
+        let decode = { (json: String) in try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
+        #expect(try decode(#"{"state":"available"}"#) == UnitSnapshot(state: .available))
+        #expect(try decode(#"{"state":"off_duty"}"#) == UnitSnapshot(state: .offDuty))
+        #expect(throws: DecodingError.self) { try decode(#"{"state":"flying"}"#) }
+    }
+
+    @Test func anAlarmAfterARestartUsesTheStoredFix() {
+        let stored = Fix(time: t - 5000, latitude: 46.6, longitude: 7.6)
+        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available), lastFix: stored)
+        let actions = machine.handle(.driver(.sos, at: t))
+        #expect(actions.contains(.sos(SOSAlarm(t: t, state: .available, job: nil, fix: PositionPoint(stored)))))
+    }
+
     @Test func aMalformedMessageWithAJobIdIsAnsweredInvalid() {
         var machine = Scenario.machine(in: .enRoute)
         let before = machine.snapshot
