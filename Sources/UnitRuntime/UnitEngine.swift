@@ -13,7 +13,8 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(MQTTEvent)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
-    case timerFired(TimerID)
+    /// `generation` tells a restarted timer from a stale firing of the one it replaced.
+    case timerFired(TimerID, generation: UInt64)
     case shutdownRequested
     case shutdownDeadline
 }
@@ -37,7 +38,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
     private var offlineStatusTicket: MQTTPublishTicket?
     private var stopping = false
-    private var timers: [TimerID: Task<Void, Never>] = [:]
+    private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
+    private var timerGeneration: UInt64 = 0
     /// The fleet zone the unit is in, for `status`; stays nil until zone tracking sets it.
     private var zone: String?
 
@@ -85,7 +87,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 for await input in inputs {
                     if handle(input) == .finished { break }
                 }
-                for timer in timers.values { timer.cancel() }
+                for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
         } onGracefulShutdown: { [inputSink] in
@@ -103,8 +105,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
-        case .timerFired(let id):
-            guard timers.removeValue(forKey: id) != nil else { break }
+        case .timerFired(let id, let generation):
+            guard timers[id]?.generation == generation else { break }
+            timers[id] = nil
             perform(machine.handle(.timerFired(id, at: clockMs())))
         case .shutdownRequested:
             return beginShutdown()
@@ -254,7 +257,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             case .startTimer(let id, let fireAt):
                 startTimer(id, fireAt: fireAt)
             case .cancelTimer(let id):
-                timers.removeValue(forKey: id)?.cancel()
+                timers.removeValue(forKey: id)?.task.cancel()
             case .statusChanged:
                 publishStatus()
             case .tellDriver(let text):
@@ -322,16 +325,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// One task per timer; it only posts the id back into the loop, which re-checks it.
     private func startTimer(_ id: TimerID, fireAt: Int64) {
-        timers[id]?.cancel()
+        timers[id]?.task.cancel()
+        timerGeneration += 1
+        let generation = timerGeneration
         let delayMs = max(0, fireAt - clockMs())
-        timers[id] = Task { [inputSink] in
+        let task = Task { [inputSink] in
             do {
                 try await Task.sleep(for: .milliseconds(delayMs))
             } catch {
                 return
             }
-            inputSink.yield(.timerFired(id))
+            inputSink.yield(.timerFired(id, generation: generation))
         }
+        timers[id] = (task, generation)
     }
 
     // MARK: Control

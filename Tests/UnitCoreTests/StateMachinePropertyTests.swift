@@ -84,6 +84,11 @@ import UnitCore
             if let job = machine.state.job, job.passengers > 4 || job.passengers < 1 {
                 failures.append("job with \(job.passengers) passengers after \(event)")
             }
+            // At most one job, and only one the unit accepted (the state holds one job by construction).
+            if let job = machine.state.job, machine.state.name != .offered,
+               !(replies[job.id] ?? []).contains(where: { $0.reply == .accept && $0.re == .jobOffer }) {
+                failures.append("holding job \(job.id) that was never accepted, after \(event)")
+            }
             for case .reply(let reply) in actions where !offered.contains(reply.job) && !malformedJobs.contains(reply.job) {
                 failures.append("reply for unknown job \(reply.job) after \(event)")
             }
