@@ -282,6 +282,67 @@ import UnitCore
         rig.stop()
     }
 
+    @Test func sharedRideUpdatesKeepSeatsRightAndPausesCarryAReason() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        #expect(try rig.press("pause", "refuel") == "Paused (refuel)")
+        let paused = try await rig.unit.waitForStatus("paused") { $0.state == "paused" }
+        #expect(paused.pauseReason == "refuel")
+        try await rig.recorder.waitFor("retained paused status") { messages in
+            messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["reason"] as? String == "refuel"
+        }
+        let (refused, code) = try runCommand(Corpus.binary("taxiunitctl"), ["press", "pause", "nap", "--socket", rig.unit.controlSocket])
+        #expect(code != 0)
+        #expect(refused.contains("reason must be one of break, refuel, personal, other"))
+        #expect(try rig.press("resume") == "Available")
+
+        try rig.offer("J1", extra: #","shared":true"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.press("accept")
+        try rig.press("arrived")
+        try rig.press("pob 2")
+        try await rig.unit.waitForStatus("two on board") { $0.seatsLeft == 2 }
+        try rig.publish("job/update", #"{"job":"J1","add_pickup":{"lat":46.51,"lon":7.5,"address":"Markt 3","passengers":1}}"#)
+        try await rig.unit.waitForStatus("three on board") { $0.seatsLeft == 1 && $0.job?.passengers == 3 }
+        try await rig.recorder.waitFor("retained seats_left 1") { messages in
+            messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["seats_left"] as? Int == 1
+        }
+        #expect(rig.unit.log.contains("Job J1 changed: extra pickup at Markt 3, 3 pax"))
+        try rig.publish("job/update", #"{"job":"J1","passengers":5}"#)
+        let invalid = try await rig.waitForReply("J1", "invalid")
+        #expect(invalid["re"] as? String == "job/update")
+        #expect(invalid["reason"] as? String == "5 passengers exceed 4 seats")
+        #expect(try rig.unit.status().seatsLeft == 1)
+        rig.stop()
+    }
+
+    @Test func anAlarmPressedOfflineLeavesWithinFiveSecondsOfARestart() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
+        let recorder = try await MQTTRecorder(
+            port: broker.port, subscribe: [unit.topicBase + "sos"], clientID: "recorder-sos", persistentSession: true)
+        try await unit.start()
+        try await unit.waitForStatus("broker connected") { $0.broker.connected }
+        broker.stop()
+        try await unit.waitForStatus("broker lost") { !$0.broker.connected }
+        let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["press", "sos", "--socket", unit.controlSocket])
+        #expect(code == 0)
+        #expect(output.isEmpty)
+        #expect(try unit.status().outbox.depth >= 1, "stored before anything else")
+        unit.killHard()
+
+        try broker.start()
+        let restarted = ContinuousClock.now
+        try await unit.start()
+        try await recorder.waitFor("the alarm after the restart", timeoutS: 5) { !$0.isEmpty }
+        #expect(ContinuousClock.now - restarted < .seconds(5))
+        #expect(recorder.messages.first?.json?["seq"] as? Int == 1)
+        #expect(try unit.status().sosPending, "the alarm stays pending until acknowledged")
+        unit.stop()
+        recorder.stop()
+    }
+
     @Test func aClearedRideIsKeptWithItsDistance() async throws {
         let rig = try await Rig(withGPS: true)
         try await rig.goOnDuty()
