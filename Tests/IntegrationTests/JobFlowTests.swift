@@ -343,6 +343,21 @@ import UnitCore
         recorder.stop()
     }
 
+    @Test func aFixAtThePickupMeansArrived() async throws {
+        let rig = try await Rig(withGPS: true)
+        try await rig.goOnDuty()
+        // The replayed receiver sits within a few metres of this point.
+        try rig.publish("job/offer", #"{"job":"J1","pickup":{"lat":46.49829,"lon":7.56741,"address":"Kirchgasse"}}"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.press("accept")
+        try await rig.unit.waitForStatus("at the pickup by itself") { $0.state == "at_pickup" }
+        try await rig.recorder.waitFor("the arrival event") { _ in
+            rig.events().contains { $0["to"] as? String == "at_pickup" && $0["reason"] as? String == "arrived_by_gps" }
+        }
+        #expect(rig.unit.log.contains("Arrived at Kirchgasse. Passenger on board?"))
+        rig.stop()
+    }
+
     @Test func aClearedRideIsKeptWithItsDistance() async throws {
         let rig = try await Rig(withGPS: true)
         try await rig.goOnDuty()
