@@ -161,6 +161,22 @@ enum Scenario {
         }
     }
 
+    /// Panic is orthogonal: with an alarm pending, every pair has the same outcome, except that an
+    /// acknowledgement now has something to end.
+    @Test(arguments: StateName.allCases)
+    func panicChangesNoOutcome(in state: StateName) {
+        let column = Self.columns.firstIndex(of: state)!
+        for (name, event, outcomes) in Self.table {
+            var machine = Scenario.machine(in: state)
+            _ = machine.handle(.driver(.sos, at: Self.t - 1))
+            let before = machine
+            let actions = machine.handle(event)
+            let expected: Outcome = name == "sos/ack without alarm" ? .stays() : outcomes[column]
+            #expect(Self.classify(before: before, after: machine, actions) == expected, "\(state.rawValue) + \(name) in panic: \(actions)")
+            if case .inbound(.sosAck, _) = event { #expect(machine.snapshot.panic == nil) } else { #expect(machine.snapshot.panic != nil, "\(name)") }
+        }
+    }
+
     /// Whatever happens: a step that changes the snapshot persists it before any reply, event or
     /// alarm (the shell writes them in one transaction), a step that leaves it alone does not
     /// persist, and the driver hears last.
