@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -27,6 +28,11 @@ let package = Package(
         .target(name: "UnitConfig", dependencies: [
             "UnitCore",
             .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
+        .target(name: "FleetControl", dependencies: [
+            "UnitCore", "UnitConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
         // Heartbeats of the adapters' library threads, read by the systemd watchdog.
@@ -54,7 +60,7 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "SystemdNotify", "Liveness",
+            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "SystemdNotify", "Liveness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -66,7 +72,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket",
+            "ControlSocket", "FleetControl", "UnitConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -80,14 +87,15 @@ let package = Package(
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
+        .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "SystemServiceTests", dependencies: [
             "JournalLog", "Liveness", "ControlSocket",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",
+            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl",
         ]),
     ]
 )

@@ -10,7 +10,7 @@ public struct ControlRequest: Sendable, Equatable, Codable {
     }
 
     public var cmd: Command
-    /// For `press`: the driver input, e.g. `duty`.
+    /// For `press`: the driver input as words, e.g. `duty`, `pob 2`, `reject too far`.
     public var input: String?
     /// For `jobs` and `outbox`: at most this many entries (per class for `outbox`).
     public var limit: Int?
@@ -63,20 +63,81 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         }
     }
 
+    /// The configuration in force and where it came from.
+    public struct Config: Sendable, Equatable, Codable {
+        /// Version of the fleet's document in force per scope (`fleet`, `unit`); absent: none.
+        public var versions: [String: Int]
+        /// The scope whose [mqtt] change is still on trial (rolled back unless a broker is reached).
+        public var onTrial: String?
+        /// `host:port` of the broker the unit uses now.
+        public var broker: String
+        /// The fleet's settings in force, both scopes merged, as canonical JSON.
+        public var remoteSettings: String
+
+        public init(versions: [String: Int], onTrial: String?, broker: String, remoteSettings: String) {
+            self.versions = versions
+            self.onTrial = onTrial
+            self.broker = broker
+            self.remoteSettings = remoteSettings
+        }
+    }
+
+    /// The offered or open job, as the terminal shows it.
+    public struct Job: Sendable, Equatable, Codable {
+        public var id: String
+        public var pickup: String
+        public var passengers: Int
+        /// While offered: whole seconds left to answer.
+        public var offerSecondsLeft: Int?
+        /// Reservations: when the customer expects the taxi (ms since the epoch) and seconds until then.
+        public var meetingTime: Int64?
+        public var meetingInS: Int?
+        public var shared: Bool
+        public var note: String?
+
+        public init(
+            id: String, pickup: String, passengers: Int, offerSecondsLeft: Int?, meetingTime: Int64?, meetingInS: Int?, shared: Bool,
+            note: String?
+        ) {
+            self.id = id
+            self.pickup = pickup
+            self.passengers = passengers
+            self.offerSecondsLeft = offerSecondsLeft
+            self.meetingTime = meetingTime
+            self.meetingInS = meetingInS
+            self.shared = shared
+            self.note = note
+        }
+    }
+
     public var unit: String
     public var state: String
+    public var pauseReason: String?
+    public var job: Job?
+    public var seatsLeft: Int?
+    /// An SOS is waiting for the dispatcher's acknowledgement.
+    public var sosPending: Bool
     public var gps: GPS
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
+    public var config: Config?
 
-    public init(unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int) {
+    public init(
+        unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
+        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil
+    ) {
         self.unit = unit
         self.state = state
         self.gps = gps
         self.broker = broker
         self.outbox = outbox
         self.storedPositions = storedPositions
+        self.pauseReason = pauseReason
+        self.job = job
+        self.seatsLeft = seatsLeft
+        self.sosPending = sosPending
+        self.config = config
     }
 }
 
@@ -113,18 +174,37 @@ public struct ControlOutboxListing: Sendable, Equatable, Codable {
 
 /// A finished ride from the unit's history.
 public struct ControlRide: Sendable, Equatable, Codable {
+    public struct Position: Sendable, Equatable, Codable {
+        public var lat: Double
+        public var lon: Double
+
+        public init(lat: Double, lon: Double) {
+            self.lat = lat
+            self.lon = lon
+        }
+    }
+
     public var job: String
     public var passengers: Int
-    /// ms since the epoch.
+    /// Unit clock, ms since the epoch.
     public var pickupTime: Int64
     public var dropTime: Int64
+    /// The last fix when the passengers got in and out; nil without a fix.
+    public var pickupPosition: Position?
+    public var dropPosition: Position?
+    /// Driven between pickup and drop, over the stored fixes.
     public var distanceM: Double
 
-    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, distanceM: Double) {
+    public init(
+        job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupPosition: Position?, dropPosition: Position?,
+        distanceM: Double
+    ) {
         self.job = job
         self.passengers = passengers
         self.pickupTime = pickupTime
         self.dropTime = dropTime
+        self.pickupPosition = pickupPosition
+        self.dropPosition = dropPosition
         self.distanceM = distanceM
     }
 }

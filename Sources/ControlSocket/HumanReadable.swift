@@ -43,7 +43,7 @@ public enum HumanReadable {
                         return [header] + lines(.object(nested), indent: indent + "  ")
                     }
                     return ["\(indent)\(name):"] + lines(.object(nested), indent: indent + "  ")
-                case .array(let list) where list.isEmpty:
+                case .array([]), .object([:]):
                     return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  none"]
                 case .array(let list):
                     return ["\(indent)\(name):"] + list.flatMap { item in
@@ -56,7 +56,8 @@ public enum HumanReadable {
                 }
             }
         case .array(let list):
-            return list.flatMap { lines($0, indent: indent) }
+            // A blank line between entries (rides) keeps them apart.
+            return list.enumerated().flatMap { index, item in (index > 0 ? [""] : []) + lines(item, indent: indent) }
         case let scalar:
             return [indent + format(scalar, key: "")]
         }

@@ -31,3 +31,14 @@ public enum SecretFile {
         }
     }
 }
+
+extension UnitConfiguration.MQTT {
+    /// The broker login, its password read from `password_file`; also refuses a client key others
+    /// can read. nil without a username.
+    public func login() throws(ConfigError) -> (username: String, password: String?)? {
+        if let keyFile = tls?.keyFile { try SecretFile.checkPrivate(keyFile, role: "keyfile") }
+        guard let username else { return nil }
+        let password = try passwordFile.map { path throws(ConfigError) in try SecretFile.read(path, role: "password_file") }
+        return (username, password)
+    }
+}

@@ -32,10 +32,11 @@ public final class EngineProbe: @unchecked Sendable {
 public struct SystemdWatchdogService: Service {
     let notifier: SystemdNotifier
     let probe: @Sendable () -> EngineProbe
-    let heartbeats: [Heartbeat]
+    /// Read at each check: the broker connection is replaced when the fleet config changes it.
+    let heartbeats: @Sendable () -> [Heartbeat]
     let logger: Logger
 
-    public init(notifier: SystemdNotifier, engine: UnitEngine, heartbeats: [Heartbeat], logger: Logger) {
+    public init(notifier: SystemdNotifier, engine: UnitEngine, heartbeats: @escaping @Sendable () -> [Heartbeat], logger: Logger) {
         self.notifier = notifier
         probe = { engine.probe() }
         self.heartbeats = heartbeats
@@ -62,7 +63,7 @@ public struct SystemdWatchdogService: Service {
         var pending = probe()
         while !Task.isCancelledOrShuttingDown {
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(interval)) } } catch { return }
-            let verdict = HealthVerdict(engineAnswered: pending.answer != nil, threads: heartbeats.map { ($0.name, $0.current) }, at: .now)
+            let verdict = HealthVerdict(engineAnswered: pending.answer != nil, threads: heartbeats().map { ($0.name, $0.current) }, at: .now)
             switch verdict {
             case .healthy:
                 notifier.watchdogPing(status: pending.answer!.statusLine)

@@ -16,7 +16,7 @@ struct TaxiUnitCtl: ParsableCommand {
             0 done; 1 the daemon refused the request; 3 taxiunitd is not running; 4 not permitted to use \\
             the control socket.
             """,
-        subcommands: [Status.self, Jobs.self, Outbox.self, Press.self]
+        subcommands: [Status.self, Jobs.self, Outbox.self, Press.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {
@@ -80,8 +80,12 @@ struct TaxiUnitCtl: ParsableCommand {
         }
 
         func run() throws {
-            let response = try connection.send(ControlRequest(cmd: .jobs, limit: last))
-            try connection.show(response.rides ?? [])
+            let rides = try connection.send(ControlRequest(cmd: .jobs, limit: last)).rides ?? []
+            if rides.isEmpty && !connection.json {
+                print("no rides yet")
+            } else {
+                try connection.show(rides)
+            }
         }
     }
 
@@ -105,10 +109,11 @@ struct TaxiUnitCtl: ParsableCommand {
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input, e.g. duty.") var input: String
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos.")
+        var words: [String]
 
         func run() throws {
-            let response = try connection.send(ControlRequest(cmd: .press, input: input))
+            let response = try connection.send(ControlRequest(cmd: .press, input: words.joined(separator: " ")))
             if connection.json {
                 try connection.show(response)
             } else if let message = response.message, !message.isEmpty {
@@ -120,4 +125,10 @@ struct TaxiUnitCtl: ParsableCommand {
 
 func printToStandardError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// An error printed as one plain line, exit code 1.
+struct ValidationErrorLine: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -5,11 +5,9 @@ import GPSReader
 import JournalLog
 import LocalCache
 import Logging
-import MQTTLink
 import ServiceLifecycle
 import SystemdNotify
 import UnitConfig
-import UnitCore
 import UnitRuntime
 
 @main
@@ -53,11 +51,13 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
     var check = false
 
     func run() async throws {
+        let local: ConfigValue
         let settings: UnitConfiguration
-        let credentials: MQTTCredentials?
         do {
-            settings = try UnitConfiguration.load(path: config)
-            credentials = try Self.credentials(settings.mqtt)
+            local = try ConfigValue.loadTOML(path: config)
+            settings = try UnitConfiguration(document: local)
+            // Checked here too, so that --check catches an unusable secret file.
+            _ = try settings.mqtt.login()
         } catch {
             for problem in error.problems { printToStandardError("\(config): \(problem)") }
             throw ExitCode(1)
@@ -80,19 +80,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
             logger.critical("cannot open the store", metadata: ["path": "\(settings.store.path)", "error": "\(error)"])
             throw ExitCode(1)
         }
-        let offline = try JSONEncoder().encode(OfflineStatusMessage())
-        let mqtt = MQTTConnection(
-            endpoint: MQTTEndpoint(
-                host: settings.mqtt.host, port: settings.mqtt.port, keepaliveS: settings.mqtt.keepaliveS,
-                clientID: "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)",
-                tls: settings.mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version) },
-                credentials: credentials),
-            will: MQTTWill(topic: settings.unitTopicBase + UnitTopic.status.rawValue, payload: Array(offline), qos: 1, retain: true),
-            backoff: ReconnectBackoff(minimumS: settings.mqtt.reconnectMinS, maximumS: settings.mqtt.reconnectMaxS),
-            logger: logger
-        )
+        // The engine connects it with the fleet's config in force, which may name another broker.
+        let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
-        let engine = try UnitEngine(configuration: settings, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger)
+        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger)
         let control = ControlServer(path: settings.control.socket) { request in await engine.handleControl(request) }
 
         // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.
@@ -105,7 +96,7 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
                     .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
                     // Last, so that it is told first on shutdown and says STOPPING=1 at once.
                     .init(service: SystemdWatchdogService(
-                        notifier: SystemdNotifier(), engine: engine, heartbeats: [mqtt.heartbeat, gpsd.heartbeat], logger: logger)),
+                        notifier: SystemdNotifier(), engine: engine, heartbeats: { [mqtt.heartbeat, gpsd.heartbeat].compactMap { $0 } }, logger: logger)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
@@ -113,16 +104,6 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         )
         logger.info("taxiunitd starting", metadata: ["unit": "\(settings.unit.id)", "fleet": "\(settings.unit.fleet)"])
         try await group.run()
-    }
-}
-
-extension TaxiUnitDaemon {
-    /// Reads the password file and checks the client key's mode, so that `--check` catches both.
-    static func credentials(_ mqtt: UnitConfiguration.MQTT) throws(ConfigError) -> MQTTCredentials? {
-        if let keyFile = mqtt.tls?.keyFile { try SecretFile.checkPrivate(keyFile, role: "keyfile") }
-        guard let username = mqtt.username else { return nil }
-        let password = try mqtt.passwordFile.map { path throws(ConfigError) in try SecretFile.read(path, role: "password_file") }
-        return MQTTCredentials(username: username, password: password)
     }
 }
 

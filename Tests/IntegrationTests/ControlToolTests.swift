@@ -38,17 +38,36 @@ import Testing
         unit.stop()
     }
 
-    @Test func jobsSaysClearlyThatThereIsNoHistoryYet() async throws {
-        let scratch = try ScratchDirectory()
-        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
-        try await unit.start()
-        let result = try ctl(["jobs", "--last", "5", "--socket", unit.controlSocket])
-        #expect(result.exitCode == 1)
-        #expect(result.output == "taxiunitctl: this daemon does not record a ride history yet\n")
-        let invalid = try ctl(["jobs", "--last", "0", "--socket", unit.controlSocket])
+    /// Two rides through the driver's inputs, then the history, newest first.
+    @Test func jobsListsTheRideHistoryNewestFirst() async throws {
+        let rig = try await JobFlowTests.Rig()
+        #expect(try ctl(["jobs", "--socket", rig.unit.controlSocket]).output == "no rides yet\n")
+        try await rig.goOnDuty()
+        for job in ["J1", "J2"] {
+            try rig.offer(job)
+            try await rig.unit.waitForStatus("\(job) offered") { $0.state == "offered" }
+            for input in ["accept", "arrived", "pob 1", "clear"] { try rig.press(input) }
+            try await rig.unit.waitForStatus("available after \(job)") { $0.state == "available" }
+        }
+        let socket = ["--socket", rig.unit.controlSocket]
+
+        let last = try ctl(["jobs", "--json", "--last", "1"] + socket)
+        #expect(last.exitCode == 0, "\(last.output)")
+        let rides = try #require(try JSONSerialization.jsonObject(with: Data(last.output.utf8)) as? [[String: Any]])
+        #expect(rides.map { $0["job"] as? String } == ["J2"])
+        #expect(rides.first?["passengers"] as? Int == 1)
+
+        let human = try ctl(["jobs"] + socket)
+        #expect(human.exitCode == 0)
+        #expect(human.output.contains(/^job +J2\npassengers +1\npickup at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n/), "\(human.output)")
+        let order = human.output.split(separator: "\n").filter { $0.hasPrefix("job ") }
+        #expect(order.map { $0.split(separator: " ").last! } == ["J2", "J1"])
+        #expect(human.output.contains("\n\njob "), "a blank line between rides")
+
+        let invalid = try ctl(["jobs", "--last", "0"] + socket)
         #expect(invalid.exitCode != 0)
         #expect(invalid.output.contains("--last must be at least 1"))
-        unit.stop()
+        rig.stop()
     }
 
     @Test func notRunningExitsThree() throws {
