@@ -15,6 +15,26 @@ public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
 public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
+    case event
+}
+
+/// On `event` when the driver changes duty state.
+public struct DutyEvent: Sendable, Equatable, Codable {
+    public var event = "duty"
+    public var unit: String
+    public var seq: Int64
+    public var id: String
+    public var state: DutyState
+    /// Unit clock when the driver pressed, ms since the Unix epoch.
+    public var t: Int64
+
+    public init(unit: String, seq: Int64, id: String, state: DutyState, t: Int64) {
+        self.unit = unit
+        self.seq = seq
+        self.id = id
+        self.state = state
+        self.t = t
+    }
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -25,6 +45,15 @@ public struct PositionPoint: Sendable, Equatable, Codable {
     public var spd: Double?
     public var hdg: Double?
     public var acc: Double?
+
+    public init(t: Int64, lat: Double, lon: Double, spd: Double? = nil, hdg: Double? = nil, acc: Double? = nil) {
+        self.t = t
+        self.lat = lat
+        self.lon = lon
+        self.spd = spd
+        self.hdg = hdg
+        self.acc = acc
+    }
 
     public init(_ fix: Fix) {
         t = fix.time
@@ -57,13 +86,40 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var state: DutyState
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64?
+    /// What waits on the unit for the broker.
+    public var outbox: OutboxDepth?
 
-    public init(online: Bool, unit: String, state: DutyState, t: Int64?) {
+    public init(online: Bool, unit: String, state: DutyState, t: Int64?, outbox: OutboxDepth? = nil) {
         self.online = online
         self.unit = unit
         self.state = state
         self.t = t
+        self.outbox = outbox
     }
+}
+
+/// Undelivered messages per class (positions count points, not messages) and the positions the
+/// bounded store gave up on since the store was created.
+public struct OutboxDepth: Sendable, Equatable, Codable {
+    public var alarm: Int
+    public var reply: Int
+    public var event: Int
+    public var position: Int
+    /// Positions removed by thinning (every Nth kept) when the store reached `[store] max_mb`.
+    public var thinned: Int
+    /// Positions dropped: store still full after thinning, older than `[store] retention_days`, or not writable.
+    public var dropped: Int
+
+    public init(alarm: Int = 0, reply: Int = 0, event: Int = 0, position: Int = 0, thinned: Int = 0, dropped: Int = 0) {
+        self.alarm = alarm
+        self.reply = reply
+        self.event = event
+        self.position = position
+        self.thinned = thinned
+        self.dropped = dropped
+    }
+
+    public var total: Int { alarm + reply + event + position }
 }
 
 public struct OfflineStatusMessage: Sendable, Equatable, Codable {

@@ -20,14 +20,25 @@ public struct GPSDService: Service {
 
 public struct MQTTService: Service {
     let connection: MQTTConnection
+    /// A healthy loop thread comes round every second; one silent this long is replaced.
+    let stallLimit: Duration
 
-    public init(connection: MQTTConnection) {
+    public init(connection: MQTTConnection, stallLimit: Duration = .seconds(60)) {
         self.connection = connection
+        self.stallLimit = stallLimit
     }
 
     public func run() async throws {
         connection.start()
-        try? await gracefulShutdown()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [connection, stallLimit] in
+                while (try? await Task.sleep(for: .seconds(5))) != nil {
+                    connection.restartLoopIfSilent(longerThan: stallLimit)
+                }
+            }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
         connection.stop()
     }
 }

@@ -13,6 +13,7 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(MQTTEvent)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    case maintenance
     case shutdownRequested
     case shutdownDeadline
 }
@@ -30,12 +31,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     // Owned by the `run()` loop only.
     private var machine: UnitStateMachine
-    private var outbox: OutboxPump
+    private let outbox: OutboxPump
+    /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
+    private var unstoredMessages: [UnstoredMessage] = []
     private var gpsConnected = false
     private var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     private var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
     private var offlineStatusTicket: MQTTPublishTicket?
     private var stopping = false
+    private var upkeep: StoreUpkeep
 
     static let snapshotKey = "unit_snapshot"
     /// How long shutdown waits for the broker to acknowledge the offline status.
@@ -49,8 +53,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.logger = logger
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings)
-        outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
         (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
+        upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
+        outbox = OutboxPump(
+            store: store, unit: configuration.unit.id, maxInFlight: configuration.mqtt.maxInflight,
+            batchMax: configuration.mqtt.batchMax, logger: logger
+        ) { [mqtt, topicBase = configuration.unitTopicBase] message throws(MQTTLinkError) in
+            try mqtt.publish(topic: topicBase + message.topic, payload: message.payload, qos: message.qos, retain: false)
+        }
     }
 
     /// For the control socket: answered from inside the engine loop, so it sees a consistent state.
@@ -76,6 +86,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 group.addTask { [mqtt, inputSink] in
                     for await event in mqtt.events { inputSink.yield(.mqtt(event)) }
                 }
+                group.addTask { [inputSink] in
+                    while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inputSink.yield(.maintenance) }
+                }
                 for await input in inputs {
                     if handle(input) == .finished { break }
                 }
@@ -96,6 +109,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .maintenance:
+            if upkeep.run(now: clockMs(), unstored: &unstoredMessages) { publishStatus() }
+            pumpOutbox()
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -140,44 +156,34 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if let rowID = outbox.acknowledged(ticket) {
-                do {
-                    try store.markDelivered(rowID, at: clockMs())
-                } catch {
-                    logger.error("cannot mark message delivered; it will be sent again", metadata: ["error": "\(error)"])
-                }
-            }
-            pumpOutbox()
+            if outbox.acknowledged(ticket, at: clockMs()) { pumpOutbox() }
         case .message(let message):
             logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
         }
         return .running
     }
 
-    /// Hands the oldest undelivered messages to libmosquitto, up to the in-flight limit.
     private func pumpOutbox() {
-        guard !stopping, let free = outbox.freeSlots, free > 0 else { return }
-        let pending: [OutboxMessage]
+        guard !stopping else { return }
+        outbox.pump(at: clockMs())
+    }
+
+    /// Stores an outgoing message with its class's durability. When the store cannot be written
+    /// (disk full, read-only) the message waits in memory and `StoreUpkeep` retries it: only
+    /// positions are ever given up.
+    private func send(_ message: UnstoredMessage) {
         do {
-            pending = try store.pendingMessages(limit: free, excluding: outbox.inFlightRows)
+            try message.store(in: store)
+            pumpOutbox()
         } catch {
-            logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
-            return
-        }
-        for message in pending {
-            do {
-                let ticket = try mqtt.publish(
-                    topic: configuration.unitTopicBase + message.topic, payload: message.payload, qos: message.qos, retain: false)
-                outbox.handedOver(message.rowID, as: ticket)
-            } catch {
-                logger.debug("publish deferred", metadata: ["error": "\(error)"])
-                return
-            }
+            logger.error("cannot store a message; keeping it in memory and retrying", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+            unstoredMessages.append(message)
         }
     }
 
     private func publishStatus(online: Bool = true) {
-        let status = StatusMessage(online: online, unit: configuration.unit.id, state: machine.state, t: clockMs())
+        let depth = online ? upkeep.lastDepth : nil
+        let status = StatusMessage(online: online, unit: configuration.unit.id, state: machine.state, t: clockMs(), outbox: depth)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -204,18 +210,23 @@ public final class UnitEngine: Service, @unchecked Sendable {
         switch action {
         case .recordFix(let fix, let report):
             lastFix = (fix, .now)
-            let unit = configuration.unit.id
-            try store.write { transaction in
-                try transaction.insertPosition(fix)
-                if report {
-                    try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: clockMs()) { seq, id in
-                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
-                    }
+            let now = clockMs()
+            do {
+                try store.write { transaction in
+                    try transaction.insertPosition(fix)
+                    if report { try transaction.queuePosition(fix, createdAt: now) }
                 }
+            } catch {
+                if report { upkeep.positionLost() }
+                throw error
             }
             if report { pumpOutbox() }
-        case .statusChanged:
+        case .statusChanged(let state):
             publishStatus()
+            let unit = configuration.unit.id
+            send(UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: clockMs()) { seq, id, createdAt in
+                try Array(JSONEncoder.wire.encode(DutyEvent(unit: unit, seq: seq, id: id, state: state, t: createdAt)))
+            })
         case .persist(let snapshot):
             try store.write(.full) { try $0.saveValue(snapshot, forKey: Self.snapshotKey) }
         case .tellDriver(let text):
@@ -242,7 +253,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func currentStatus() -> ControlStatus {
-        let depth = (try? store.undeliveredCount()) ?? -1
+        let depth = upkeep.refreshDepth(unstored: unstoredMessages)
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
         return ControlStatus(
@@ -250,7 +261,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             state: machine.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
-            outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
+            outbox: .init(
+                depth: depth.total, inFlight: outbox.inFlight, alarm: depth.alarm, reply: depth.reply, event: depth.event,
+                position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored
         )
     }
@@ -273,14 +286,5 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// The unit's clock for messages, ms since the Unix epoch.
     private func clockMs() -> Int64 {
         Int64(Date().timeIntervalSince1970 * 1000)
-    }
-}
-
-extension JSONEncoder {
-    /// Compact, stable key order, no escaped slashes: what goes on the wire.
-    static var wire: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
     }
 }
