@@ -154,6 +154,7 @@ public final class LocalCache: @unchecked Sendable {
             // Reported fixes wait in position_queue until the pump packs them into a live or a
             // backfill message; `points` is how many fixes an outbox row carries.
             try db.execute(sql: """
+                ALTER TABLE positions ADD COLUMN created_at INTEGER;
                 ALTER TABLE outbox ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE outbox ADD COLUMN points INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE outbox ADD COLUMN newest_point INTEGER;
@@ -257,11 +258,12 @@ public final class LocalCache: @unchecked Sendable {
         let db: Database
         let notes: CommitNotes
 
-        /// The local history: every valid fix, reported or not.
-        public func insertPosition(_ fix: Fix) throws {
+        /// The local history: every valid fix, reported or not. `createdAt` (unit clock) decides
+        /// retention, because the receiver's clock may be anything.
+        public func insertPosition(_ fix: Fix, createdAt: Int64) throws {
             try db.execute(
-                sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy]
+                sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy, createdAt]
             )
         }
 

@@ -45,10 +45,10 @@ extension LocalCache {
     /// Privacy: positions created before `cutoff` (unit clock, ms) leave the history, and undelivered
     /// ones are dropped and counted. Alarms, replies and events are never dropped.
     @discardableResult
-    public func dropPositions(createdBefore cutoff: Int64, fixTimeBefore fixCutoff: Int64) throws -> Int {
+    public func dropPositions(createdBefore cutoff: Int64) throws -> Int {
         try write { transaction in
             let db = transaction.db
-            try db.execute(sql: "DELETE FROM positions WHERE t < ?", arguments: [fixCutoff])
+            try db.execute(sql: "DELETE FROM positions WHERE created_at < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM position_queue WHERE created_at < ?", arguments: [cutoff])
             var dropped = db.changesCount
             dropped += try Int.fetchOne(

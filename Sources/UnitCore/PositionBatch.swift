@@ -2,7 +2,8 @@
 ///
 /// A day at 1 Hz is 86,400 points; as JSON objects they cost ~90 bytes each on a metered cellular
 /// link. Here every point is an array of integers in fixed units, each the difference to the
-/// previous point's value in the same column, so a moving taxi's point costs ~25 bytes.
+/// previous point's value in the same column, so a moving taxi's point costs ~20 bytes. Time is
+/// differenced twice: fixes come at a steady rate, so its second difference is almost always 0.
 public enum PositionBatch {
     /// Column order inside one encoded point.
     public static let columns = ["t", "lat", "lon", "spd", "hdg", "acc"]
@@ -13,6 +14,7 @@ public enum PositionBatch {
     /// (JSON `null`); trailing unknowns are left out.
     public static func encode(_ points: [PositionPoint]) -> [[Int64?]] {
         var previous = [Int64?](repeating: nil, count: columns.count)
+        var previousInterval: Int64 = 0
         return points.map { point in
             let values: [Int64?] = [
                 point.t, quantise(point.lat, 1), quantise(point.lon, 2),
@@ -24,7 +26,13 @@ public enum PositionBatch {
                     row.append(nil)
                     continue
                 }
-                row.append(previous[column].map { value - $0 } ?? value)
+                if column == 0, let previousTime = previous[0] {
+                    let interval = value - previousTime
+                    row.append(interval - previousInterval)
+                    previousInterval = interval
+                } else {
+                    row.append(previous[column].map { value - $0 } ?? value)
+                }
                 previous[column] = value
             }
             while row.count > 3, row.last! == nil { row.removeLast() }
@@ -36,13 +44,18 @@ public enum PositionBatch {
     /// with an unknown time or coordinate.
     public static func decode(_ rows: [[Int64?]]) -> [PositionPoint]? {
         var previous = [Int64?](repeating: nil, count: columns.count)
+        var previousInterval: Int64 = 0
         var points: [PositionPoint] = []
         for row in rows {
             guard row.count >= 3, row.count <= columns.count else { return nil }
             var absolute = [Int64?](repeating: nil, count: columns.count)
             for (column, value) in row.enumerated() {
                 guard let value else { continue }
-                let resolved = previous[column].map { $0 + value } ?? value
+                var resolved = previous[column].map { $0 + value } ?? value
+                if column == 0, let previousTime = previous[0] {
+                    previousInterval += value
+                    resolved = previousTime + previousInterval
+                }
                 absolute[column] = resolved
                 previous[column] = resolved
             }

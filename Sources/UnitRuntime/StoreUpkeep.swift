@@ -70,7 +70,7 @@ struct StoreUpkeep {
             try store.purgeDelivered(limit: Self.purgeBatch)
             if now - lastRetentionRun >= Self.retentionEveryMs {
                 lastRetentionRun = now
-                let dropped = try store.dropPositions(createdBefore: now - retentionMs, fixTimeBefore: now - retentionMs)
+                let dropped = try store.dropPositions(createdBefore: now - retentionMs)
                 if dropped > 0 { logger.notice("dropped undelivered positions past retention", metadata: ["count": "\(dropped)"]) }
             }
             let bound = try store.enforceBound(maxBytes: maxBytes)

@@ -213,7 +213,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             let now = clockMs()
             do {
                 try store.write { transaction in
-                    try transaction.insertPosition(fix)
+                    try transaction.insertPosition(fix, createdAt: now)
                     if report { try transaction.queuePosition(fix, createdAt: now) }
                 }
             } catch {
