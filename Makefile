@@ -2,10 +2,10 @@
 SWIFT ?= swift
 PREFIX ?= /usr/local
 APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosquitto-dev \
-	libsqlite3-dev socat libsystemd-dev
+	libsqlite3-dev socat libsystemd-dev sqlite3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo clean
+.PHONY: deps build test demo bench-drain clean
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -26,6 +26,11 @@ test: build
 
 demo: build
 	scripts/demo.sh
+
+# Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
+bench-drain: deps
+	$(SWIFT) build -c release
+	bench/drain.sh
 
 clean:
 	rm -rf .build

@@ -2,68 +2,73 @@ import Foundation
 import GRDB
 import UnitCore
 
-/// Reading the outbox and packing queued fixes into position messages.
-extension LocalCache {
+/// Reading the outbox and packing queued fixes into position messages. These run inside one
+/// `write` so the pump marks what the broker acknowledged and fetches what goes next in a single
+/// commit.
+extension LocalCache.Transaction {
     /// Undelivered rows of `lane` with an id above `cursor`, oldest first. The pump keeps the
     /// cursor, so rows it already handed over in this session are never read again.
     public func pendingMessages(in lane: OutboxLane, after cursor: Int64, limit: Int) throws -> [OutboxMessage] {
-        try database.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, message_id, topic, lane, qos, payload FROM outbox
-                    WHERE delivered_at IS NULL AND lane = ? AND id > ?
-                    ORDER BY id LIMIT ?
-                    """,
-                arguments: [lane.rawValue, cursor, limit]
-            ).map(Self.message)
-        }
-    }
-
-    private static func message(_ row: Row) -> OutboxMessage {
-        OutboxMessage(
-            rowID: row["id"], messageID: row["message_id"], topic: row["topic"],
-            lane: OutboxLane(rawValue: row["lane"]) ?? .event, qos: row["qos"], payload: [UInt8](row["payload"] as Data))
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, message_id, topic, lane, qos, payload FROM outbox
+                WHERE delivered_at IS NULL AND lane = ? AND id > ?
+                ORDER BY id LIMIT ?
+                """,
+            arguments: [lane.rawValue, cursor, limit]
+        ).map(LocalCache.message)
     }
 
     /// Packs the newest queued fix into a live message (`points` with one object, as in
     /// docs/protocol.md), so the dispatcher sees where the taxi is now before any history.
     public func formLivePosition(unit: String, topic: String, createdAt: Int64) throws -> OutboxMessage? {
-        try write { transaction in
-            guard let (id, point) = try Self.queuedPoints(transaction.db, newest: true, limit: 1).first else {
-                transaction.notes.queueFoundEmpty = true
-                return nil
-            }
-            try transaction.db.execute(sql: "DELETE FROM position_queue WHERE id = ?", arguments: [id])
-            return try transaction.enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, points: [id]) { seq, messageID in
-                try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: messageID, points: [point])))
-            }
+        guard let (id, point) = try queuedPoints(newest: true, limit: 1).first else {
+            notes.queueFoundEmpty = true
+            return nil
+        }
+        try db.execute(sql: "DELETE FROM position_queue WHERE id = ?", arguments: [id])
+        return try enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, points: [id]) { seq, messageID in
+            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: messageID, points: [point])))
         }
     }
 
     /// Packs the oldest queued fixes, up to `limit`, into one backfill message.
     public func formBackfill(unit: String, topic: String, limit: Int, createdAt: Int64) throws -> OutboxMessage? {
-        try write { transaction in
-            let queued = try Self.queuedPoints(transaction.db, newest: false, limit: limit)
-            guard let last = queued.last else {
-                transaction.notes.queueFoundEmpty = true
-                return nil
-            }
-            try transaction.db.execute(sql: "DELETE FROM position_queue WHERE id <= ?", arguments: [last.id])
-            return try transaction.enqueue(topic: topic, lane: .backfill, createdAt: createdAt, points: queued.map(\.id)) { seq, messageID in
-                try Array(JSONEncoder.wire.encode(BackfillMessage(unit: unit, seq: seq, id: messageID, points: queued.map(\.point))))
-            }
+        let queued = try queuedPoints(newest: false, limit: limit)
+        guard let last = queued.last else {
+            notes.queueFoundEmpty = true
+            return nil
+        }
+        try db.execute(sql: "DELETE FROM position_queue WHERE id <= ?", arguments: [last.id])
+        return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, points: queued.map(\.id)) { seq, messageID in
+            BackfillMessage(unit: unit, seq: seq, id: messageID, points: queued.map(\.point)).json
         }
     }
 
-    private static func queuedPoints(_ db: Database, newest: Bool, limit: Int) throws -> [(id: Int64, point: PositionPoint)] {
+    private func queuedPoints(newest: Bool, limit: Int) throws -> [(id: Int64, point: PositionPoint)] {
         try Row.fetchAll(
             db,
             sql: "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id \(newest ? "DESC" : "ASC") LIMIT ?",
             arguments: [limit]
         ).map { row in
-            (row["id"], PositionPoint(t: row["t"], lat: row["lat"], lon: row["lon"], spd: row["spd"], hdg: row["hdg"], acc: row["acc"]))
+            (row[0], PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6]))
         }
+    }
+
+    /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
+    public func markDelivered(_ rowIDs: [Int64], at time: Int64) throws {
+        guard !rowIDs.isEmpty else { return }
+        try db.execute(
+            sql: "UPDATE outbox SET delivered_at = ? WHERE id IN (\(rowIDs.map(String.init).joined(separator: ",")))", arguments: [time])
+    }
+}
+
+extension LocalCache {
+    static func message(_ row: Row) -> OutboxMessage {
+        OutboxMessage(
+            rowID: row[0], messageID: row[1], topic: row[2], lane: OutboxLane(rawValue: row[3]) ?? .event, qos: row[4],
+            payload: [UInt8](row[5] as Data))
     }
 
     /// Undelivered live messages from earlier sessions, newest first: the first position a
@@ -78,15 +83,6 @@ extension LocalCache {
                     """,
                 arguments: [OutboxLane.livePosition.rawValue]
             ).map(Self.message)
-        }
-    }
-
-    /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
-    public func markDelivered(_ rowIDs: [Int64], at time: Int64) throws {
-        guard !rowIDs.isEmpty else { return }
-        try write { transaction in
-            let statement = try transaction.db.cachedStatement(sql: "UPDATE outbox SET delivered_at = ? WHERE id = ?")
-            for rowID in rowIDs { try statement.execute(arguments: [time, rowID]) }
         }
     }
 

@@ -9,7 +9,8 @@ import UnitCore
 /// Which rows libmosquitto holds is kept by (session, mid); a row is only marked delivered on its
 /// PUBACK. When the session ends the map is dropped, and the next session starts every lane from
 /// the beginning, so every un-acknowledged row is sent again with its `id`. Within a session a
-/// cursor per lane and the store's hints mean an idle pump reads nothing from SQLite.
+/// cursor per lane and the store's hints mean an idle pump reads nothing from SQLite. PUBACKs
+/// that arrive together are marked in the same commit that fetches what goes next.
 final class OutboxPump {
     typealias Publish = (OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
@@ -26,6 +27,8 @@ final class OutboxPump {
     private var cursors: [OutboxLane: Int64] = [:]
     /// Live messages of earlier sessions that were never acknowledged, newest first.
     private var liveResends: [OutboxMessage] = []
+    /// Acknowledged rows not yet marked delivered; marked by the next `pump`.
+    private var acknowledgedRows: [Int64] = []
 
     init(store: LocalCache, unit: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
         self.store = store
@@ -56,68 +59,77 @@ final class OutboxPump {
         rowsByTicket.removeAll()
     }
 
-    /// True if the PUBACK was for one of our rows (then it is marked delivered).
-    func acknowledged(_ ticket: MQTTPublishTicket, at time: Int64) -> Bool {
+    /// True if the PUBACK was for one of our rows; it is marked delivered by the next `pump`.
+    func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
         guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return false }
-        do {
-            try store.markDelivered([rowID], at: time)
-        } catch {
-            logger.error("cannot mark a message delivered; it will be sent again", metadata: ["error": "\(error)"])
-        }
+        acknowledgedRows.append(rowID)
         return true
     }
 
-    /// Fills the free in-flight slots.
-    func pump(at time: Int64) {
-        guard let session else { return }
-        while rowsByTicket.count < maxInFlight {
-            let batch: [OutboxMessage]
-            do {
-                batch = try nextMessages(limit: maxInFlight - rowsByTicket.count, at: time)
-            } catch {
-                logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
-                return
+    /// Marks what was acknowledged and, unless `sending` is off (shutting down), fills the free
+    /// in-flight slots, in one commit.
+    func pump(at time: Int64, sending: Bool = true) {
+        let free = sending ? maxInFlight - rowsByTicket.count : 0
+        guard let session, !acknowledgedRows.isEmpty || (free > 0 && mayHaveWork) else { return }
+        let next: [OutboxMessage]
+        do {
+            next = try store.write { transaction in
+                try transaction.markDelivered(acknowledgedRows, at: time)
+                return try nextMessages(transaction, limit: free, at: time)
             }
-            guard !batch.isEmpty else { return }
-            for message in batch {
-                do {
-                    let ticket = try publish(message)
-                    rowsByTicket[ticket] = message.rowID
-                    cursors[message.lane] = max(cursors[message.lane] ?? 0, message.rowID)
-                } catch {
-                    // The connection went away under us; `.disconnected` follows and the next
-                    // session starts over.
-                    logger.debug("publish deferred", metadata: ["error": "\(error)", "session": "\(session)"])
-                    return
-                }
+            acknowledgedRows.removeAll()
+        } catch {
+            logger.error("cannot update the outbox; acknowledged messages may be sent again", metadata: ["error": "\(error)"])
+            if acknowledgedRows.count > 10 * maxInFlight { acknowledgedRows.removeAll() }
+            return
+        }
+        for message in next {
+            do {
+                let ticket = try publish(message)
+                rowsByTicket[ticket] = message.rowID
+                cursors[message.lane] = max(cursors[message.lane] ?? 0, message.rowID)
+            } catch {
+                // The connection went away under us; `.disconnected` follows and the next
+                // session starts over.
+                logger.debug("publish deferred", metadata: ["error": "\(error)", "session": "\(session)"])
+                return
             }
         }
     }
 
-    private func nextMessages(limit: Int, at time: Int64) throws -> [OutboxMessage] {
-        for lane in [OutboxLane.alarm, .reply, .event] {
+    /// From the hints alone: false means nothing is waiting that this session has not handed over.
+    private var mayHaveWork: Bool {
+        [OutboxLane.alarm, .reply, .event, .backfill].contains { store.newestRowID(in: $0) > cursors[$0] ?? 0 }
+            || store.hasFreshFix || !liveResends.isEmpty || store.hasQueuedPositions
+    }
+
+    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> [OutboxMessage] {
+        var next: [OutboxMessage] = []
+        for lane in [OutboxLane.alarm, .reply, .event] where next.count < limit {
             let cursor = cursors[lane] ?? 0
             guard store.newestRowID(in: lane) > cursor else { continue }
-            let rows = try store.pendingMessages(in: lane, after: cursor, limit: limit)
-            if !rows.isEmpty { return rows }
-            cursors[lane] = store.newestRowID(in: lane)
+            let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
+            if rows.isEmpty { cursors[lane] = store.newestRowID(in: lane) }
+            next += rows
         }
         let topic = UnitTopic.pos.rawValue
-        if store.hasFreshFix, let live = try store.formLivePosition(unit: unit, topic: topic, createdAt: time) {
-            return [live]
+        if next.count < limit, store.hasFreshFix, let live = try transaction.formLivePosition(unit: unit, topic: topic, createdAt: time) {
+            next.append(live)
         }
-        if !liveResends.isEmpty {
-            return [liveResends.removeFirst()]
+        while next.count < limit, !liveResends.isEmpty {
+            next.append(liveResends.removeFirst())
         }
-        let cursor = cursors[.backfill] ?? 0
-        if store.newestRowID(in: .backfill) > cursor {
-            let rows = try store.pendingMessages(in: .backfill, after: cursor, limit: limit)
-            if !rows.isEmpty { return rows }
-            cursors[.backfill] = store.newestRowID(in: .backfill)
+        let cursor = max(cursors[.backfill] ?? 0, next.last { $0.lane == .backfill }?.rowID ?? 0)
+        if next.count < limit, store.newestRowID(in: .backfill) > cursor {
+            let rows = try transaction.pendingMessages(in: .backfill, after: cursor, limit: limit - next.count)
+            if rows.isEmpty { cursors[.backfill] = store.newestRowID(in: .backfill) }
+            next += rows
         }
-        if store.hasQueuedPositions, let batch = try store.formBackfill(unit: unit, topic: topic, limit: batchMax, createdAt: time) {
-            return [batch]
+        while next.count < limit, store.hasQueuedPositions,
+              let batch = try transaction.formBackfill(unit: unit, topic: topic, limit: batchMax, createdAt: time)
+        {
+            next.append(batch)
         }
-        return []
+        return next
     }
 }

@@ -14,6 +14,8 @@ enum EngineInput: Sendable {
     case mqtt(MQTTEvent)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
     case maintenance
+    /// Queued behind the PUBACKs already waiting, so they are marked in one commit.
+    case pumpOutbox
     case shutdownRequested
     case shutdownDeadline
 }
@@ -39,6 +41,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
     private var offlineStatusTicket: MQTTPublishTicket?
     private var stopping = false
+    private var pumpScheduled = false
     private var upkeep: StoreUpkeep
 
     static let snapshotKey = "unit_snapshot"
@@ -109,6 +112,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .pumpOutbox:
+            pumpScheduled = false
+            pumpOutbox()
         case .maintenance:
             if upkeep.run(now: clockMs(), unstored: &unstoredMessages) { publishStatus() }
             pumpOutbox()
@@ -156,7 +162,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if outbox.acknowledged(ticket, at: clockMs()) { pumpOutbox() }
+            if outbox.acknowledged(ticket), !pumpScheduled {
+                pumpScheduled = true
+                inputSink.yield(.pumpOutbox)
+            }
         case .message(let message):
             logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
         }
@@ -164,8 +173,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func pumpOutbox() {
-        guard !stopping else { return }
-        outbox.pump(at: clockMs())
+        outbox.pump(at: clockMs(), sending: !stopping)
     }
 
     /// Stores an outgoing message with its class's durability. When the store cannot be written
@@ -273,6 +281,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func beginShutdown() -> LoopOutcome {
         stopping = true
         logger.info("shutting down")
+        pumpOutbox()
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }
