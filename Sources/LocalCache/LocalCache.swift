@@ -18,12 +18,13 @@ public struct OutboxMessage: Sendable, Equatable {
 public enum OutboxLane: Int, Sendable, CaseIterable, Comparable {
     case alarm, reply, event, livePosition, backfill
 
+    /// A position message enqueued whole (a report the fleet asked for) is news: live lane.
     public init(_ messageClass: MessageClass) {
         switch messageClass {
         case .alarm: self = .alarm
         case .reply: self = .reply
         case .event: self = .event
-        case .position: self = .backfill
+        case .position: self = .livePosition
         }
     }
 
@@ -150,6 +151,7 @@ public final class LocalCache: @unchecked Sendable {
                 );
                 """)
         }
+        registerFleetMigration(in: &migrator)
         migrator.registerMigration("v2-lanes-position-queue-counters") { db in
             // Reported fixes wait in position_queue until the pump packs them into a live or a
             // backfill message; `points` is how many fixes an outbox row carries.
@@ -283,11 +285,15 @@ public final class LocalCache: @unchecked Sendable {
             topic: String, messageClass: MessageClass, qos: Int32 = 1, createdAt: Int64,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> Int64 {
-            try enqueue(topic: topic, lane: OutboxLane(messageClass), qos: qos, createdAt: createdAt, points: [], encode: encode).rowID
+            try enqueue(
+                topic: topic, lane: OutboxLane(messageClass), qos: qos, createdAt: createdAt,
+                pointCount: messageClass == .position ? 1 : 0, newestPoint: nil, encode: encode
+            ).rowID
         }
 
+        /// `newestPoint`: the newest `position_queue` id packed into the message, if any.
         func enqueue(
-            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, points: [Int64],
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, pointCount: Int, newestPoint: Int64?,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
             let seq = try nextSequence(for: topic)
@@ -298,11 +304,11 @@ public final class LocalCache: @unchecked Sendable {
                     INSERT INTO outbox (message_id, topic, class, lane, qos, payload, created_at, points, newest_point)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [messageID, topic, lane.messageClass.rawValue, lane.rawValue, qos, Data(payload), createdAt, points.count, points.max()]
+                arguments: [messageID, topic, lane.messageClass.rawValue, lane.rawValue, qos, Data(payload), createdAt, pointCount, newestPoint]
             )
             let rowID = db.lastInsertedRowID
             notes.rows[lane] = rowID
-            if lane == .livePosition { notes.livePoint = points.max() }
+            if lane == .livePosition, let newestPoint { notes.livePoint = newestPoint }
             return OutboxMessage(rowID: rowID, messageID: messageID, topic: topic, lane: lane, qos: qos, payload: payload)
         }
 

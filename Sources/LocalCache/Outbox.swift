@@ -28,7 +28,7 @@ extension LocalCache.Transaction {
             return nil
         }
         try db.execute(sql: "DELETE FROM position_queue WHERE id = ?", arguments: [id])
-        return try enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, points: [id]) { seq, messageID in
+        return try enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, pointCount: 1, newestPoint: id) { seq, messageID in
             try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: messageID, points: [point])))
         }
     }
@@ -41,7 +41,7 @@ extension LocalCache.Transaction {
             return nil
         }
         try db.execute(sql: "DELETE FROM position_queue WHERE id <= ?", arguments: [last.id])
-        return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, points: queued.map(\.id)) { seq, messageID in
+        return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, pointCount: queued.count, newestPoint: last.id) { seq, messageID in
             BackfillMessage(unit: unit, seq: seq, id: messageID, points: queued.map(\.point)).json
         }
     }

@@ -16,6 +16,12 @@ public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
     case event
+    /// Fleet → unit: this unit's configuration document (retained), and commands.
+    case config
+    case cmd
+    /// Unit → fleet: the answers to those.
+    case configAck = "config/ack"
+    case cmdReply = "cmd/reply"
 }
 
 /// On `event` when the driver changes duty state.

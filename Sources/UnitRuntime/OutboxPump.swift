@@ -12,12 +12,14 @@ import UnitCore
 /// cursor per lane and the store's hints mean an idle pump reads nothing from SQLite. PUBACKs
 /// that arrive together are marked in the same commit that fetches what goes next.
 final class OutboxPump {
-    typealias Publish = (OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
+    typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
     private let store: LocalCache
     private let unit: String
-    private let maxInFlight: Int
-    private let batchMax: Int
+    /// The fleet may change these ([mqtt] topic_prefix, max_inflight, batch_max) without a reconnect.
+    var topicBase: String
+    var maxInFlight: Int
+    var batchMax: Int
     private let logger: Logger
     private let publish: Publish
 
@@ -30,9 +32,10 @@ final class OutboxPump {
     /// Acknowledged rows not yet marked delivered; marked by the next `pump`.
     private var acknowledgedRows: [Int64] = []
 
-    init(store: LocalCache, unit: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
+    init(store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
         self.store = store
         self.unit = unit
+        self.topicBase = topicBase
         self.maxInFlight = maxInFlight
         self.batchMax = batchMax
         self.logger = logger
@@ -49,6 +52,8 @@ final class OutboxPump {
             // Another process (a tool, an older daemon) may have written the file meanwhile.
             try store.refreshHints()
             liveResends = try store.pendingLivePositions()
+            // Those are served newest first from the list; the cursor is for live rows made later.
+            cursors[.livePosition] = store.newestRowID(in: .livePosition)
         } catch {
             logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
         }
@@ -85,7 +90,7 @@ final class OutboxPump {
         }
         for message in next {
             do {
-                let ticket = try publish(message)
+                let ticket = try publish(topicBase + message.topic, message)
                 rowsByTicket[ticket] = message.rowID
                 cursors[message.lane] = max(cursors[message.lane] ?? 0, message.rowID)
             } catch {
@@ -99,7 +104,7 @@ final class OutboxPump {
 
     /// From the hints alone: false means nothing is waiting that this session has not handed over.
     private var mayHaveWork: Bool {
-        [OutboxLane.alarm, .reply, .event, .backfill].contains { store.newestRowID(in: $0) > cursors[$0] ?? 0 }
+        [OutboxLane.alarm, .reply, .event, .livePosition, .backfill].contains { store.newestRowID(in: $0) > cursors[$0] ?? 0 }
             || store.hasFreshFix || !liveResends.isEmpty || store.hasQueuedPositions
     }
 
@@ -119,10 +124,13 @@ final class OutboxPump {
         while next.count < limit, !liveResends.isEmpty {
             next.append(liveResends.removeFirst())
         }
-        let cursor = max(cursors[.backfill] ?? 0, next.last { $0.lane == .backfill }?.rowID ?? 0)
-        if next.count < limit, store.newestRowID(in: .backfill) > cursor {
-            let rows = try transaction.pendingMessages(in: .backfill, after: cursor, limit: limit - next.count)
-            if rows.isEmpty { cursors[.backfill] = store.newestRowID(in: .backfill) }
+        // Rows made earlier in this session that are not in flight: publish failed, or enqueued
+        // whole by someone else (a requested report). Rows packed just now are in `next` already.
+        for lane in [OutboxLane.livePosition, .backfill] where next.count < limit {
+            let cursor = max(cursors[lane] ?? 0, next.last { $0.lane == lane }?.rowID ?? 0)
+            guard store.newestRowID(in: lane) > cursor else { continue }
+            let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
+            if rows.isEmpty { cursors[lane] = store.newestRowID(in: lane) }
             next += rows
         }
         while next.count < limit, store.hasQueuedPositions,

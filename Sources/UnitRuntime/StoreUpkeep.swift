@@ -31,8 +31,8 @@ struct StoreUpkeep {
     static let retentionEveryMs: Int64 = 10 * 60 * 1000
 
     private let store: LocalCache
-    private let maxBytes: Int64
-    private let retentionMs: Int64
+    /// `max_mb` and `retention_days`; the fleet may change them.
+    var limits: UnitConfiguration.Store
     private let logger: Logger
     /// Positions lost while the store was not writable, not yet added to its counter.
     private var uncountedLostPositions = 0
@@ -41,8 +41,7 @@ struct StoreUpkeep {
 
     init(store: LocalCache, settings: UnitConfiguration.Store, logger: Logger) {
         self.store = store
-        maxBytes = Int64(settings.maxMB * 1024 * 1024)
-        retentionMs = Int64(settings.retentionDays * 86_400_000)
+        limits = settings
         self.logger = logger
     }
 
@@ -70,10 +69,10 @@ struct StoreUpkeep {
             try store.purgeDelivered(limit: Self.purgeBatch)
             if now - lastRetentionRun >= Self.retentionEveryMs {
                 lastRetentionRun = now
-                let dropped = try store.dropPositions(createdBefore: now - retentionMs)
+                let dropped = try store.dropPositions(createdBefore: now - Int64(limits.retentionDays * 86_400_000))
                 if dropped > 0 { logger.notice("dropped undelivered positions past retention", metadata: ["count": "\(dropped)"]) }
             }
-            let bound = try store.enforceBound(maxBytes: maxBytes)
+            let bound = try store.enforceBound(maxBytes: Int64(limits.maxMB * 1024 * 1024))
             if bound.thinned > 0 || bound.dropped > 0 {
                 logger.warning("store reached its size bound", metadata: [
                     "thinned": "\(bound.thinned)", "dropped": "\(bound.dropped)", "history_removed": "\(bound.historyRemoved)",

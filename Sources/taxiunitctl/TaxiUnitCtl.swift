@@ -7,7 +7,7 @@ struct TaxiUnitCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxiunitctl",
         abstract: "Talk to a running taxiunitd over its control socket.",
-        subcommands: [Status.self, Press.self]
+        subcommands: [Status.self, Press.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {
@@ -48,6 +48,11 @@ struct TaxiUnitCtl: ParsableCommand {
             print("          alarm \(outbox.alarm), reply \(outbox.reply), event \(outbox.event), position \(outbox.position)")
             print("          positions thinned \(outbox.positionsThinned), dropped \(outbox.positionsDropped)")
             print("positions \(status.storedPositions) stored")
+            if let config = status.config {
+                let versions = config.versions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }
+                let trial = config.onTrial.map { ", \($0) config on trial" } ?? ""
+                print("config    \(versions.isEmpty ? "local file only" : versions.joined(separator: ", "))\(trial)")
+            }
         }
     }
 
