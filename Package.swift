@@ -81,6 +81,11 @@ let package = Package(
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
+        .testTarget(name: "LocalCacheTests", dependencies: [
+            "LocalCache", "UnitCore", "TestHarness",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl",
         ]),

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import UnitCore
 
@@ -43,6 +44,15 @@ import UnitCore
                 #expect((got.acc == nil) == (want.acc == nil) && abs((got.acc ?? 0) - (want.acc ?? 0)) <= 0.05 + 1e-9)
             }
         }
+    }
+
+    @Test func theHandWrittenJSONIsWhatASortedKeysEncoderWrites() throws {
+        let points = (0..<7).map { PositionPoint(t: 1_795_000_000_000 + Int64($0) * 1000, lat: -33.9 + Double($0) * 1e-5, lon: 151.2, spd: $0 == 3 ? nil : 4.2) }
+        let message = BackfillMessage(unit: "T-1_x", seq: 42, id: "6f1c2a9e-0d3b-4b7e-9a51-2f7c8e1d0a44", points: points)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(String(decoding: message.json, as: UTF8.self) == String(decoding: try encoder.encode(message), as: UTF8.self))
+        #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(message.json)) == message)
     }
 
     @Test func malformedRowsAreRefused() {
