@@ -33,16 +33,20 @@ extension LocalCache.Transaction {
         }
     }
 
-    /// Packs the oldest queued fixes, up to `limit`, into one backfill message.
-    public func formBackfill(unit: String, topic: String, limit: Int, createdAt: Int64) throws -> OutboxMessage? {
-        let queued = try queuedPoints(newest: false, limit: limit)
+    /// Packs the oldest queued fixes into up to `messages` backfill messages of up to `limit`
+    /// points each, oldest first, reading and deleting them in one go.
+    public func formBackfill(unit: String, topic: String, limit: Int, messages: Int = 1, createdAt: Int64) throws -> [OutboxMessage] {
+        let queued = try queuedPoints(newest: false, limit: limit * messages)
         guard let last = queued.last else {
             notes.queueFoundEmpty = true
-            return nil
+            return []
         }
         try db.execute(sql: "DELETE FROM position_queue WHERE id <= ?", arguments: [last.id])
-        return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, pointCount: queued.count, newestPoint: last.id) { seq, messageID in
-            BackfillMessage(unit: unit, seq: seq, id: messageID, points: queued.map(\.point)).json
+        return try stride(from: 0, to: queued.count, by: limit).map { start in
+            let batch = queued[start..<min(start + limit, queued.count)]
+            return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, pointCount: batch.count, newestPoint: batch.last!.id) {
+                seq, messageID in BackfillMessage(unit: unit, seq: seq, id: messageID, points: batch.map(\.point)).json
+            }
         }
     }
 

@@ -133,10 +133,8 @@ final class OutboxPump {
             if rows.isEmpty { cursors[lane] = store.newestRowID(in: lane) }
             next += rows
         }
-        while next.count < limit, store.hasQueuedPositions,
-              let batch = try transaction.formBackfill(unit: unit, topic: topic, limit: batchMax, createdAt: time)
-        {
-            next.append(batch)
+        if next.count < limit, store.hasQueuedPositions {
+            next += try transaction.formBackfill(unit: unit, topic: topic, limit: batchMax, messages: limit - next.count, createdAt: time)
         }
         return next
     }

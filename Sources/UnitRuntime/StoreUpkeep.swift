@@ -37,7 +37,7 @@ struct StoreUpkeep {
     /// Positions lost while the store was not writable, not yet added to its counter.
     private var uncountedLostPositions = 0
     private var lastRetentionRun: Int64 = 0
-    private(set) var lastDepth: OutboxDepth?
+    private var lastDepth: OutboxDepth?
 
     init(store: LocalCache, settings: UnitConfiguration.Store, logger: Logger) {
         self.store = store

@@ -212,7 +212,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func publishStatus(online: Bool = true) {
-        let depth = online ? upkeep.lastDepth : nil
+        let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
         let status = StatusMessage(online: online, unit: configuration.unit.id, state: machine.state, t: clockMs(), outbox: depth)
         do {
             let ticket = try mqtt.publish(

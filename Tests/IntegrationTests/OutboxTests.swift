@@ -106,9 +106,7 @@ import UnitCore
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
         let maxInflight = 10
-        let unit = try UnitUnderTest(
-            mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch,
-            extraTOML: "")
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
         // batch_max 5 makes the drain long enough to be interrupted twenty times.
         try String(contentsOfFile: unit.configPath, encoding: .utf8)
             .replacingOccurrences(of: "reconnect_max_s = 1", with: "reconnect_max_s = 1\nbatch_max = 5\nmax_inflight = \(maxInflight)")
@@ -159,8 +157,7 @@ import UnitCore
         let scratch = try ScratchDirectory()
         let port = try Loopback.freePort()
         let maxMB = 1.0
-        let unit = try UnitUnderTest(
-            mqttPort: port, gpsdPort: try Loopback.freePort(), in: scratch, extraTOML: "")
+        let unit = try UnitUnderTest(mqttPort: port, gpsdPort: try Loopback.freePort(), in: scratch)
         try String(contentsOfFile: unit.configPath, encoding: .utf8)
             .replacingOccurrences(of: "[store]\n", with: "[store]\nmax_mb = \(maxMB)\n")
             .write(toFile: unit.configPath, atomically: true, encoding: .utf8)

@@ -46,10 +46,9 @@ import UnitCore
         #expect(live.lane == .livePosition)
         #expect(try points(of: live).map(\.t) == [Self.fix(122).time])
         #expect(!store.hasFreshFix)
-        var batches: [OutboxMessage] = []
-        while let batch = try store.write(.normal, { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }) {
-            batches.append(batch)
-        }
+        var batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 2, createdAt: 1) }
+        batches += try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 2, createdAt: 1) }
+        #expect(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }.isEmpty)
         #expect(batches.map { try! points(of: $0).count } == [50, 50, 22])
         #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == (0..<122).map { Self.fix($0).time })
         #expect(!store.hasQueuedPositions)
@@ -66,7 +65,7 @@ import UnitCore
         let store = try LocalCache(path: path)
         try queue(store, 0..<60, createdAt: 1_000)
         try queue(store, 60..<70, createdAt: 9_000)
-        _ = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 20, createdAt: 1_000) }
+        #expect(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 20, createdAt: 1_000) }.count == 1)
         try event(store, createdAt: 1_000)
         #expect(try store.dropPositions(createdBefore: 5_000) == 60)
         let depth = try store.outboxDepth()
@@ -87,7 +86,7 @@ import UnitCore
         #expect(depth.position + depth.thinned == 40_000 && depth.thinned == thinning.thinned)
 
         // What is left still goes out oldest first.
-        let batch = try #require(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) })
+        let batch = try #require(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }.first)
         let times = try points(of: batch).map(\.t)
         #expect(times == times.sorted() && times.count == 50)
 
