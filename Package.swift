@@ -43,6 +43,15 @@ let package = Package(
         ]),
         .target(name: "ControlSocket"),
 
+        // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
+        .target(name: "DriverKeys"),
+        .target(name: "DriverDisplay", dependencies: ["UnitConfig"]),
+        .target(name: "DriverDevices", dependencies: [
+            "DriverKeys", "DriverDisplay",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
             "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
@@ -72,6 +81,12 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "DriverKeysTests", dependencies: [
+            "DriverKeys",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",
