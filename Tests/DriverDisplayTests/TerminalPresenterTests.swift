@@ -1,53 +1,6 @@
 import DriverDisplay
+import TestHarness
 import Testing
-
-/// A VT100 screen in memory: applies what the presenter sends, so tests check what the driver sees.
-struct VirtualTerminal {
-    var cells: [[Character]]
-    var blinking: [[Bool]]
-    var row = 0, column = 0
-    var attribute = false
-    var bells = 0
-
-    init(columns: Int, rows: Int) {
-        cells = Array(repeating: Array(repeating: " ", count: columns), count: rows)
-        blinking = Array(repeating: Array(repeating: false, count: columns), count: rows)
-    }
-
-    var rows: [String] { cells.map { String($0) } }
-
-    mutating func apply(_ bytes: [UInt8]) {
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 0x1b, index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "[") {
-                var end = index + 2
-                while end < bytes.count, !(0x40...0x7e).contains(bytes[end]) { end += 1 }
-                let parameters = String(decoding: bytes[(index + 2)..<end], as: UTF8.self)
-                switch bytes[end] {
-                case UInt8(ascii: "H"):
-                    let numbers = parameters.split(separator: ";").map { Int($0)! }
-                    row = numbers[0] - 1
-                    column = numbers[1] - 1
-                case UInt8(ascii: "J"):
-                    for r in cells.indices { for c in cells[r].indices { cells[r][c] = " "; blinking[r][c] = false } }
-                case UInt8(ascii: "m"):
-                    attribute = parameters.contains("5")
-                default: break
-                }
-                index = end + 1
-            } else if byte == 0x07 {
-                bells += 1
-                index += 1
-            } else {
-                cells[row][column] = Character(Unicode.Scalar(byte))
-                blinking[row][column] = attribute
-                column = min(column + 1, cells[row].count - 1)
-                index += 1
-            }
-        }
-    }
-}
 
 @Suite struct TerminalPresenterTests {
     func presenter(charset: TerminalCharset = .ascii) throws -> TerminalPresenter {
