@@ -66,9 +66,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: MQTTService(connection: mqtt)),
-                    .init(service: GPSDService(connection: gpsd)),
-                    .init(service: ControlService(server: control)),
+                    .init(service: AdapterService(mqtt)),
+                    .init(service: AdapterService(gpsd)),
+                    .init(service: AdapterService(control)),
                     .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
