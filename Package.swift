@@ -24,7 +24,7 @@ let package = Package(
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
         .target(name: "UnitConfig", dependencies: [
-            "UnitCore",
+            "UnitCore", "DriverKeys",
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
 
@@ -49,7 +49,6 @@ let package = Package(
         .target(name: "DriverDevices", dependencies: [
             "DriverKeys", "DriverDisplay",
             .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // The imperative shell: runs UnitCore against the adapters.

@@ -1,7 +1,6 @@
 import DriverKeys
 import Foundation
 import Logging
-import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +9,7 @@ import Glibc
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
 /// on its own thread and turns debounced key presses into `DriverPress`es. All of its unsafe code is
 /// here and in `DeviceLine`.
-public final class ButtonReader: Service, @unchecked Sendable {
+public final class ButtonReader: @unchecked Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine
@@ -41,9 +40,13 @@ public final class ButtonReader: Service, @unchecked Sendable {
         (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
     }
 
-    public func run() async throws {
+    /// Starts the reader thread; it opens the device, or keeps trying.
+    public func start() {
         line.start(name: "buttons", open: Self.open, serve: serve)
-        try? await gracefulShutdown()
+    }
+
+    /// Returns once the thread has closed the device; `presses` then ends.
+    public func stop() {
         line.stop()
         sink.finish()
     }

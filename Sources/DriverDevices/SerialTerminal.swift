@@ -2,7 +2,6 @@ import DriverDisplay
 import DriverKeys
 import Foundation
 import Logging
-import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +9,7 @@ import Glibc
 
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
 /// All of its unsafe code is here and in `DeviceLine`.
-public final class SerialTerminal: Service, @unchecked Sendable {
+public final class SerialTerminal: @unchecked Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine
@@ -61,9 +60,13 @@ public final class SerialTerminal: Service, @unchecked Sendable {
         line.wake()
     }
 
-    public func run() async throws {
+    /// Starts the reader thread; it opens the device, or keeps trying.
+    public func start() {
         line.start(name: "serial-terminal", open: open, serve: serve)
-        try? await gracefulShutdown()
+    }
+
+    /// Returns once the thread has closed the device; `presses` then ends.
+    public func stop() {
         line.stop()
         sink.finish()
     }

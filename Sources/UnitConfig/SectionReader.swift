@@ -84,6 +84,16 @@ struct SectionReader {
         return flag
     }
 
+    /// A sub-table (`[input.serial]`, `[input.serial.keys]`); nil when absent.
+    mutating func table(_ key: String) -> [String: ConfigValue]? {
+        guard let value = take(key) else { return nil }
+        guard case .table(let entries) = value else {
+            problems.append("\(name(key)) must be a table, found \(value.typeName)")
+            return nil
+        }
+        return entries
+    }
+
     mutating func oneOf(_ key: String, default fallback: String, allowed: [String]) -> String {
         guard let text = string(key, default: fallback) else { return fallback }
         guard allowed.contains(text) else {

@@ -24,11 +24,6 @@ final class PressCollector: @unchecked Sendable {
     }
 }
 
-/// Starts a service outside a group; cancelling the task stops it the way shutdown does.
-func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, Never> {
-    Task { try? await run() }
-}
-
 @Suite(.serialized) struct ButtonReaderTests {
     static let keys = ["KEY_F1": "accept", "KEY_F2": "reject", "KEY_3": "pob 3", "KEY_F10": "sos"]
     static let f1 = EvdevKeyNames.code(named: "KEY_F1")!, f2 = EvdevKeyNames.code(named: "KEY_F2")!
@@ -40,7 +35,6 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         let reader: ButtonReader
         let collector: PressCollector
         let logs: LogRecorder
-        let task: Task<Void, Never>
         let layout: InputEventLayout
 
         func send(_ code: UInt16, _ value: Int32, layout: InputEventLayout? = nil) throws {
@@ -54,9 +48,8 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
                 + InputEventDecoder.encode(InputEventRecord(type: 0, code: 0, value: 0), layout: layout)
         }
 
-        func stop() async {
-            task.cancel()
-            await task.value
+        func stop() {
+            reader.stop()
         }
     }
 
@@ -66,9 +59,9 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         let logs = LogRecorder()
         let reader = ButtonReader(path: fifo.path, keys: Self.keys, debounceMs: 30, holdMs: 2000, layout: layout, retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(reader.presses)
-        let task = running { try await reader.run() }
+        reader.start()
         try await fifo.connect()
-        return Rig(scratch: scratch, fifo: fifo, reader: reader, collector: collector, logs: logs, task: task, layout: layout)
+        return Rig(scratch: scratch, fifo: fifo, reader: reader, collector: collector, logs: logs, layout: layout)
     }
 
     @Test(arguments: [InputEventLayout.bits64, .bits32])
@@ -82,7 +75,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try await rig.collector.waitFor(count: 2)
         #expect(rig.collector.inputs == ["accept", "pob 3"])
         #expect(rig.collector.presses.first?.source == "button KEY_F1")
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func autoRepeatIsOnePress() async throws {
@@ -95,7 +88,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try rig.send(Self.f2, 1)
         try await rig.collector.waitFor(count: 2)
         #expect(rig.collector.inputs == ["accept", "reject"])
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func bounceIsOnePress() async throws {
@@ -107,7 +100,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try rig.send(Self.f2, 1)
         try await rig.collector.waitFor(count: 2)
         #expect(rig.collector.inputs == ["accept", "reject"])
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func aRecordSplitAcrossWritesIsStillRead() async throws {
@@ -118,7 +111,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try rig.fifo.send(Array(bytes.dropFirst(7)))
         try await rig.collector.waitFor(count: 1)
         #expect(rig.collector.inputs == ["accept"])
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func holdingTheSOSKeyRaisesSOSWhileItIsStillHeld() async throws {
@@ -136,7 +129,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try rig.send(Self.sos, 0)
         try await Task.sleep(for: .milliseconds(300))
         #expect(rig.collector.inputs == ["sos"], "releasing adds nothing")
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func aShortPressOfTheSOSKeyDoesNothing() async throws {
@@ -149,7 +142,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try rig.send(Self.f2, 1)
         try await rig.collector.waitFor(count: 1)
         #expect(rig.collector.inputs == ["reject"])
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func unmappedKeysAreIgnored() async throws {
@@ -158,7 +151,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try rig.send(Self.f1, 1)
         try await rig.collector.waitFor(count: 1)
         #expect(rig.collector.inputs == ["accept"])
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func theDeviceMayVanishAndComeBack() async throws {
@@ -179,7 +172,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try await rig.collector.waitFor(count: 2)
         #expect(rig.collector.inputs == ["accept", "reject"])
         #expect(rig.logs.count(containing: "button device unavailable") == 1)
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func aDeviceAbsentAtStartIsWaitedFor() async throws {
@@ -188,7 +181,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         let path = scratch.file("event7")
         let reader = ButtonReader(path: path, keys: Self.keys, debounceMs: 30, holdMs: 2000, retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(reader.presses)
-        let task = running { try await reader.run() }
+        reader.start()
         try await waitUntil("the absence logged", timeoutS: 5) { logs.count(containing: "button device unavailable") == 1 }
         let fifo = try EvdevFIFO(path: path)
         try await fifo.connect()
@@ -196,8 +189,7 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try await collector.waitFor(count: 1)
         #expect(collector.inputs == ["accept"])
         #expect(logs.count(containing: "button device is back") == 1)
-        task.cancel()
-        await task.value
+        reader.stop()
     }
 
     @Test func aRegularFileIsRefused() async throws {
@@ -207,12 +199,11 @@ func running(_ run: @escaping @Sendable () async throws -> Void) -> Task<Void, N
         try Data(InputEventDecoder.encode(InputEventRecord(type: 1, code: Self.f1, value: 1))).write(to: URL(fileURLWithPath: path))
         let reader = ButtonReader(path: path, keys: Self.keys, debounceMs: 30, holdMs: 2000, retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(reader.presses)
-        let task = running { try await reader.run() }
+        reader.start()
         try await waitUntil("the refusal logged", timeoutS: 5) { logs.count(containing: "button device unavailable") == 1 }
         try await Task.sleep(for: .milliseconds(500))
         #expect(collector.inputs == [])
         #expect(logs.messages.joined().contains("button device unavailable"))
-        task.cancel()
-        await task.value
+        reader.stop()
     }
 }

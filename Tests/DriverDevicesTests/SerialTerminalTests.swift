@@ -17,11 +17,9 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         let terminal: SerialTerminal
         let collector: PressCollector
         let logs: LogRecorder
-        let task: Task<Void, Never>
 
-        func stop() async {
-            task.cancel()
-            await task.value
+        func stop() {
+            terminal.stop()
         }
     }
 
@@ -36,8 +34,8 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
             path: pair.unitPath, baud: 9600, keys: Self.keys, noiseGuardMs: 3,
             presenter: TerminalPresenter(renderer: renderer, charset: .ascii), retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(terminal.presses)
-        let task = running { try await terminal.run() }
-        return Rig(scratch: scratch, pair: pair, screen: TerminalScreen(pair: pair), terminal: terminal, collector: collector, logs: logs, task: task)
+        terminal.start()
+        return Rig(scratch: scratch, pair: pair, screen: TerminalScreen(pair: pair), terminal: terminal, collector: collector, logs: logs)
     }
 
     @Test func theUnitDrawsItsViewAndKeysBecomeInputs() async throws {
@@ -51,7 +49,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         try await rig.collector.waitFor(count: 4)
         #expect(rig.collector.inputs == ["accept", "pob 2", "accept", "pob"])
         #expect(rig.collector.presses.first?.source == "terminal a")
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func anOfferCountsDownRingsAndBlinks() async throws {
@@ -72,7 +70,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         }
         #expect(seen.count >= 4, "one redraw per second: \(seen)")
         #expect(seen == seen.sorted { Int($0.dropLast())! > Int($1.dropLast())! }, "counting down: \(seen)")
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func tenThousandGarbageBytesChangeNothing() async throws {
@@ -94,7 +92,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         try await rig.screen.press("r")
         try await rig.collector.waitFor(count: 1)
         #expect(rig.collector.inputs == ["reject"])
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func ctrlLRepaintsTheWholeScreen() async throws {
@@ -111,7 +109,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         #expect(text.hasPrefix("\u{1b}[0m\u{1b}[2J"))
         for row in ["AVAILABLE", "Zone Z1", "Free seats 4", "Online"] { #expect(text.contains(row)) }
         #expect(rig.collector.inputs == [], "Ctrl-L is not a driver input")
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func aLanguageChangeRedrawsInTheNewLanguage() async throws {
@@ -120,7 +118,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         try await rig.screen.waitFor("English") { $0.rows[0].hasPrefix("AVAILABLE") }
         rig.terminal.setCatalogue(try MessageCatalogue.load(language: "zu", directory: catalogueDirectory))
         try await rig.screen.waitFor("isiZulu") { $0.rows == ["NGIYATHOLAKALA      ", "Indawo Z1           ", "Izihlalo 4          ", "Ixhunyiwe           "] }
-        await rig.stop()
+        rig.stop()
     }
 
     @Test func thePortMayVanishAndComeBack() async throws {
@@ -140,6 +138,6 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         try await fresh.press("a")
         try await rig.collector.waitFor(count: 1)
         #expect(rig.collector.inputs == ["accept"])
-        await rig.stop()
+        rig.stop()
     }
 }
