@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -74,6 +75,12 @@ let package = Package(
             "MQTTLink", "ControlSocket",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
+
+        // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
+        .executableTarget(name: "TerminalLatencyBench", dependencies: [
+            "TestHarness", "MQTTLink", "ControlSocket",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "bench/terminal-latency"),
 
         .testTarget(name: "UnitCoreTests", dependencies: [
             "UnitCore",

@@ -213,3 +213,28 @@ private struct Layout {
         String(text.map { $0.unicodeScalars.contains { $0.properties.generalCategory == .control } ? " " : $0 })
     }
 }
+
+extension ScreenRenderer {
+    /// The key to show for each input in hints, from a key map (`a` → `accept`, `2` → `pob 2`):
+    /// the shortest key name, and for passenger counts on consecutive digits their range (`1-8`).
+    public static func keyLabels(for keys: [String: String]) -> [String: String] {
+        var byAction: [String: [(key: String, input: String)]] = [:]
+        for (key, input) in keys {
+            guard let action = input.split(separator: " ").first.map(String.init) else { continue }
+            byAction[action, default: []].append((key, input))
+        }
+        var labels: [String: String] = [:]
+        for (action, mapped) in byAction {
+            let counted = mapped.compactMap { entry -> Int? in
+                guard let digit = Int(entry.key), entry.input == "\(action) \(digit)" else { return nil }
+                return digit
+            }.sorted()
+            if counted.count > 1, counted.last! - counted.first! == counted.count - 1 {
+                labels[action] = "\(counted.first!)-\(counted.last!)"
+            } else {
+                labels[action] = mapped.map(\.key).sorted { ($0.count, $0) < ($1.count, $1) }.first
+            }
+        }
+        return labels
+    }
+}

@@ -217,3 +217,14 @@ func worstCaseViews() -> [DriverView] {
         #expect(french.text(.stateOffDuty) == "OFF DUTY")
     }
 }
+
+@Suite struct KeyLabelTests {
+    @Test func hintsShowTheConfiguredKeys() {
+        var keys = ["a": "accept", "PF1": "accept", "r": "reject", "ENTER": "pob", "c": "clear"]
+        for count in 1...8 { keys["\(count)"] = "pob \(count)" }
+        let labels = ScreenRenderer.keyLabels(for: keys)
+        #expect(labels == ["accept": "a", "reject": "r", "pob": "1-8", "clear": "c"])
+        #expect(ScreenRenderer.keyLabels(for: ["ENTER": "pob", "x": "pause refuel"]) == ["pob": "ENTER", "pause": "x"])
+        #expect(ScreenRenderer.keyLabels(for: ["1": "pob 1", "3": "pob 3"])["pob"] == "1", "not a range")
+    }
+}
