@@ -35,11 +35,12 @@ public final class EvdevFIFO: @unchecked Sendable {
         guard written == bytes.count else { throw HarnessError("short write to \(path): \(written)") }
     }
 
-    /// The device goes away: the writer closes and the path disappears.
+    /// The device goes away: the path disappears, then the writer closes (in the other order the
+    /// reader could reopen the old FIFO in between and wait on it forever).
     public func remove() {
+        unlink(path)
         if writer >= 0 { close(writer) }
         writer = -1
-        unlink(path)
     }
 
     deinit { remove() }
