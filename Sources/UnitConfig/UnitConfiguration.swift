@@ -44,6 +44,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var level: String
     }
 
+    /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
+    public struct Fleet: Sendable, Equatable {
+        /// Ed25519 public keys, 32 raw bytes each, allowed to sign documents and commands.
+        public var configPubkeys: [[UInt8]]
+        public var requireSigned: Bool
+        /// How long a pushed config that changes [mqtt] may go without reaching the broker before
+        /// the unit goes back to the last good one.
+        public var rollbackAfterS: Double
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -52,6 +62,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var reporting: Reporting
     public var log: Log
     public var input: InputConfiguration
+    public var fleet: Fleet
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -61,7 +72,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "input"]
+        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -123,6 +134,19 @@ public struct UnitConfiguration: Sendable, Equatable {
         logSection.finish(into: &problems)
 
         let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
+        var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
+        let fleet = Fleet(
+            configPubkeys: fleetSection.strings("config_pubkeys").compactMap { key in
+                guard let raw = Data(base64Encoded: key), raw.count == 32 else {
+                    fleetSection.reject("config_pubkeys entries must be 32-byte Ed25519 keys in base64, found \"\(key)\"")
+                    return nil
+                }
+                return Array(raw)
+            },
+            requireSigned: fleetSection.bool("require_signed", default: true),
+            rollbackAfterS: fleetSection.number("rollback_after_s", default: 120, in: 1...86400)
+        )
+        fleetSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -133,17 +157,27 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.reporting = reporting
         self.log = log
         self.input = input
+        self.fleet = fleet
     }
+
+    /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
+    /// is the unit's own: its identity, local paths, and whom it trusts. A section added to the
+    /// schema above becomes remotely settable by adding it here.
+    /// Sections not in the schema yet are listed for what the fleet is meant to set (job timers,
+    /// zones, seats, language, store limits): until they exist they are refused as unknown.
+    public static let remotelySettable: [String: RemoteAccess] = [
+        "mqtt": .everyKey,
+        "reporting": .everyKey,
+        "job": .everyKey,
+        "zones": .everyKey,
+        "unit": .only(["seats", "language"]),
+        "store": .everyKeyExcept(["path"]),
+        "fleet": .only(["rollback_after_s"]),
+    ]
 
     /// Reads and validates a TOML file.
     public static func load(path: String) throws(ConfigError) -> UnitConfiguration {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ConfigError(problems: ["cannot read \(path): \(error.localizedDescription)"])
-        }
-        return try UnitConfiguration(document: ConfigValue.parseTOML(text))
+        try UnitConfiguration(document: ConfigValue.loadTOML(path: path))
     }
 
     /// Unit and fleet ids become topic levels, so MQTT wildcards and separators are not allowed.
