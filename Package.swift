@@ -93,7 +93,7 @@ let package = Package(
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
         .testTarget(name: "DriverKeysTests", dependencies: [
             "DriverKeys",
             .product(name: "PropertyBased", package: "swift-property-based"),

@@ -9,6 +9,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         /// The terminal's language: a catalogue `<language>.toml` in `catalogues`.
         public var language: String
         public var catalogues: String
+        public var seats: Int
     }
 
     public struct GPSD: Sendable, Equatable {
@@ -54,6 +55,14 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var rollbackAfterS: Double
     }
 
+    /// The driver's job rules (docs/protocol.md, "Jobs").
+    public struct JobRules: Sendable, Equatable {
+        public var offerTimeoutS: Double
+        public var arrivalRadiusM: Double
+        public var noShowWaitS: Double
+        public var noShowRadiusM: Double
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -63,6 +72,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var log: Log
     public var input: InputConfiguration
     public var fleet: Fleet
+    public var job: JobRules
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -72,7 +82,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "input"]
+        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -82,7 +92,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             id: unitSection.string("id", default: nil) ?? "",
             fleet: unitSection.string("fleet", default: nil) ?? "",
             language: unitSection.string("language", default: "en")!,
-            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang")!
+            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang")!,
+            seats: unitSection.integer("seats", default: 4, in: 1...99)
         )
         if !Self.isLanguageCode(unit.language) {
             unitSection.reject("language must be a language code such as en, it or zu, found \"\(unit.language)\"")
@@ -147,6 +158,14 @@ public struct UnitConfiguration: Sendable, Equatable {
             rollbackAfterS: fleetSection.number("rollback_after_s", default: 120, in: 1...86400)
         )
         fleetSection.finish(into: &problems)
+        var jobSection = SectionReader(path: "job", value: root["job"], problems: &problems)
+        let job = JobRules(
+            offerTimeoutS: jobSection.number("offer_timeout_s", default: 60, in: 1...3600),
+            arrivalRadiusM: jobSection.number("arrival_radius_m", default: 20, in: 1...10_000),
+            noShowWaitS: jobSection.number("no_show_wait_s", default: 300, in: 0...86400),
+            noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000)
+        )
+        jobSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -158,6 +177,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.log = log
         self.input = input
         self.fleet = fleet
+        self.job = job
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
@@ -197,17 +217,19 @@ public struct UnitConfiguration: Sendable, Equatable {
         return parts.count == 1 || (2...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
     }
 
-    /// Why a mapped key's text is not a driver input, or nil when it is one.
+    /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
+    /// `taxiunitctl press` goes through.
     static func driverInputProblem(_ text: String) -> String? {
-        let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos"]
-        guard let first = text.split(separator: " ").first, words.contains(String(first)) else {
-            return "unknown input \"\(text)\"; known: \(words.joined(separator: ", "))"
+        switch DriverInput.parse(text) {
+        case .success: nil
+        case .failure(let problem): problem.description
         }
-        return nil
     }
 
     public var unitSettings: UnitSettings {
-        UnitSettings(reportingIntervalS: reporting.intervalS)
+        UnitSettings(
+            reportingIntervalS: reporting.intervalS, offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM,
+            noShowWaitS: job.noShowWaitS, noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
     }
 
     /// `{prefix}/{fleet}/{unit}/`
