@@ -51,6 +51,11 @@ public final class SerialTerminal: @unchecked Sendable {
         line.wake()
     }
 
+    /// The catalogue's language, as drawn now.
+    public var language: String {
+        lock.withLock { presenter.renderer.catalogue.language }
+    }
+
     /// A fleet push changed the language: everything is drawn again in it.
     public func setCatalogue(_ catalogue: MessageCatalogue) {
         lock.withLock {

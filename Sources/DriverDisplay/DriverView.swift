@@ -36,6 +36,8 @@ public struct DriverView: Sendable, Equatable {
         case updated
         /// A reply is stored and will reach the dispatcher.
         case sent
+        /// The offer was not answered in time: refused.
+        case timedOut
         /// The input made no sense now; `why` is the state machine's short explanation.
         case refused(why: String)
 
@@ -43,7 +45,7 @@ public struct DriverView: Sendable, Equatable {
         public var alerts: Bool {
             switch self {
             case .cancelled, .updated: true
-            case .sent, .refused: false
+            case .sent, .timedOut, .refused: false
             }
         }
     }

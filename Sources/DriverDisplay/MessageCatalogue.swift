@@ -50,6 +50,7 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeCancelled = "notice.cancelled"
     case noticeUpdated = "notice.updated"
     case noticeSent = "notice.sent"
+    case noticeTimedOut = "notice.timeout"
     /// `{why}`: the state machine's short reason.
     case noticeRefused = "notice.refused"
 

@@ -174,6 +174,7 @@ public struct ScreenRenderer: Sendable {
         case .cancelled: catalogue.text(.noticeCancelled)
         case .updated: catalogue.text(.noticeUpdated)
         case .sent: catalogue.text(.noticeSent)
+        case .timedOut: catalogue.text(.noticeTimedOut)
         case .refused(let why): catalogue.text(.noticeRefused, ["why": why])
         }
     }

@@ -146,7 +146,7 @@ func worstCaseViews() -> [DriverView] {
     var meetingSoon = pickup
     meetingSoon.meetingTime = halfPastTwo + 99 * 60_000
     modes += [.enRoute(meetingSoon)]
-    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent]
+    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut]
     var views: [DriverView] = []
     for mode in modes {
         for online in [true, false] {
