@@ -164,6 +164,32 @@ import Testing
         rig.stop()
     }
 
+    @Test func aFleetConfigChangesTheLanguageOnTheSpot() async throws {
+        let scratch = try ScratchDirectory()
+        let signer = try FleetSigner(in: scratch)
+        let rig = try await Rig(extraTOML: signer.fleetSection())
+        try await rig.screen.press("d")
+        try await rig.waitForRow(0, "AVAILABLE")
+        let topic = "taxi/\(rig.unit.fleet)/config"
+        try rig.recorder.publish(topic, try signer.sign(#"{"version":1,"settings":{"unit":{"language":"it"}}}"#, topic: topic), retain: true)
+        let italian = try await rig.waitForRow(0, "LIBERO")
+        #expect(italian.rows == ["LIBERO              ", "Zona -              ", "Posti liberi 4      ", "In linea            "])
+        rig.stop()
+    }
+
+    @Test func checkReportsAMissingCatalogueOnlyWhenThereIsATerminal() throws {
+        let scratch = try ScratchDirectory()
+        let base = "[unit]\nid = \"T1\"\nfleet = \"f\"\nlanguage = \"xx\"\ncatalogues = \"\(Corpus.packageRoot)/share/taxiunitd/lang\"\n"
+        let withoutTerminal = scratch.file("plain.toml")
+        try base.write(toFile: withoutTerminal, atomically: true, encoding: .utf8)
+        #expect(try runCommand(Corpus.binary("taxiunitd"), ["--config", withoutTerminal, "--check"]).exitCode == 0)
+        let withTerminal = scratch.file("terminal.toml")
+        try (base + "[input.serial]\ndevice = \"/dev/ttyUSB0\"\n").write(toFile: withTerminal, atomically: true, encoding: .utf8)
+        let result = try runCommand(Corpus.binary("taxiunitd"), ["--config", withTerminal, "--check"])
+        #expect(result.exitCode == 1)
+        #expect(result.output.contains("xx.toml"))
+    }
+
     @Test func buttonsDriveTheSameInputsAndALongPressRaisesSOS() async throws {
         let scratch = try ScratchDirectory()
         let fifo = try EvdevFIFO(path: scratch.file("buttons"))
