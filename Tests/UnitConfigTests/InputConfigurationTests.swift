@@ -4,18 +4,12 @@ import UnitConfig
 @Suite struct InputConfigurationTests {
     let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
 
-    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration {
-        try UnitConfiguration(document: ConfigValue.parseTOML(unit + text))
-    }
+    /// The same readers as the rest of the configuration's tests, with a valid [unit] in front.
+    let reader = UnitConfigurationTests()
 
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try parse(text)
-            return []
-        } catch {
-            return error.problems
-        }
-    }
+    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration { try reader.parse(unit + text) }
+
+    func problems(_ text: String) -> [String] { reader.problems(unit + text) }
 
     @Test func noSectionsNoDevicesAndEnglish() throws {
         let config = try parse("")
@@ -92,12 +86,7 @@ import UnitConfig
     }
 
     func languageProblems(_ code: String) -> [String] {
-        do {
-            _ = try UnitConfiguration(document: ConfigValue.parseTOML("[unit]\nid = \"T\"\nfleet = \"f\"\nlanguage = \"\(code)\"\n"))
-            return []
-        } catch {
-            return error.problems
-        }
+        reader.problems("[unit]\nid = \"T\"\nfleet = \"f\"\nlanguage = \"\(code)\"\n")
     }
 
     @Test func languageCodesNameAFileAndNothingElse() {
