@@ -134,14 +134,17 @@ final class PressCollector: @unchecked Sendable {
 
     @Test func aShortPressOfTheSOSKeyDoesNothing() async throws {
         let rig = try await rig()
+        let pressedAt = ContinuousClock.now
         try rig.send(Self.sos, 1)
-        try await Task.sleep(for: .milliseconds(1500))
+        try await Task.sleep(for: .milliseconds(500))
         try rig.send(Self.sos, 0)
+        let heldFor = ContinuousClock.now - pressedAt
         // Past the hold time with the key up: still nothing. Then a normal key proves the reader is alive.
-        try await Task.sleep(for: .milliseconds(1000))
+        try await Task.sleep(for: .milliseconds(2000))
         try rig.send(Self.f2, 1)
         try await rig.collector.waitFor(count: 1)
-        #expect(rig.collector.inputs == ["reject"])
+        // A machine too loaded to release the key within the hold time has really held it.
+        if heldFor < .milliseconds(1900) { #expect(rig.collector.inputs == ["reject"]) }
         rig.stop()
     }
 
