@@ -86,7 +86,7 @@ let package = Package(
 
         // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
         .executableTarget(name: "TerminalLatencyBench", dependencies: [
-            "TestHarness", "MQTTLink", "ControlSocket",
+            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache",
             .product(name: "Logging", package: "swift-log"),
         ], path: "bench/terminal-latency"),
 

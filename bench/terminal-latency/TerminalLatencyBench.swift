@@ -1,5 +1,6 @@
 import ControlSocket
 import Foundation
+import LocalCache
 import Logging
 import MQTTLink
 import TestHarness
@@ -9,7 +10,8 @@ import TestHarness
 /// committed with synchronous=FULL before it is published) and a real PTY pair from socat.
 ///
 /// Baselines measured in the same run: the same accept through the control socket (no serial line,
-/// no noise guard), and one MQTT hop between two clients on the same broker.
+/// no noise guard), one MQTT hop between two clients on the same broker, and one synchronous=FULL
+/// SQLite commit on the same disk (the floor under every reply).
 @main
 struct TerminalLatencyBench {
     static let presses = Int(ProcessInfo.processInfo.environment["PRESSES"] ?? "") ?? 1000
@@ -55,16 +57,25 @@ struct TerminalLatencyBench {
             hop.append((received - sent).milliseconds)
         }
         unit.stop()
+        let store = try LocalCache(path: scratch.file("fsync.sqlite"))
+        var commit: [Double] = []
+        for round in 0..<presses {
+            let started = ContinuousClock.now
+            try store.write(.full) { try $0.saveValue(round, forKey: "bench") }
+            commit.append((ContinuousClock.now - started).milliseconds)
+        }
 
         print("")
-        print("path                                          p50 ms   p99 ms   max ms")
+        print("path".padding(toLength: 54, withPad: " ", startingAt: 0) + "  p50 ms   p99 ms   max ms")
         report("serial key 'a' → job/reply PUBLISH (FULL fsync)", serial)
         report("baseline: taxiunitctl press accept → job/reply", control)
         report("baseline: one MQTT hop, client → broker → client", hop)
+        report("baseline: one synchronous=FULL SQLite commit", commit)
         let p99 = percentile(serial, 0.99)
         print("")
         print("target: p99 ≤ \(targetP99Ms) ms for the serial path: \(p99 <= targetP99Ms ? "MET" : "NOT MET") (\(format(p99)) ms)")
         print("the serial path includes the noise guard (noise_guard_ms = 3): a key counts after 3 ms of silence")
+        print("load average while measuring: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?")")
     }
 
     /// Offers a job, waits until the terminal shows it, presses, and returns ms until the reply arrived.
@@ -101,7 +112,7 @@ struct TerminalLatencyBench {
 
     static func report(_ label: String, _ values: [Double]) {
         let columns = [percentile(values, 0.5), percentile(values, 0.99), values.max() ?? 0].map { format($0).leftPadded(8) }
-        print(label.padding(toLength: 46, withPad: " ", startingAt: 0) + columns.joined(separator: " "))
+        print(label.padding(toLength: 54, withPad: " ", startingAt: 0) + columns.joined(separator: " "))
     }
 }
 
