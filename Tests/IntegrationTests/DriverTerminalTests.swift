@@ -144,6 +144,26 @@ import Testing
         rig.stop()
     }
 
+    @Test func aSharedRideUpdateAndACancellationAlert() async throws {
+        let rig = try await Rig()
+        try await rig.screen.press("d")
+        try await rig.waitForRow(0, "AVAILABLE")
+        try rig.publish("job/offer", #"{"job":"J4","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"passengers":1,"shared":true}"#)
+        try await rig.waitForRow(0, "NEW JOB")
+        try await rig.screen.press("a")
+        let enRoute = try await rig.waitForRow(0, "TO PICKUP")
+        try rig.publish("job/update", #"{"job":"J4","passengers":3}"#)
+        let updated = try await rig.screen.waitFor("the update notice") { $0.rows[3] == "JOB UPDATED         " }
+        #expect(updated.blinking[3].allSatisfy { $0 })
+        #expect(updated.bells > enRoute.bells)
+        #expect(updated.rows[2].contains("3 pax"))
+        try rig.publish("job/cancel", #"{"job":"J4","reason":"passenger withdrew"}"#)
+        let cancelled = try await rig.screen.waitFor("the cancellation") { $0.rows[0].hasPrefix("AVAILABLE") && $0.rows[3] == "JOB CANCELLED       " }
+        #expect(cancelled.blinking[3].allSatisfy { $0 })
+        #expect(cancelled.bells > updated.bells)
+        rig.stop()
+    }
+
     @Test func anInputThatMakesNoSenseSaysWhy() async throws {
         let rig = try await Rig()
         try await rig.screen.press("d")
