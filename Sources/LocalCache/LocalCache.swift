@@ -151,6 +151,7 @@ public final class LocalCache: @unchecked Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2-rides", migrate: RideRecord.createTable)
         registerFleetMigration(in: &migrator)
         migrator.registerMigration("v2-lanes-position-queue-counters") { db in
             // Reported fixes wait in position_queue until the pump packs them into a live or a
@@ -339,6 +340,15 @@ public final class LocalCache: @unchecked Sendable {
                 return nil
             }
             return try JSONDecoder().decode(type, from: data)
+        }
+    }
+
+    /// The most recently stored fix.
+    public func lastPosition() throws -> Fix? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id DESC LIMIT 1").map { row in
+                Fix(time: row["t"], latitude: row["lat"], longitude: row["lon"], speed: row["spd"], track: row["hdg"], accuracy: row["acc"])
+            }
         }
     }
 

@@ -15,32 +15,15 @@ public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
 public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
-    case event
     /// Fleet → unit: this unit's configuration document (retained), and commands.
     case config
     case cmd
     /// Unit → fleet: the answers to those.
     case configAck = "config/ack"
     case cmdReply = "cmd/reply"
-}
-
-/// On `event` when the driver changes duty state.
-public struct DutyEvent: Sendable, Equatable, Codable {
-    public var event = "duty"
-    public var unit: String
-    public var seq: Int64
-    public var id: String
-    public var state: DutyState
-    /// Unit clock when the driver pressed, ms since the Unix epoch.
-    public var t: Int64
-
-    public init(unit: String, seq: Int64, id: String, state: DutyState, t: Int64) {
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        self.state = state
-        self.t = t
-    }
+    case jobReply = "job/reply"
+    case event
+    case sos
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -89,16 +72,32 @@ public struct PositionMessage: Sendable, Equatable, Codable {
 public struct StatusMessage: Sendable, Equatable, Codable {
     public var online: Bool
     public var unit: String
-    public var state: DutyState
+    public var state: StateName
+    /// Why the driver paused; only while `paused`.
+    public var reason: PauseReason?
+    /// The open or offered job.
+    public var job: String?
+    /// The fleet zone the unit is in; omitted until zones are configured.
+    public var zone: String?
+    public var seatsLeft: Int
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64?
     /// What waits on the unit for the broker.
     public var outbox: OutboxDepth?
 
-    public init(online: Bool, unit: String, state: DutyState, t: Int64?, outbox: OutboxDepth? = nil) {
+    enum CodingKeys: String, CodingKey {
+        case online, unit, state, reason, job, zone, t, outbox
+        case seatsLeft = "seats_left"
+    }
+
+    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil) {
         self.online = online
         self.unit = unit
-        self.state = state
+        state = status.state
+        reason = status.pauseReason
+        job = status.job
+        self.zone = zone
+        seatsLeft = status.seatsLeft
         self.t = t
         self.outbox = outbox
     }

@@ -9,15 +9,15 @@ struct UnstoredMessage {
     let topic: String
     let messageClass: MessageClass
     let createdAt: Int64
-    let encode: (_ seq: Int64, _ id: String, _ createdAt: Int64) throws -> [UInt8]
+    let encode: (_ seq: Int64, _ id: String) throws -> [UInt8]
+
+    func enqueue(in transaction: LocalCache.Transaction) throws {
+        try transaction.enqueue(topic: topic, messageClass: messageClass, createdAt: createdAt, encode: encode)
+    }
 
     /// Alarms and replies are fsync'd before anyone is told they were sent.
     func store(in store: LocalCache) throws {
-        try store.write(Durability(for: messageClass)) { transaction in
-            try transaction.enqueue(topic: topic, messageClass: messageClass, createdAt: createdAt) { seq, id in
-                try encode(seq, id, createdAt)
-            }
-        }
+        try store.write(Durability(for: messageClass)) { try enqueue(in: $0) }
     }
 }
 

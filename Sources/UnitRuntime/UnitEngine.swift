@@ -1,4 +1,6 @@
 import ControlSocket
+import DriverDevices
+import DriverDisplay
 import FleetControl
 import Foundation
 import GPSReader
@@ -14,6 +16,10 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    /// A button or the serial terminal.
+    case driver(DriverPress)
+    /// `generation` tells a restarted timer from a stale firing of the one it replaced.
+    case timerFired(TimerID, generation: UInt64)
     case maintenance
     /// Queued behind the PUBACKs already waiting, so they are marked in one commit.
     case pumpOutbox
@@ -40,6 +46,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var upkeep: StoreUpkeep
     /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
     private var unstoredMessages: [UnstoredMessage] = []
+    private var pumpScheduled = false
     private var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
@@ -50,14 +57,24 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
     private var stopping = false
-    private var pumpScheduled = false
+    private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
+    private var timerGeneration: UInt64 = 0
+    /// The fleet zone the unit is in, for `status`; stays nil until zone tracking sets it.
+    private var zone: String?
+    let devices: DriverDeviceSet?
+    private var panel = DriverPanel()
+    private var shownView: DriverView?
 
     static let snapshotKey = "unit_snapshot"
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
     /// `local` is the validated local file; fleet documents stored in `store` are laid over it.
-    public init(local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger) throws {
+    /// `devices`: the driver's buttons and terminal; their presses come in, the terminal is shown
+    /// every new `DriverView`.
+    public init(
+        local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
+    ) throws {
         fleetConfig = try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
         fleetCommands = CommandGate(trust: fleetConfig.trust, executed: try store.executedCommands(now: Self.clockMs()))
         let configuration = fleetConfig.configuration
@@ -66,9 +83,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.mqtt = mqtt
         self.gpsd = gpsd
         self.logger = logger
+        self.devices = devices
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings)
-        (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
+        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
         outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
@@ -76,6 +93,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         ) { [mqtt] topic, message throws(MQTTLinkError) in
             try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
         }
+        (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
     }
 
     /// For the control socket: answered from inside the engine loop, so it sees a consistent state.
@@ -94,6 +112,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     public func run() async throws {
         startFleetControl()
+        // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
+        // The fleet's config in force may have set another language than the local file.
+        devices?.useLanguage(of: configuration)
+        step(.resumed(at: clockMs()))
+        refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [gpsd, inputSink] in
@@ -105,9 +128,17 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 group.addTask { [inputSink] in
                     while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inputSink.yield(.maintenance) }
                 }
-                for await input in inputs {
-                    if handle(input) == .finished { break }
+                for presses in devices?.presses ?? [] {
+                    group.addTask { [inputSink] in
+                        for await press in presses { inputSink.yield(.driver(press)) }
+                    }
                 }
+                for await input in inputs {
+                    let outcome = handle(input)
+                    refreshDriverView()
+                    if outcome == .finished { break }
+                }
+                for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
         } onGracefulShutdown: { [inputSink] in
@@ -126,6 +157,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(linked.event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .driver(let press):
+            if case .failure(let problem) = driverInput(press.input) {
+                logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
+            }
+        case .timerFired(let id, let generation):
+            guard timers[id]?.generation == generation else { break }
+            timers[id] = nil
+            step(.timerFired(id, at: clockMs()))
         case .pumpOutbox:
             pumpScheduled = false
             pumpOutbox()
@@ -158,7 +197,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            perform(machine.handle(.gps(sample)))
+            step(.gps(sample))
         }
     }
 
@@ -170,6 +209,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             broker = .init(connected: true, since: clockMs(), lastError: nil)
             logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
             outbox.sessionStarted(session)
+            subscribeInbound()
             publishStatus()
             subscribeToFleet()
             perform(fleetConfig.handle(.brokerConnected))
@@ -189,31 +229,48 @@ public final class UnitEngine: Service, @unchecked Sendable {
             }
         case .message(let message):
             if handleFleetMessage(message) { break }
-            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            receive(message)
         }
         return .running
+    }
+
+    /// QoS 1 on a persistent session: offers sent while we were away are queued by the broker.
+    private func subscribeInbound() {
+        for topic in InboundTopic.allCases {
+            do {
+                try mqtt.subscribe(configuration.unitTopicBase + topic.rawValue, qos: 1)
+            } catch {
+                logger.error("cannot subscribe", metadata: ["topic": "\(topic.rawValue)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func receive(_ message: MQTTMessage) {
+        let base = configuration.unitTopicBase
+        guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {
+            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            return
+        }
+        let now = clockMs()
+        switch InboundMessage.decode(topic: topic, payload: message.payload) {
+        case .success(let inbound):
+            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
+            step(.inbound(inbound, receivedAt: now))
+        case .failure(let problem):
+            logger.warning("malformed message", metadata: [
+                "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
+            ])
+            step(.malformed(problem, at: now))
+        }
     }
 
     func pumpOutbox() {
         outbox.pump(at: clockMs(), sending: !stopping)
     }
 
-    /// Stores an outgoing message with its class's durability. When the store cannot be written
-    /// (disk full, read-only) the message waits in memory and `StoreUpkeep` retries it: only
-    /// positions are ever given up.
-    private func send(_ message: UnstoredMessage) {
-        do {
-            try message.store(in: store)
-            pumpOutbox()
-        } catch {
-            logger.error("cannot store a message; keeping it in memory and retrying", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
-            unstoredMessages.append(message)
-        }
-    }
-
     private func publishStatus(online: Bool = true) {
         let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
-        let status = StatusMessage(online: online, unit: configuration.unit.id, state: machine.state, t: clockMs(), outbox: depth)
+        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -226,42 +283,153 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     // MARK: Actions
 
-    private func perform(_ actions: [UnitAction]) {
+    /// Performs one step's actions: first everything durable in ONE transaction (snapshot, replies,
+    /// events, alarms, rides, fixes), fsync'd when it holds a promise; only then timers, status,
+    /// publishing and what the driver is told. Returns what the driver was told.
+    @discardableResult
+    private func perform(_ actions: [UnitAction]) -> [String] {
+        var stored = false
+        var told: [String] = []
+        let messages = outgoingMessages(actions)
+        do {
+            stored = try storeDurable(actions, messages)
+        } catch {
+            // The state machine has moved on and keeps working: what it promised waits in memory
+            // and is retried (StoreUpkeep); fixes are given up and counted.
+            logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["actions": "\(actions)", "error": "\(error)"])
+            unstoredMessages += messages
+            for case .recordFix(_, true) in actions { upkeep.positionLost() }
+            if !messages.isEmpty { told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+        }
         for action in actions {
-            do {
-                try perform(action)
-            } catch {
-                logger.error("action failed", metadata: ["action": "\(action)", "error": "\(error)"])
+            switch action {
+            case .recordFix(let fix, _):
+                lastFix = (fix, .now)
+            case .persist, .reply, .event, .sos, .recordRide:
+                break
+            case .startTimer(let id, let fireAt):
+                startTimer(id, fireAt: fireAt)
+            case .cancelTimer(let id):
+                timers.removeValue(forKey: id)?.task.cancel()
+            case .statusChanged:
+                publishStatus()
+            case .tellDriver(let text):
+                logger.info("driver: \(text)")
+                told.append(text)
+            case .log(let text):
+                logger.notice("\(text)")
+            }
+        }
+        if stored { pumpOutbox() }
+        return told
+    }
+
+    /// The step's replies, events and alarms, ready to be stored.
+    private func outgoingMessages(_ actions: [UnitAction]) -> [UnstoredMessage] {
+        let unit = configuration.unit.id
+        let now = clockMs()
+        return actions.compactMap { action in
+            switch action {
+            case .reply(let reply):
+                UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                }
+            case .event(let transition):
+                UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+                }
+            case .sos(let alarm):
+                UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                }
+            default:
+                nil
             }
         }
     }
 
-    private func perform(_ action: UnitAction) throws {
-        switch action {
-        case .recordFix(let fix, let report):
-            lastFix = (fix, .now)
-            let now = clockMs()
-            do {
-                try store.write { transaction in
-                    try transaction.insertPosition(fix, createdAt: now)
-                    if report { try transaction.queuePosition(fix, createdAt: now) }
-                }
-            } catch {
-                if report { upkeep.positionLost() }
-                throw error
+    /// Returns whether anything was queued for the broker.
+    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage]) throws -> Bool {
+        let promises = actions.contains {
+            switch $0 {
+            case .persist, .reply, .event, .sos, .recordRide: true
+            default: false
             }
-            if report { pumpOutbox() }
-        case .statusChanged(let state):
-            publishStatus()
-            let unit = configuration.unit.id
-            send(UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: clockMs()) { seq, id, createdAt in
-                try Array(JSONEncoder.wire.encode(DutyEvent(unit: unit, seq: seq, id: id, state: state, t: createdAt)))
-            })
-        case .persist(let snapshot):
-            try store.write(.full) { try $0.saveValue(snapshot, forKey: Self.snapshotKey) }
-        case .tellDriver(let text):
-            logger.info("driver: \(text)")
         }
+        let fixes = actions.contains { if case .recordFix = $0 { true } else { false } }
+        guard promises || fixes else { return false }
+        let now = clockMs()
+        return try store.write(promises ? .full : .normal) { transaction in
+            var queued = !messages.isEmpty
+            for message in messages { try message.enqueue(in: transaction) }
+            for action in actions {
+                switch action {
+                case .recordFix(let fix, let report):
+                    try transaction.insertPosition(fix, createdAt: now)
+                    if report {
+                        try transaction.queuePosition(fix, createdAt: now)
+                        queued = true
+                    }
+                case .persist(let snapshot):
+                    try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
+                case .recordRide(let ride):
+                    let record = try transaction.insertRide(ride)
+                    logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(record.distanceM))"])
+                default:
+                    break
+                }
+            }
+            return queued
+        }
+    }
+
+    /// One task per timer; it only posts the id back into the loop, which re-checks it.
+    private func startTimer(_ id: TimerID, fireAt: Int64) {
+        timers[id]?.task.cancel()
+        timerGeneration += 1
+        let generation = timerGeneration
+        let delayMs = max(0, fireAt - clockMs())
+        let task = Task { [inputSink] in
+            do {
+                try await Task.sleep(for: .milliseconds(delayMs))
+            } catch {
+                return
+            }
+            inputSink.yield(.timerFired(id, generation: generation))
+        }
+        timers[id] = (task, generation)
+    }
+
+    // MARK: Driver
+
+    /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
+    /// Returns what the driver was told.
+    private func driverInput(_ text: String) -> Result<[String], DriverInput.ParseError> {
+        DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
+    }
+
+    /// Feeds one event to the state machine, performs its actions and notes what the driver should see.
+    @discardableResult
+    private func step(_ event: UnitEvent) -> [String] {
+        let before = machine.state
+        let actions = machine.handle(event)
+        let told = perform(actions)
+        panel.stepped(event, before: before, after: machine.state, actions: actions)
+        return told
+    }
+
+    /// Hands the terminal a new view when what it shows has changed.
+    private func refreshDriverView() {
+        guard let terminal = devices?.terminal else { return }
+        // The count of waiting messages is shown only offline: no store query while online.
+        let waiting = broker.connected ? 0 : ((try? store.outboxDepth().total) ?? 0)
+        let fix = machine.lastFix.map(Coordinate.init)
+        let view = panel.view(
+            state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
+            distance: { place in fix?.distance(to: place.coordinate) })
+        guard view != shownView else { return }
+        shownView = view
+        terminal.show(view)
     }
 
     // MARK: Control
@@ -271,14 +439,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .status:
             return ControlResponse(ok: true, status: currentStatus())
         case .press:
-            guard let input = request.input, let command = DriverCommand(rawValue: input) else {
-                let known = DriverCommand.allCases.map(\.rawValue).joined(separator: ", ")
-                return .failure("unknown input \"\(request.input ?? "")\"; known: \(known)")
+            switch driverInput(request.input ?? "") {
+            case .failure(let problem):
+                return .failure(problem.description)
+            case .success(let told):
+                return ControlResponse(ok: true, message: told.joined(separator: "; "))
             }
-            let actions = machine.handle(.driver(command))
-            perform(actions)
-            let told = actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
-            return ControlResponse(ok: true, message: told.joined(separator: "; "))
         }
     }
 
@@ -286,17 +452,35 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let depth = upkeep.refreshDepth(unstored: unstoredMessages)
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
+        let status = machine.status
         return ControlStatus(
             unit: configuration.unit.id,
-            state: machine.state.rawValue,
+            state: status.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
             outbox: .init(
                 depth: depth.total, inFlight: outbox.inFlight, alarm: depth.alarm, reply: depth.reply, event: depth.event,
                 position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored,
+            pauseReason: status.pauseReason?.rawValue,
+            job: jobStatus(),
+            seatsLeft: status.seatsLeft,
+            sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus
         )
+    }
+
+    /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
+    private func jobStatus() -> ControlStatus.Job? {
+        guard let job = machine.state.job else { return nil }
+        let now = clockMs()
+        func secondsUntil(_ time: Int64) -> Int { Int(max(0, time - now) / 1000) }
+        var offerSecondsLeft: Int?
+        if case .offered(let offer) = machine.state { offerSecondsLeft = secondsUntil(offer.deadline) }
+        return ControlStatus.Job(
+            id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
+            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime, meetingInS: job.meetingTime.map(secondsUntil),
+            shared: job.shared, note: job.note)
     }
 
     // MARK: Shutdown
@@ -320,5 +504,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     static func clockMs() -> Int64 {
         Int64(Date().timeIntervalSince1970 * 1000)
+    }
+}
+
+extension JSONEncoder {
+    /// Compact, stable key order, no escaped slashes: what goes on the wire.
+    static var wire: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 }

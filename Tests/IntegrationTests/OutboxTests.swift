@@ -213,7 +213,7 @@ import UnitCore
         let press = try unit.request(.init(cmd: .press, input: "duty"))
         #expect(press.ok)
         let events = try await recorder.waitFor("a duty event") { !$0.isEmpty }
-        #expect(events.first?.json?["state"] as? String == "available")
+        #expect(events.first?.json?["to"] as? String == "available")
         unit.stop()
     }
 
@@ -262,10 +262,10 @@ import UnitCore
         try disk.free()
         let events = try await recorder.waitFor("the events once the store has room", timeoutS: 20) { $0.count >= 2 }
         #expect(Set(events.compactMap(Self.id)).count == 2)
-        #expect(events.map { $0.json?["state"] as? String } == ["available", "off_duty"])
+        #expect(events.map { $0.json?["to"] as? String } == ["available", "off_duty"])
         let recovered = try await unit.waitForStatus("store writable again") { $0.outbox.event == 0 }
         #expect(recovered.outbox.positionsDropped > before.outbox.positionsDropped + 5, "the drop count survives into the store")
-        #expect(unit.log.contains("cannot store a message; keeping it in memory and retrying"))
+        #expect(unit.log.contains("cannot store the step; keeping its messages in memory and retrying"))
         unit.stop()
     }
 
@@ -283,7 +283,7 @@ import UnitCore
         #expect(unit.log.contains("STORE NOT WRITABLE"))
         #expect(try unit.request(.init(cmd: .press, input: "duty")).ok)
         let events = try await recorder.waitFor("a duty event from the volatile store") { !$0.isEmpty }
-        #expect(events.first?.json?["state"] as? String == "available")
+        #expect(events.first?.json?["to"] as? String == "available")
         unit.stop()
     }
 
