@@ -9,10 +9,10 @@ DOCDIR ?= $(PREFIX)/share/doc/taxiunitd
 # Where install-files takes the binaries from.
 BUILT ?= .build/release
 APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosquitto-dev \
-	libsqlite3-dev socat libsystemd-dev systemd openssl python3
+	libsqlite3-dev socat libsystemd-dev sqlite3 systemd openssl python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo clean release install install-files
+.PHONY: deps build test demo bench-drain clean release install install-files
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -56,6 +56,11 @@ install-files:
 
 demo: build
 	scripts/demo.sh
+
+# Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
+bench-drain: deps
+	$(SWIFT) build -c release
+	bench/drain.sh
 
 clean:
 	rm -rf .build

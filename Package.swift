@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -26,7 +27,7 @@ let package = Package(
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
         .target(name: "UnitConfig", dependencies: [
-            "UnitCore",
+            "UnitCore", "DriverKeys",
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
@@ -58,9 +59,18 @@ let package = Package(
         ]),
         .target(name: "ControlSocket", dependencies: ["Liveness"]),
 
+        // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
+        .target(name: "DriverKeys"),
+        .target(name: "DriverDisplay", dependencies: ["UnitConfig"]),
+        .target(name: "DriverDevices", dependencies: [
+            "DriverKeys", "DriverDisplay",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "SystemdNotify", "Liveness",
+            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
+            "DriverDisplay", "SystemdNotify", "Liveness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -79,23 +89,40 @@ let package = Package(
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
-            "MQTTLink", "ControlSocket",
+            "MQTTLink", "ControlSocket", "UnitCore",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
+
+        // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
+        .executableTarget(name: "TerminalLatencyBench", dependencies: [
+            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "bench/terminal-latency"),
 
         .testTarget(name: "UnitCoreTests", dependencies: [
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
+        .testTarget(name: "DriverKeysTests", dependencies: [
+            "DriverKeys",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "SystemServiceTests", dependencies: [
             "JournalLog", "Liveness", "ControlSocket",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
+        .testTarget(name: "LocalCacheTests", dependencies: [
+            "LocalCache", "UnitCore", "TestHarness",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl",
+            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),
     ]
 )

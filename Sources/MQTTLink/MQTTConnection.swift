@@ -33,9 +33,15 @@ public final class MQTTConnection: @unchecked Sendable {
     /// only this lock, never `state`, so the two orders cannot deadlock.
     private let connectedLock = NSLock()
     private var connectedSession: MQTTSessionID?
-    private var loopThread: Thread?
-    private let loopFinished = DispatchSemaphore(value: 0)
-    /// Beats each time round the loop thread, for the systemd watchdog.
+    /// The session of the current handle: an abandoned loop thread's late CONNACK is ignored.
+    private var latestSession: MQTTSessionID = 0
+    /// Guarded by `state`. A loop thread whose generation is not current exits as soon as it
+    /// gets control back: that is how a stalled loop is replaced.
+    private var loopGeneration = 0
+    private var loopFinished: DispatchSemaphore?
+    /// When the current loop thread last came round. The systemd watchdog reads it too, allowing
+    /// `Liveness.blockingConnectS`: longer than the engine waits before replacing a silent loop, so
+    /// systemd restarts the daemon only if even a fresh loop thread stays silent.
     public let heartbeat = Heartbeat(name: "mqtt-loop", allowingSilenceS: Liveness.blockingConnectS)
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
@@ -50,26 +56,61 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     public func start() {
+        state.lock()
+        defer { state.unlock() }
+        startLoopThread()
+    }
+
+    /// Caller holds `state`.
+    private func startLoopThread() {
+        loopGeneration += 1
+        let generation = loopGeneration
+        let finished = DispatchSemaphore(value: 0)
+        loopFinished = finished
+        beat()
         let thread = Thread { [self] in
             Liveness.nameCurrentThread("mqtt-loop")
-            runLoop()
-            heartbeat.finished()
-            loopFinished.signal()
+            runLoop(generation: generation)
+            finished.signal()
         }
-        loopThread = thread
         thread.start()
     }
 
     /// Disconnects cleanly (no last will) and waits for the loop thread to end.
     public func stop() {
         state.lock()
-        let wasRunning = loopThread != nil && !isStopping
+        let running = isStopping ? nil : loopFinished
         isStopping = true
         if let handle { mosquitto_disconnect(handle) }
         state.broadcast()
         state.unlock()
-        if wasRunning { loopFinished.wait() }
+        running?.wait()
         eventSink.finish()
+    }
+
+    /// How long ago the loop thread last came round; it does at least once a second when healthy.
+    public var loopSilence: Duration {
+        ContinuousClock.now - heartbeat.current.lastBeat
+    }
+
+    /// A loop thread that stopped coming round (stuck in a blocking call, or gone) is abandoned
+    /// and a fresh one started, with a fresh handle and session. Returns true if it restarted.
+    @discardableResult
+    public func restartLoopIfSilent(longerThan limit: Duration) -> Bool {
+        state.lock()
+        defer { state.unlock() }
+        guard !isStopping, loopFinished != nil, loopSilence > limit else { return false }
+        logger.error("the MQTT loop thread stopped responding; starting a new one", metadata: ["silent_for": "\(loopSilence)"])
+        if let session = connectedLock.withLock({ connectedSession.take() }) {
+            eventSink.yield(.disconnected(session, reason: "loop thread stalled"))
+        }
+        handle = nil
+        startLoopThread()
+        return true
+    }
+
+    private func beat() {
+        heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
     }
 
     public var connected: Bool {
@@ -107,10 +148,11 @@ public final class MQTTConnection: @unchecked Sendable {
 
     // MARK: - Loop thread
 
-    private func runLoop() {
+    private func runLoop(generation: Int) {
         var failures = 0
         var random = SystemRandomNumberGenerator()
-        while !stopping {
+        while isCurrent(generation) {
+            beat()
             let handle: OpaquePointer
             switch makeHandle() {
             case .success(let created):
@@ -121,14 +163,13 @@ public final class MQTTConnection: @unchecked Sendable {
                 failures += 1
                 continue
             }
-            heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
             let rc = mosquitto_connect(handle, endpoint.host, Int32(endpoint.port), Int32(endpoint.keepaliveS))
             if rc != MOSQ_ERR_SUCCESS.rawValue {
                 eventSink.yield(.connectFailed(reason: Self.failureReason(rc, handle)))
             } else {
                 var everConnected = false
-                while !stopping {
-                    heartbeat.beat(allowingSilenceS: 1 + Liveness.slackS)
+                while isCurrent(generation) {
+                    beat()
                     let loopRC = mosquitto_loop(handle, 1000, 1)
                     if connected {
                         failures = 0
@@ -142,32 +183,37 @@ public final class MQTTConnection: @unchecked Sendable {
                 }
             }
             destroy(handle)
-            if !stopping {
+            if isCurrent(generation) {
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
                 failures += 1
             }
         }
     }
 
-    private var stopping: Bool {
+    private func isCurrent(_ generation: Int) -> Bool {
         state.lock()
         defer { state.unlock() }
-        return isStopping
+        return !isStopping && generation == loopGeneration
     }
 
+    /// Sleeps in slices of a second so the heartbeat keeps going during a long backoff.
     private func waitBeforeRetry(_ seconds: Double) {
+        let deadline = Date(timeIntervalSinceNow: seconds)
         state.lock()
         defer { state.unlock() }
-        heartbeat.beat(allowingSilenceS: seconds + Liveness.slackS)
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while !isStopping && state.wait(until: deadline) {}
+        while !isStopping && Date() < deadline {
+            beat()
+            _ = state.wait(until: min(deadline, Date(timeIntervalSinceNow: 1)))
+        }
     }
 
     private func makeHandle() -> Result<OpaquePointer, HandleSetupFailure> {
         state.lock()
         sessionID += 1
         let sink = CallbackSink(session: sessionID, connection: self)
+        let session = sessionID
         state.unlock()
+        connectedLock.withLock { latestSession = session }
         let context = Unmanaged.passRetained(sink).toOpaque()
         guard let handle = mosquitto_new(endpoint.clientID, endpoint.cleanSession, context) else {
             Unmanaged<CallbackSink>.fromOpaque(context).release()
@@ -175,6 +221,8 @@ public final class MQTTConnection: @unchecked Sendable {
         }
         mosquitto_threaded_set(handle, true)
         _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        // Small packets (a reply, a PUBACK) must not wait for the broker's delayed ACK: Nagle would add ~40 ms.
+        _ = mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1)
         // libmosquitto explains TLS failures (OpenSSL's reasons) only through its log.
         mosquitto_log_callback_set(handle) { _, context, level, text in
             guard let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
@@ -228,9 +276,11 @@ public final class MQTTConnection: @unchecked Sendable {
 
     private func destroy(_ handle: OpaquePointer) {
         state.lock()
-        self.handle = nil
+        // An abandoned loop thread must not take the current thread's handle away.
+        let wasCurrent = self.handle == handle
+        if wasCurrent { self.handle = nil }
         state.unlock()
-        if let session = connectedLock.withLock({ connectedSession.take() }) {
+        if wasCurrent, let session = connectedLock.withLock({ connectedSession.take() }) {
             eventSink.yield(.disconnected(session, reason: "connection lost"))
         }
         let context = mosquitto_userdata(handle)
@@ -239,8 +289,12 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     fileprivate func markConnected(_ session: MQTTSessionID) {
-        connectedLock.withLock { connectedSession = session }
-        eventSink.yield(.connected(session))
+        let isLatest = connectedLock.withLock {
+            guard session == latestSession else { return false }
+            connectedSession = session
+            return true
+        }
+        if isLatest { eventSink.yield(.connected(session)) }
     }
 
     fileprivate func markDisconnected(_ session: MQTTSessionID, reason: String) {

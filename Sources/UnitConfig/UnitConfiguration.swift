@@ -6,6 +6,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     public struct Unit: Sendable, Equatable {
         public var id: String
         public var fleet: String
+        /// The terminal's language: a catalogue `<language>.toml` in `catalogues`.
+        public var language: String
+        public var catalogues: String
         public var seats: Int
     }
 
@@ -24,6 +27,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var reconnectMaxS: Double
         /// Messages handed to libmosquitto at once; the rest wait in SQLite.
         public var maxInflight: Int
+        /// Most positions in one backfill message.
+        public var batchMax: Int
         public var tls: TLS?
         public var username: String?
         /// Holds the broker password; must be readable by its owner only.
@@ -40,6 +45,10 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     public struct Store: Sendable, Equatable {
         public var path: String
+        /// Past this, positions are thinned, then dropped; other classes are always kept.
+        public var maxMB: Double
+        /// Undelivered positions older than this are dropped (personal data).
+        public var retentionDays: Double
     }
 
     public struct Control: Sendable, Equatable {
@@ -79,6 +88,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var control: Control
     public var reporting: Reporting
     public var log: Log
+    public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
 
@@ -90,7 +100,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job"]
+        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -99,8 +109,13 @@ public struct UnitConfiguration: Sendable, Equatable {
         let unit = Unit(
             id: unitSection.string("id", default: nil) ?? "",
             fleet: unitSection.string("fleet", default: nil) ?? "",
+            language: unitSection.string("language", default: "en")!,
+            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang")!,
             seats: unitSection.integer("seats", default: 4, in: 1...99)
         )
+        if !Self.isLanguageCode(unit.language) {
+            unitSection.reject("language must be a language code such as en, it or zu, found \"\(unit.language)\"")
+        }
         for (key, value) in [("id", unit.id), ("fleet", unit.fleet)] where !value.isEmpty && !Self.isTopicSafe(value) {
             unitSection.reject("\(key) may use only letters, digits, '-' and '_', found \"\(value)\"")
         }
@@ -122,6 +137,7 @@ public struct UnitConfiguration: Sendable, Equatable {
             reconnectMinS: mqttSection.number("reconnect_min_s", default: 1, in: 0.1...3600),
             reconnectMaxS: mqttSection.number("reconnect_max_s", default: 300, in: 0.1...3600),
             maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000),
+            batchMax: mqttSection.integer("batch_max", default: 50, in: 1...1000),
             tls: Self.readTLS(&mqttSection),
             username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
             passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
@@ -138,7 +154,11 @@ public struct UnitConfiguration: Sendable, Equatable {
         mqttSection.finish(into: &problems)
 
         var storeSection = SectionReader(path: "store", value: root["store"], problems: &problems)
-        let store = Store(path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!)
+        let store = Store(
+            path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!,
+            maxMB: storeSection.number("max_mb", default: 64, in: 0.1...1_000_000),
+            retentionDays: storeSection.number("retention_days", default: 7, in: 0.001...3650)
+        )
         storeSection.finish(into: &problems)
 
         var controlSection = SectionReader(path: "control", value: root["control"], problems: &problems)
@@ -153,6 +173,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         let log = Log(level: logSection.oneOf("level", default: "info", allowed: Self.logLevels))
         logSection.finish(into: &problems)
 
+        let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
         var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
         let fleet = Fleet(
             configPubkeys: fleetSection.strings("config_pubkeys").compactMap { key in
@@ -183,6 +204,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.control = control
         self.reporting = reporting
         self.log = log
+        self.input = input
         self.fleet = fleet
         self.job = job
     }
@@ -243,6 +265,23 @@ public struct UnitConfiguration: Sendable, Equatable {
             return false
         }
         return text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == extra) }
+    }
+
+    /// `en`, `zu`, `pt-BR`: it names a file, so nothing else is allowed.
+    static func isLanguageCode(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let base = parts.first, (2...3).contains(base.count),
+              base.allSatisfy({ $0.isASCII && $0.isLowercase }) else { return false }
+        return parts.count == 1 || (2...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
+    /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
+    /// `taxiunitctl press` goes through.
+    static func driverInputProblem(_ text: String) -> String? {
+        switch DriverInput.parse(text) {
+        case .success: nil
+        case .failure(let problem): problem.description
+        }
     }
 
     public var unitSettings: UnitSettings {

@@ -83,9 +83,13 @@ extension UnitEngine {
             log(ack)
             pumpOutbox()
         case .use(let next, let reconnect):
+            if next.unit.language != configuration.unit.language { devices?.useLanguage(of: next) }
             configuration = next
             machine.settings = next.unitSettings
             outbox.maxInFlight = next.mqtt.maxInflight
+            outbox.batchMax = next.mqtt.batchMax
+            outbox.topicBase = next.unitTopicBase
+            upkeep.limits = next.store
             if reconnect {
                 logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(next.mqtt.host):\(next.mqtt.port)"])
                 outbox.sessionEnded()

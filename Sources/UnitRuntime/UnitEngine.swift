@@ -1,4 +1,6 @@
 import ControlSocket
+import DriverDevices
+import DriverDisplay
 import FleetControl
 import Foundation
 import GPSReader
@@ -15,8 +17,13 @@ enum EngineInput: Sendable {
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
     case healthProbe(EngineProbe)
+    /// A button or the serial terminal.
+    case driver(DriverPress)
     /// `generation` tells a restarted timer from a stale firing of the one it replaced.
     case timerFired(TimerID, generation: UInt64)
+    case maintenance
+    /// Queued behind the PUBACKs already waiting, so they are marked in one commit.
+    case pumpOutbox
     case shutdownRequested
     case shutdownDeadline
     case fleetRollbackDue
@@ -36,7 +43,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
     var configuration: UnitConfiguration
     var machine: UnitStateMachine
-    var outbox: OutboxPump
+    let outbox: OutboxPump
+    var upkeep: StoreUpkeep
+    /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
+    private var unstoredMessages: [UnstoredMessage] = []
+    private var pumpScheduled = false
     private var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
@@ -51,13 +62,20 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var timerGeneration: UInt64 = 0
     /// The fleet zone the unit is in, for `status`; stays nil until zone tracking sets it.
     private var zone: String?
+    let devices: DriverDeviceSet?
+    private var panel = DriverPanel()
+    private var shownView: DriverView?
 
     static let snapshotKey = "unit_snapshot"
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
     /// `local` is the validated local file; fleet documents stored in `store` are laid over it.
-    public init(local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger) throws {
+    /// `devices`: the driver's buttons and terminal; their presses come in, the terminal is shown
+    /// every new `DriverView`.
+    public init(
+        local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
+    ) throws {
         fleetConfig = try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
         fleetCommands = CommandGate(trust: fleetConfig.trust, executed: try store.executedCommands(now: Self.clockMs()))
         let configuration = fleetConfig.configuration
@@ -66,9 +84,16 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.mqtt = mqtt
         self.gpsd = gpsd
         self.logger = logger
+        self.devices = devices
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
-        outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
+        upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
+        outbox = OutboxPump(
+            store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
+            maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
+        ) { [mqtt] topic, message throws(MQTTLinkError) in
+            try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
+        }
         (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
     }
 
@@ -96,7 +121,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
     public func run() async throws {
         startFleetControl()
         // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
-        perform(machine.handle(.resumed(at: clockMs())))
+        // The fleet's config in force may have set another language than the local file.
+        devices?.useLanguage(of: configuration)
+        step(.resumed(at: clockMs()))
+        refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [gpsd, inputSink] in
@@ -105,8 +133,18 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 group.addTask { [mqtt, inputSink] in
                     for await event in mqtt.events { inputSink.yield(.mqtt(event)) }
                 }
+                group.addTask { [inputSink] in
+                    while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inputSink.yield(.maintenance) }
+                }
+                for presses in devices?.presses ?? [] {
+                    group.addTask { [inputSink] in
+                        for await press in presses { inputSink.yield(.driver(press)) }
+                    }
+                }
                 for await input in inputs {
-                    if handle(input) == .finished { break }
+                    let outcome = handle(input)
+                    refreshDriverView()
+                    if outcome == .finished { break }
                 }
                 for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
@@ -128,11 +166,23 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
         case .healthProbe(let probe):
-            probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? store.undeliveredCount()) ?? -1))
+            probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? store.outboxDepth().total) ?? -1))
+        case .driver(let press):
+            if case .failure(let problem) = driverInput(press.input) {
+                logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
+            }
         case .timerFired(let id, let generation):
             guard timers[id]?.generation == generation else { break }
             timers[id] = nil
-            perform(machine.handle(.timerFired(id, at: clockMs())))
+            step(.timerFired(id, at: clockMs()))
+        case .pumpOutbox:
+            pumpScheduled = false
+            pumpOutbox()
+        case .maintenance:
+            // A healthy loop comes round every second; connecting may block for a while.
+            mqtt.restartLoopIfSilent(longerThan: .seconds(max(60, 3 * configuration.mqtt.keepaliveS)))
+            if upkeep.run(now: clockMs(), unstored: &unstoredMessages) { publishStatus() }
+            pumpOutbox()
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -157,7 +207,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            perform(machine.handle(.gps(sample)))
+            step(.gps(sample))
         }
     }
 
@@ -183,14 +233,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if let rowID = outbox.acknowledged(ticket) {
-                do {
-                    try store.markDelivered(rowID, at: clockMs())
-                } catch {
-                    logger.error("cannot mark message delivered; it will be sent again", metadata: ["error": "\(error)"])
-                }
+            if outbox.acknowledged(ticket), !pumpScheduled {
+                pumpScheduled = true
+                inputSink.yield(.pumpOutbox)
             }
-            pumpOutbox()
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
@@ -219,39 +265,22 @@ public final class UnitEngine: Service, @unchecked Sendable {
         switch InboundMessage.decode(topic: topic, payload: message.payload) {
         case .success(let inbound):
             logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
-            perform(machine.handle(.inbound(inbound, receivedAt: now)))
+            step(.inbound(inbound, receivedAt: now))
         case .failure(let problem):
             logger.warning("malformed message", metadata: [
                 "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
             ])
-            perform(machine.handle(.malformed(problem, at: now)))
+            step(.malformed(problem, at: now))
         }
     }
 
-    /// Hands the oldest undelivered messages to libmosquitto, up to the in-flight limit.
     func pumpOutbox() {
-        guard !stopping, let free = outbox.freeSlots, free > 0 else { return }
-        let pending: [OutboxMessage]
-        do {
-            pending = try store.pendingMessages(limit: free, excluding: outbox.inFlightRows)
-        } catch {
-            logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
-            return
-        }
-        for message in pending {
-            do {
-                let ticket = try mqtt.publish(
-                    topic: configuration.unitTopicBase + message.topic, payload: message.payload, qos: message.qos, retain: false)
-                outbox.handedOver(message.rowID, as: ticket)
-            } catch {
-                logger.debug("publish deferred", metadata: ["error": "\(error)"])
-                return
-            }
-        }
+        outbox.pump(at: clockMs(), sending: !stopping)
     }
 
     private func publishStatus(online: Bool = true) {
-        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs())
+        let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
+        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -269,15 +298,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// publishing and what the driver is told. Returns what the driver was told.
     @discardableResult
     private func perform(_ actions: [UnitAction]) -> [String] {
-        let stored: Bool
-        do {
-            stored = try storeDurable(actions)
-        } catch {
-            logger.error("cannot store the step; the driver is told", metadata: ["actions": "\(actions)", "error": "\(error)"])
-            let warning = "NOT SENT: the unit cannot store (\(error))"
-            return [warning]
-        }
+        var stored = false
         var told: [String] = []
+        let messages = outgoingMessages(actions)
+        do {
+            stored = try storeDurable(actions, messages)
+        } catch {
+            // The state machine has moved on and keeps working: what it promised waits in memory
+            // and is retried (StoreUpkeep); fixes are given up and counted.
+            logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["actions": "\(actions)", "error": "\(error)"])
+            unstoredMessages += messages
+            for case .recordFix(_, true) in actions { upkeep.positionLost() }
+            if !messages.isEmpty { told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+        }
         for action in actions {
             switch action {
             case .recordFix(let fix, _):
@@ -301,8 +334,32 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return told
     }
 
+    /// The step's replies, events and alarms, ready to be stored.
+    private func outgoingMessages(_ actions: [UnitAction]) -> [UnstoredMessage] {
+        let unit = configuration.unit.id
+        let now = clockMs()
+        return actions.compactMap { action in
+            switch action {
+            case .reply(let reply):
+                UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                }
+            case .event(let transition):
+                UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+                }
+            case .sos(let alarm):
+                UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                }
+            default:
+                nil
+            }
+        }
+    }
+
     /// Returns whether anything was queued for the broker.
-    private func storeDurable(_ actions: [UnitAction]) throws -> Bool {
+    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage]) throws -> Bool {
         let promises = actions.contains {
             switch $0 {
             case .persist, .reply, .event, .sos, .recordRide: true
@@ -311,37 +368,20 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
         let fixes = actions.contains { if case .recordFix = $0 { true } else { false } }
         guard promises || fixes else { return false }
-        let unit = configuration.unit.id
         let now = clockMs()
         return try store.write(promises ? .full : .normal) { transaction in
-            var queued = false
+            var queued = !messages.isEmpty
+            for message in messages { try message.enqueue(in: transaction) }
             for action in actions {
                 switch action {
                 case .recordFix(let fix, let report):
-                    try transaction.insertPosition(fix)
+                    try transaction.insertPosition(fix, createdAt: now)
                     if report {
-                        try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
-                        }
+                        try transaction.queuePosition(fix, createdAt: now)
                         queued = true
                     }
                 case .persist(let snapshot):
                     try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
-                case .reply(let reply):
-                    try transaction.enqueue(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
-                    }
-                    queued = true
-                case .event(let transition):
-                    try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
-                    }
-                    queued = true
-                case .sos(let alarm):
-                    try transaction.enqueue(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
-                    }
-                    queued = true
                 case .recordRide(let ride):
                     let record = try transaction.insertRide(ride)
                     logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(record.distanceM))"])
@@ -370,6 +410,38 @@ public final class UnitEngine: Service, @unchecked Sendable {
         timers[id] = (task, generation)
     }
 
+    // MARK: Driver
+
+    /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
+    /// Returns what the driver was told.
+    private func driverInput(_ text: String) -> Result<[String], DriverInput.ParseError> {
+        DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
+    }
+
+    /// Feeds one event to the state machine, performs its actions and notes what the driver should see.
+    @discardableResult
+    private func step(_ event: UnitEvent) -> [String] {
+        let before = machine.state
+        let actions = machine.handle(event)
+        let told = perform(actions)
+        panel.stepped(event, before: before, after: machine.state, actions: actions)
+        return told
+    }
+
+    /// Hands the terminal a new view when what it shows has changed.
+    private func refreshDriverView() {
+        guard let terminal = devices?.terminal else { return }
+        // The count of waiting messages is shown only offline: no store query while online.
+        let waiting = broker.connected ? 0 : ((try? store.outboxDepth().total) ?? 0)
+        let fix = machine.lastFix.map(Coordinate.init)
+        let view = panel.view(
+            state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
+            distance: { place in fix?.distance(to: place.coordinate) })
+        guard view != shownView else { return }
+        shownView = view
+        terminal.show(view)
+    }
+
     // MARK: Control
 
     private func answer(_ request: ControlRequest) -> ControlResponse {
@@ -377,11 +449,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .status:
             return ControlResponse(ok: true, status: currentStatus())
         case .press:
-            switch DriverInput.parse(request.input ?? "") {
+            switch driverInput(request.input ?? "") {
             case .failure(let problem):
                 return .failure(problem.description)
-            case .success(let input):
-                let told = perform(machine.handle(.driver(input, at: clockMs())))
+            case .success(let told):
                 return ControlResponse(ok: true, message: told.joined(separator: "; "))
             }
         case .outbox:
@@ -427,7 +498,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     func currentStatus() -> ControlStatus {
-        let depth = (try? store.undeliveredCount()) ?? -1
+        let depth = upkeep.refreshDepth(unstored: unstoredMessages)
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
         let status = machine.status
@@ -437,8 +508,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
             outbox: .init(
-                depth: depth, inFlight: outbox.inFlightRows.count,
-                byClass: (try? store.outboxOverview(limitPerClass: 0).depth).map(Self.byClassName)),
+                depth: depth.total, inFlight: outbox.inFlight, alarm: depth.alarm, reply: depth.reply, event: depth.event,
+                position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored,
             pauseReason: status.pauseReason?.rawValue,
             job: jobStatus(),
@@ -466,6 +537,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func beginShutdown() -> LoopOutcome {
         stopping = true
         logger.info("shutting down")
+        pumpOutbox()
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }

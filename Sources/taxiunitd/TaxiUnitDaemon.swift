@@ -63,6 +63,17 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if check {
+            // The language matters only to a terminal: without one, its catalogue need not exist here.
+            if settings.input.serial != nil {
+                do {
+                    let catalogue = try DriverDeviceSet.catalogue(settings)
+                    for key in catalogue.missingKeys { print("\(config): warning: catalogue \(catalogue.language) has no \(key.rawValue); English is shown") }
+                    for key in catalogue.unknownKeys { print("\(config): warning: catalogue \(catalogue.language) has an unknown text \(key)") }
+                } catch {
+                    for problem in error.problems { printToStandardError("\(config): \(problem)") }
+                    throw ExitCode(1)
+                }
+            }
             print("\(config): OK")
             return
         }
@@ -77,27 +88,41 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         do {
             store = try LocalCache(path: settings.store.path)
         } catch {
-            logger.critical("cannot open the store", metadata: ["path": "\(settings.store.path)", "error": "\(error)"])
-            throw ExitCode(1)
+            // A read-only or full store must not take the taxi off the dispatcher's map: run on a
+            // volatile store (RAM on Debian) and say so loudly; systemd's restart retries the real one.
+            let volatile = NSTemporaryDirectory() + "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)-volatile.sqlite"
+            logger.critical(
+                "STORE NOT WRITABLE: running on a volatile store; messages are lost on restart",
+                metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
+            store = try LocalCache(path: volatile)
+        }
+        if let aside = store.corruptFileMovedTo {
+            logger.critical(
+                "STORE WAS CORRUPT: moved it aside and started an empty one; messages queued in it were not sent",
+                metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside)"])
         }
         // The engine connects it with the fleet's config in force, which may name another broker.
         let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
-        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger)
+        let devices = DriverDeviceSet(configuration: settings, logger: logger)
+        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger, devices: devices)
         let control = ControlServer(path: settings.control.socket) { request in await engine.handleControl(request) }
 
         // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: AdapterService(mqtt)),
+            .init(service: AdapterService(gpsd)),
+            .init(service: AdapterService(control)),
+        ]
+        if let buttons = devices.buttons { services.append(.init(service: AdapterService(buttons))) }
+        if let terminal = devices.terminal { services.append(.init(service: AdapterService(terminal))) }
+        services.append(.init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup))
+        // Last, so that it is told first on shutdown and says STOPPING=1 at once.
+        services.append(.init(service: SystemdWatchdogService(
+            notifier: SystemdNotifier(), engine: engine, heartbeats: { [mqtt.heartbeat, gpsd.heartbeat].compactMap { $0 } }, logger: logger)))
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: AdapterService(mqtt)),
-                    .init(service: AdapterService(gpsd)),
-                    .init(service: AdapterService(control)),
-                    .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
-                    // Last, so that it is told first on shutdown and says STOPPING=1 at once.
-                    .init(service: SystemdWatchdogService(
-                        notifier: SystemdNotifier(), engine: engine, heartbeats: { [mqtt.heartbeat, gpsd.heartbeat].compactMap { $0 } }, logger: logger)),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

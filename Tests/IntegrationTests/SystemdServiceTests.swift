@@ -31,9 +31,11 @@ import Testing
         #expect(notify.assignments.contains("STOPPING=1"))
     }
 
-    /// A library thread stopped for real (ptrace) while the rest of the daemon runs: the pings stop,
-    /// the log says which thread, and they resume once the thread runs again.
-    @Test(arguments: ["mqtt-loop", "gpsd-reader"])
+    /// The libgps thread stopped for real (ptrace) while the rest of the daemon runs: the pings stop,
+    /// the log says which thread, and they resume once the thread runs again. (A silent mqtt-loop is
+    /// first replaced inside the daemon after 60 s; the watchdog gives it 150 s, so that case takes
+    /// too long for a test: HeartbeatTests covers the rule.)
+    @Test(arguments: ["gpsd-reader"])
     func aWedgedLibraryThreadStopsTheWatchdogPings(threadName: String) async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
@@ -69,19 +71,18 @@ import Testing
         unit.stop()
     }
 
-    @Test func neverReadyWhenTheStoreCannotBeOpened() async throws {
+    @Test func neverReadyWithAnInvalidConfiguration() async throws {
         let scratch = try ScratchDirectory()
         let notify = try NotifySocket(path: scratch.file("notify.sock"))
-        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
-        // A directory where the SQLite file should be: the store cannot open.
-        try FileManager.default.createDirectory(atPath: unit.storePath, withIntermediateDirectories: true)
+        let unit = try UnitUnderTest(
+            mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch, mqttTOML: "tls = true")
         let process = try ChildProcess(
             Corpus.binary("taxiunitd"), ["--config", unit.configPath], logPath: scratch.file("daemon.log"),
             environment: ["NOTIFY_SOCKET": notify.path])
         try await waitUntil("the daemon to give up", timeoutS: 15) { !process.isRunning }
         #expect(process.exitCode == 1)
-        #expect(process.log.contains("<2>taxiunitd: cannot open the store"), "\(process.log)")
-        #expect(!notify.assignments.contains("READY=1"))
+        #expect(process.log.contains("mqtt.tls = true needs cafile"), "\(process.log)")
+        #expect(notify.assignments.isEmpty)
     }
 
     /// The kernel's own write-xor-execute policy (PR_SET_MDWE, what MemoryDenyWriteExecute=yes
