@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "dispatchsim", targets: ["dispatchsim"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -61,6 +62,16 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
+        // benchmark): a pure core and a small shell on the project's MQTT adapter.
+        .target(name: "DispatchCore"),
+        .executableTarget(name: "dispatchsim", dependencies: [
+            "DispatchCore", "UnitConfig", "MQTTLink", "UnitRuntime",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
             "MQTTLink", "ControlSocket",
@@ -72,6 +83,7 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",

@@ -1,0 +1,176 @@
+/// The dispatcher's side of docs/protocol.md: what it reads from units and what it sends them.
+/// Decoding is lenient on purpose: unknown keys are ignored and most fields are optional, so a unit
+/// that adds fields, or an older one, is still understood.
+
+/// Topic suffixes below `{prefix}/{fleet}/{unit}/`.
+public enum DispatchTopic: String, Sendable, CaseIterable {
+    // unit → dispatcher
+    case status
+    case event
+    case jobReply = "job/reply"
+    case sos
+    // dispatcher → unit
+    case jobOffer = "job/offer"
+    case jobCancel = "job/cancel"
+    case jobUpdate = "job/update"
+    case sosAck = "sos/ack"
+}
+
+/// The retained `status`: `{"online":false}` alone is the last will.
+public struct UnitStatusReport: Sendable, Equatable, Codable {
+    public var online: Bool
+    public var state: String?
+    public var zone: String?
+    public var job: String?
+    public var t: Int64?
+
+    public init(online: Bool, state: String? = nil, zone: String? = nil, job: String? = nil, t: Int64? = nil) {
+        self.online = online
+        self.state = state
+        self.zone = zone
+        self.job = job
+        self.t = t
+    }
+}
+
+/// One state transition or zone change on `event`.
+public struct UnitEventReport: Sendable, Equatable, Codable {
+    public var id: String
+    public var t: Int64
+    public var from: String?
+    public var to: String?
+    public var job: String?
+    public var zone: String?
+
+    public init(id: String, t: Int64, from: String? = nil, to: String? = nil, job: String? = nil, zone: String? = nil) {
+        self.id = id
+        self.t = t
+        self.from = from
+        self.to = to
+        self.job = job
+        self.zone = zone
+    }
+}
+
+public enum ReplyKind: String, Sendable, Codable, CaseIterable {
+    case accept, reject, timeout, busy, expired, invalid
+}
+
+/// The driver's (or the unit's own) answer on `job/reply`.
+public struct JobReplyReport: Sendable, Equatable, Codable {
+    public var id: String
+    public var job: String
+    public var reply: ReplyKind
+    public var reason: String?
+    /// Unit clock when the answer was made (the driver's key press).
+    public var t: Int64
+
+    public init(id: String, job: String, reply: ReplyKind, reason: String? = nil, t: Int64) {
+        self.id = id
+        self.job = job
+        self.reply = reply
+        self.reason = reason
+        self.t = t
+    }
+}
+
+public struct SOSReport: Sendable, Equatable, Codable {
+    public var id: String
+    public var t: Int64?
+    public var lat: Double?
+    public var lon: Double?
+
+    public init(id: String, t: Int64? = nil, lat: Double? = nil, lon: Double? = nil) {
+        self.id = id
+        self.t = t
+        self.lat = lat
+        self.lon = lon
+    }
+}
+
+public struct PickupPlace: Sendable, Equatable, Codable {
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+
+    public init(_ point: GeoPoint, address: String?) {
+        lat = point.lat
+        lon = point.lon
+        self.address = address
+    }
+}
+
+public struct JobOfferMessage: Sendable, Equatable, Codable {
+    public var job: String
+    public var pickup: PickupPlace
+    public var respondWithinS: Int
+    public var passengers: Int
+    public var meetingTime: Int64?
+    public var shared: Bool
+    public var note: String?
+
+    enum CodingKeys: String, CodingKey {
+        case job, pickup, passengers, shared, note
+        case respondWithinS = "respond_within_s"
+        case meetingTime = "meeting_time"
+    }
+}
+
+public struct JobCancelMessage: Sendable, Equatable, Codable {
+    public var job: String
+    public var reason: String
+
+    public init(job: String, reason: String) {
+        self.job = job
+        self.reason = reason
+    }
+}
+
+/// A shared ride: one more pickup for the taxi's current job, and the job's new passenger total.
+public struct JobUpdateMessage: Sendable, Equatable, Codable {
+    public var job: String
+    public var pickup: PickupPlace
+    public var passengers: Int
+
+    public init(job: String, pickup: PickupPlace, passengers: Int) {
+        self.job = job
+        self.pickup = pickup
+        self.passengers = passengers
+    }
+}
+
+public struct SOSAckMessage: Sendable, Equatable, Codable {
+    /// The `id` of the `sos` message acknowledged.
+    public var id: String
+    public var t: Int64
+
+    public init(id: String, t: Int64) {
+        self.id = id
+        self.t = t
+    }
+}
+
+/// Everything the dispatcher sends, one case per topic.
+public enum DispatchMessage: Sendable, Equatable {
+    case offer(JobOfferMessage)
+    case cancel(JobCancelMessage)
+    case update(JobUpdateMessage)
+    case sosAck(SOSAckMessage)
+
+    public var topic: DispatchTopic {
+        switch self {
+        case .offer: .jobOffer
+        case .cancel: .jobCancel
+        case .update: .jobUpdate
+        case .sosAck: .sosAck
+        }
+    }
+}
+
+/// A decoded message from one unit.
+public enum UnitReport: Sendable, Equatable {
+    case status(UnitStatusReport)
+    case event(UnitEventReport)
+    case reply(JobReplyReport)
+    case sos(SOSReport)
+}

@@ -1,0 +1,207 @@
+import DispatchCore
+import Foundation
+import MQTTLink
+import ServiceLifecycle
+
+/// The dispatcher's shell: feeds the broker's messages, the scenario and its own timers to the pure
+/// `Dispatcher` one at a time, and performs what it asks for. Ends when the run's time is up and no
+/// offer is still waiting for its answer, or on Ctrl-C; prints the summary either way.
+final class DispatchLoop: Service, @unchecked Sendable {
+    struct Options {
+        var topicPrefix: String
+        var fleet: String
+        var durationS: Double?
+        var quiet: Bool
+        var statsPath: String?
+    }
+
+    private enum Input {
+        case mqtt(MQTTEvent)
+        case tick
+    }
+
+    private let connection: MQTTConnection
+    private let options: Options
+    private var dispatcher: Dispatcher
+    private var schedule: [ScheduledInput]
+    private let startMs: Int64
+    private var timers: [DispatchTimer: Int64] = [:]
+    /// Offers and acks made while the broker was away; QoS 1 takes over once they are handed over.
+    private var unsent: [(topic: String, payload: [UInt8])] = []
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
+    init(connection: MQTTConnection, dispatcher: Dispatcher, schedule: [ScheduledInput], startMs: Int64, options: Options) {
+        self.connection = connection
+        self.dispatcher = dispatcher
+        self.schedule = schedule
+        self.startMs = startMs
+        self.options = options
+    }
+
+    func run() async throws {
+        let (inputs, sink) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let events = Task { [connection] in
+            for await event in connection.events { sink.yield(.mqtt(event)) }
+        }
+        // 20 ms is the timers' resolution; replies are handled as they arrive, not on ticks.
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(20))
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            events.cancel()
+            ticker.cancel()
+        }
+        note("dispatchsim: fleet \(options.fleet), \(dispatcher.zones.zones.count) zones, \(schedule.count) scheduled inputs")
+        for await input in inputs.cancelOnGracefulShutdown() {
+            switch input {
+            case .mqtt(let event): handle(event)
+            case .tick: if runDue() { break }
+            }
+            if finished { break }
+        }
+        report()
+    }
+
+    private var finished = false
+
+    private func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Feeds everything whose time has come; returns true when the run is over.
+    private func runDue() -> Bool {
+        let now = nowMs()
+        while let next = schedule.first, startMs + next.atMs <= now {
+            schedule.removeFirst()
+            perform(dispatcher.handle(next.input, now: now))
+        }
+        for (timer, deadline) in timers.sorted(by: { $0.value < $1.value }) where deadline <= now {
+            timers[timer] = nil
+            perform(dispatcher.handle(.timerFired(timer), now: now))
+        }
+        if let durationS = options.durationS, now - startMs >= Int64(durationS * 1000), schedule.isEmpty,
+           dispatcher.pendingOffers == 0 {
+            finished = true
+        }
+        return finished
+    }
+
+    private func handle(_ event: MQTTEvent) {
+        switch event {
+        case .connected:
+            let base = "\(options.topicPrefix)/\(options.fleet)/+/"
+            for topic in [DispatchTopic.status, .event, .jobReply, .sos] {
+                try? connection.subscribe(base + topic.rawValue, qos: 1)
+            }
+            note("connected to the broker")
+            let waiting = unsent
+            unsent = []
+            for message in waiting { publish(topic: message.topic, payload: message.payload) }
+        case .disconnected(_, let reason):
+            note("WARNING broker connection lost: \(reason)")
+        case .connectFailed(let reason):
+            note("WARNING cannot connect to the broker: \(reason)")
+        case .published:
+            break
+        case .message(let message):
+            handle(message)
+        }
+    }
+
+    private func handle(_ message: MQTTMessage) {
+        // {prefix}/{fleet}/{unit}/{name...}
+        let prefixLevels = options.topicPrefix.split(separator: "/").count + 1
+        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard levels.count > prefixLevels + 1 else { return }
+        let unit = levels[prefixLevels]
+        let name = levels[(prefixLevels + 1)...].joined(separator: "/")
+        let data = Data(message.payload)
+        let decoder = JSONDecoder()
+        let report: UnitReport
+        do {
+            switch DispatchTopic(rawValue: name) {
+            case .status?: report = .status(try decoder.decode(UnitStatusReport.self, from: data))
+            case .event?: report = .event(try decoder.decode(UnitEventReport.self, from: data))
+            case .jobReply?: report = .reply(try decoder.decode(JobReplyReport.self, from: data))
+            case .sos?: report = .sos(try decoder.decode(SOSReport.self, from: data))
+            default: return
+            }
+        } catch {
+            note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
+            return
+        }
+        perform(dispatcher.handle(.report(unit: unit, report), now: nowMs()))
+    }
+
+    private func perform(_ actions: [DispatchAction]) {
+        for action in actions {
+            switch action {
+            case .send(let unit, let message):
+                let topic = "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)"
+                publish(topic: topic, payload: encode(message))
+            case .startTimer(let timer, let at):
+                timers[timer] = at
+            case .cancelTimer(let timer):
+                timers[timer] = nil
+            case .log(let line):
+                if !options.quiet || line.level != .info { note(line.description) }
+            }
+        }
+    }
+
+    private func encode(_ message: DispatchMessage) -> [UInt8] {
+        let data: Data? =
+            switch message {
+            case .offer(let offer): try? encoder.encode(offer)
+            case .cancel(let cancel): try? encoder.encode(cancel)
+            case .update(let update): try? encoder.encode(update)
+            case .sosAck(let ack): try? encoder.encode(ack)
+            }
+        return Array(data ?? Data())
+    }
+
+    private func publish(topic: String, payload: [UInt8]) {
+        do {
+            _ = try connection.publish(topic: topic, payload: payload, qos: 1, retain: false)
+        } catch {
+            unsent.append((topic, payload))
+        }
+    }
+
+    private static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss.SSS"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter
+    }()
+
+    private func note(_ line: String) {
+        printLine("\(Self.clock.string(from: Date())) \(line)")
+    }
+
+    /// Unbuffered, so that the live log keeps up when stdout is a pipe.
+    private func printLine(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    private func report() {
+        let stats = dispatcher.stats
+        printLine("----- dispatchsim summary (\((nowMs() - startMs) / 1000) s) -----\n\(stats.summary)")
+        guard let path = options.statsPath else { return }
+        let numbers: [String: Any] = [
+            "requests": stats.requests, "offers": stats.offers, "accepted": stats.accepted, "rejected": stats.rejected,
+            "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
+            "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "sos": stats.sos,
+            "request_to_assignment_ms": stats.requestToAssignmentMs, "offer_to_reply_ms": stats.offerToReplyMs,
+            "offer_to_reply_transit_ms": stats.offerToReplyTransitMs,
+        ]
+        if let data = try? JSONSerialization.data(withJSONObject: numbers, options: [.sortedKeys]) {
+            try? data.write(to: URL(fileURLWithPath: path))
+        }
+    }
+}

@@ -1,0 +1,329 @@
+import DispatchCore
+import Testing
+
+/// Two squares side by side (A west, B east) and a far-away C: A and B border each other, C borders nobody.
+let squareA = Zone(id: "A", polygon: [.init(lat: 0, lon: 0), .init(lat: 0, lon: 0.01), .init(lat: 0.01, lon: 0.01), .init(lat: 0.01, lon: 0)])
+let squareB = Zone(id: "B", polygon: [.init(lat: 0, lon: 0.01), .init(lat: 0, lon: 0.02), .init(lat: 0.01, lon: 0.02), .init(lat: 0.01, lon: 0.01)])
+let squareC = Zone(id: "C", polygon: [.init(lat: 1, lon: 1), .init(lat: 1, lon: 1.01), .init(lat: 1.01, lon: 1.01), .init(lat: 1.01, lon: 1)])
+let inA = GeoPoint(lat: 0.005, lon: 0.005)
+let inB = GeoPoint(lat: 0.005, lon: 0.015)
+let inC = GeoPoint(lat: 1.005, lon: 1.005)
+
+/// Drives a dispatcher with a hand-held clock and unique message ids.
+struct Harness {
+    var dispatcher = Dispatcher(zones: ZoneMap(zones: [squareA, squareB, squareC]), settings: DispatchSettings(respondWithinS: 30, replyGraceS: 5))
+    var now: Int64 = 1_000_000
+    var nextID = 0
+
+    mutating func id() -> String {
+        nextID += 1
+        return "m\(nextID)"
+    }
+
+    @discardableResult
+    mutating func feed(_ input: DispatchInput) -> [DispatchAction] { dispatcher.handle(input, now: now) }
+
+    @discardableResult
+    mutating func status(_ unit: String, _ state: String, zone: String?, online: Bool = true) -> [DispatchAction] {
+        now += 1
+        return feed(.report(unit: unit, .status(UnitStatusReport(online: online, state: state, zone: zone, t: now))))
+    }
+
+    @discardableResult
+    mutating func reply(_ unit: String, _ job: String, _ kind: ReplyKind, t: Int64? = nil) -> [DispatchAction] {
+        now += 10
+        return feed(.report(unit: unit, .reply(JobReplyReport(id: id(), job: job, reply: kind, t: t ?? now))))
+    }
+
+    @discardableResult
+    mutating func request(_ id: String, at point: GeoPoint, meetingTime: Int64? = nil, shares: String? = nil) -> [DispatchAction] {
+        now += 1
+        return feed(.request(PassengerRequest(id: id, pickup: point, meetingTime: meetingTime, sharesRideOf: shares)))
+    }
+}
+
+func offers(_ actions: [DispatchAction]) -> [String] {
+    actions.compactMap { if case .send(let unit, .offer(let offer)) = $0 { "\(offer.job)→\(unit)" } else { nil } }
+}
+
+func cancels(_ actions: [DispatchAction]) -> [String] {
+    actions.compactMap { if case .send(let unit, .cancel(let cancel)) = $0 { "\(cancel.job)→\(unit)" } else { nil } }
+}
+
+func logs(_ actions: [DispatchAction]) -> String {
+    actions.compactMap { if case .log(let line) = $0 { line.description } else { nil } }.joined(separator: "\n")
+}
+
+@Suite struct ZoneTests {
+    @Test func containmentFollowsThePolygon() {
+        #expect(squareA.contains(inA))
+        #expect(!squareA.contains(inB))
+        let triangle = Zone(id: "T", polygon: [.init(lat: 0, lon: 0), .init(lat: 0, lon: 1), .init(lat: 1, lon: 0)])
+        #expect(triangle.contains(.init(lat: 0.2, lon: 0.2)))
+        #expect(!triangle.contains(.init(lat: 0.6, lon: 0.6)))
+    }
+
+    @Test func neighboursAreZonesThatTouchNearestFirst() {
+        let farEast = Zone(id: "D", polygon: squareB.polygon.map { GeoPoint(lat: $0.lat, lon: $0.lon + 0.0105) })
+        let map = ZoneMap(zones: [squareA, squareB, squareC, farEast])
+        #expect(map.neighbours["A"] == ["B"])
+        #expect(map.neighbours["B"] == ["A", "D"])
+        #expect(map.neighbours["C"] == [])
+        #expect(map.zone(containing: inC)?.id == "C")
+        #expect(map.zone(containing: GeoPoint(lat: 5, lon: 5)) == nil)
+    }
+}
+
+@Suite struct DispatcherTests {
+    @Test func offersGoToTheHeadOfTheQueueInArrivalOrder() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.status("T3", "available", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T1", "T2", "T3"])
+        #expect(offers(h.request("R1", at: inA)) == ["R1→T1"])
+        #expect(offers(h.request("R2", at: inA)) == ["R2→T2"])
+        #expect(h.dispatcher.queue(of: "A") == ["T3"])
+    }
+
+    @Test func theOfferCarriesTheRequestAndTheAnswerWindow() throws {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        let actions = h.request("R1", at: inA, meetingTime: h.now + 60_000)
+        let offer = try #require(actions.compactMap { if case .send(_, .offer(let o)) = $0 { o } else { nil } }.first)
+        #expect(offer.job == "R1")
+        #expect(offer.pickup.lat == inA.lat && offer.pickup.lon == inA.lon)
+        #expect(offer.respondWithinS == 30)
+        #expect(offer.meetingTime == h.now + 59_999)
+        #expect(actions.contains(.startTimer(.offerDeadline(job: "R1", unit: "T1"), at: h.now + 35_000)))
+    }
+
+    @Test func acceptAssignsAndTheTaxiRejoinsAtTheEndWhenAvailableAgain() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.request("R1", at: inA)
+        let accepted = h.reply("T1", "R1", .accept)
+        #expect(accepted.contains(.cancelTimer(.offerDeadline(job: "R1", unit: "T1"))))
+        #expect(h.dispatcher.stats.accepted == 1)
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [10])
+        h.status("T1", "en_route", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T2"])
+        let done = h.status("T1", "available", zone: "A")
+        #expect(logs(done).contains("T1 finished R1"))
+        #expect(h.dispatcher.queue(of: "A") == ["T2", "T1"])
+        #expect(h.dispatcher.stats.completed == 1)
+    }
+
+    @Test(arguments: [ReplyKind.reject, .timeout, .expired])
+    func aRefusalSendsTheTaxiToTheEndAndTheRequestToTheNext(kind: ReplyKind) {
+        var h = Harness()
+        for unit in ["T1", "T2", "T3"] { h.status(unit, "available", zone: "A") }
+        h.request("R1", at: inA)
+        let next = h.reply("T1", "R1", kind)
+        #expect(offers(next) == ["R1→T2"])
+        #expect(h.dispatcher.queue(of: "A") == ["T3", "T1"])
+        #expect(h.dispatcher.stats.offerToReplyMs == [10])
+    }
+
+    @Test func busyTakesTheTaxiOutOfTheQueueUntilItIsAvailable() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.request("R1", at: inA)
+        #expect(offers(h.reply("T1", "R1", .busy)) == ["R1→T2"])
+        #expect(h.dispatcher.queue(of: "A") == [])
+        #expect(h.dispatcher.stats.busy == 1)
+        h.status("T1", "available", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+    }
+
+    @Test func noReplyAtAllCountsAsATimeout() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.now += 35_000
+        let actions = h.feed(.timerFired(.offerDeadline(job: "R1", unit: "T1")))
+        #expect(offers(actions) == ["R1→T2"])
+        #expect(h.dispatcher.stats.noReply == 1)
+        // The offline taxi's late answer changes nothing.
+        #expect(offers(h.reply("T1", "R1", .reject)).isEmpty)
+        #expect(h.dispatcher.stats.rejected == 0)
+    }
+
+    @Test func aLateAcceptIsCancelled() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.feed(.timerFired(.offerDeadline(job: "R1", unit: "T1")))
+        #expect(cancels(h.reply("T1", "R1", .accept)) == ["R1→T1"])
+        #expect(h.dispatcher.stats.accepted == 0)
+    }
+
+    @Test func everyTaxiRefusingLeavesTheRequestUnserved() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .reject)
+        let last = h.reply("T2", "R1", .reject)
+        #expect(offers(last).isEmpty)
+        #expect(logs(last).contains("R1 UNSERVED"))
+        #expect(h.dispatcher.stats.unserved == 1)
+        #expect(h.dispatcher.queue(of: "A") == ["T1", "T2"])
+    }
+
+    @Test func anEmptyZoneBorrowsFromItsNeighbourThenGivesUp() {
+        var h = Harness()
+        h.status("T9", "available", zone: "B")
+        #expect(offers(h.request("R1", at: inA)) == ["R1→T9"])
+        #expect(offers(h.request("R2", at: inC)).isEmpty)
+        #expect(offers(h.request("R3", at: GeoPoint(lat: 9, lon: 9))).isEmpty)
+        #expect(h.dispatcher.stats.unserved == 2)
+    }
+
+    @Test func aTaxiChangingZoneGoesToTheEndOfTheNewQueue() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "B")
+        h.status("T1", "available", zone: "B")
+        #expect(h.dispatcher.queue(of: "A") == [])
+        #expect(h.dispatcher.queue(of: "B") == ["T2", "T1"])
+        // The same zone again keeps its place.
+        h.status("T2", "available", zone: "B")
+        #expect(h.dispatcher.queue(of: "B") == ["T2", "T1"])
+    }
+
+    @Test func eventsMoveTaxisAndOldOnesAreHistory() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.now += 100
+        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e1", t: h.now, from: "available", to: "available", zone: "B"))))
+        #expect(h.dispatcher.queue(of: "B") == ["T1"])
+        // A stored-and-forwarded event from before is not the taxi's state any more.
+        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e0", t: h.now - 50, from: "off_duty", to: "available", zone: "A"))))
+        #expect(h.dispatcher.queue(of: "B") == ["T1"])
+        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e2", t: h.now + 1, from: "available", to: "paused"))))
+        #expect(h.dispatcher.queue(of: "B") == [])
+    }
+
+    @Test func offlineTaxisLeaveTheQueue() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.feed(.report(unit: "T1", .status(UnitStatusReport(online: false))))
+        #expect(h.dispatcher.queue(of: "A") == [])
+        h.status("T1", "available", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+    }
+
+    @Test func duplicatesAreDroppedByID() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.request("R1", at: inA)
+        let reject = JobReplyReport(id: "same", job: "R1", reply: .reject, t: h.now)
+        #expect(offers(h.feed(.report(unit: "T1", .reply(reject)))) == ["R1→T2"])
+        #expect(h.feed(.report(unit: "T1", .reply(reject))).isEmpty)
+        #expect(h.dispatcher.stats.rejected == 1)
+        #expect(h.dispatcher.stats.duplicatesDropped == 1)
+    }
+
+    @Test func reservationsAreAllocatedTenMinutesBeforeTheMeeting() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        let meeting = h.now + 3_600_000
+        let actions = h.request("R1", at: inA, meetingTime: meeting)
+        #expect(actions.contains(.startTimer(.reservation(request: "R1"), at: meeting - 600_000)))
+        #expect(offers(actions).isEmpty)
+        h.now = meeting - 600_000
+        #expect(offers(h.feed(.timerFired(.reservation(request: "R1")))) == ["R1→T1"])
+        h.reply("T1", "R1", .accept)
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [10], "measured from allocation, not from booking")
+        // A reservation due within ten minutes is allocated at once.
+        h.status("T2", "available", zone: "A")
+        #expect(offers(h.request("R2", at: inA, meetingTime: h.now + 60_000)) == ["R2→T2"])
+    }
+
+    @Test func withdrawalCancelsOnTheRightTaxi() {
+        var h = Harness()
+        for unit in ["T1", "T2", "T3"] { h.status(unit, "available", zone: "A") }
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        h.request("R2", at: inA)
+        #expect(cancels(h.feed(.withdraw(request: "R1"))) == ["R1→T1"])
+        let pending = h.feed(.withdraw(request: "R2"))
+        #expect(cancels(pending) == ["R2→T2"])
+        #expect(pending.contains(.cancelTimer(.offerDeadline(job: "R2", unit: "T2"))))
+        let meeting = h.now + 3_600_000
+        h.request("R3", at: inA, meetingTime: meeting)
+        #expect(h.feed(.withdraw(request: "R3")).contains(.cancelTimer(.reservation(request: "R3"))))
+        #expect(h.dispatcher.stats.cancelled == 3)
+        #expect(logs(h.feed(.withdraw(request: "R3"))).contains("ignored"))
+    }
+
+    @Test func aSharedRideUpdatesTheHostJob() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        let actions = h.request("R2", at: inB, shares: "R1")
+        #expect(actions.contains(.send(unit: "T1", .update(JobUpdateMessage(job: "R1", pickup: PickupPlace(inB, address: nil), passengers: 2)))))
+        #expect(h.dispatcher.stats.shared == 1)
+    }
+
+    @Test func sosIsAcknowledgedOnce() {
+        var h = Harness()
+        let sos = SOSReport(id: "s1", t: h.now, lat: 1, lon: 2)
+        let actions = h.feed(.report(unit: "T1", .sos(sos)))
+        #expect(actions.contains(.send(unit: "T1", .sosAck(SOSAckMessage(id: "s1", t: h.now)))))
+        #expect(logs(actions).contains("SOS from T1"))
+        #expect(h.feed(.report(unit: "T1", .sos(sos))).isEmpty)
+        #expect(h.dispatcher.stats.sos == 1)
+    }
+
+    @Test func thinkTimeIsTakenOutOfTheRoundTrip() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        let sent = h.now
+        // The unit got the offer 7 ms later; the driver thought for 3 s; the reply took 5 ms back.
+        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e1", t: sent + 7, from: "available", to: "offered", job: "R1"))))
+        h.now = sent + 7 + 3000 + 5
+        h.feed(.report(unit: "T1", .reply(JobReplyReport(id: "r1", job: "R1", reply: .accept, t: sent + 7 + 3000))))
+        #expect(h.dispatcher.stats.offerToReplyMs == [3012])
+        #expect(h.dispatcher.stats.offerToReplyTransitMs == [12])
+    }
+
+    @Test func percentilesUseNearestRank() {
+        let samples = (1...100).map { Int64($0) }
+        let p = Percentiles(samples)
+        #expect((p.p50, p.p95, p.p99, p.max) == (50, 95, 99, 100))
+        #expect(Percentiles([]).description == "n=0")
+    }
+}
+
+@Suite struct RequestScheduleTests {
+    @Test func generatedPickupsLieInTheirZoneAndRepeatWithTheSeed() throws {
+        let map = ZoneMap(zones: [squareA, squareB])
+        let demands = [ZoneDemand(zone: "A", rate: .poisson(perMinute: 30)), ZoneDemand(zone: "B", rate: .every(seconds: 60), firstAtS: 5)]
+        let first = try RequestSchedule.generate(demands, zones: map, durationS: 600, seed: 7)
+        #expect(try RequestSchedule.generate(demands, zones: map, durationS: 600, seed: 7) == first)
+        let inB = first.filter { if case .request(let r) = $0.input { r.id.hasPrefix("B-") } else { false } }
+        #expect(inB.map(\.atMs) == stride(from: 5_000, to: 600_000, by: 60_000).map { Int64($0) })
+        let countA = first.count - inB.count
+        #expect((200...400).contains(countA), "30 a minute for 10 minutes, give or take")
+        for item in first {
+            guard case .request(let request) = item.input else { continue }
+            #expect(map[String(request.id.prefix(1))]!.contains(request.pickup))
+        }
+        #expect(throws: ScheduleError.self) { try RequestSchedule.generate([ZoneDemand(zone: "Z", rate: .every(seconds: 1))], zones: map, durationS: 10, seed: 1) }
+    }
+
+    @Test func mergeIsTimeOrderedAndStable() {
+        let a = [ScheduledInput(atMs: 10, input: .withdraw(request: "x")), ScheduledInput(atMs: 30, input: .withdraw(request: "y"))]
+        let b = [ScheduledInput(atMs: 10, input: .withdraw(request: "z")), ScheduledInput(atMs: 20, input: .withdraw(request: "w"))]
+        #expect(RequestSchedule.merge(a, b).map(\.atMs) == [10, 10, 20, 30])
+        #expect(RequestSchedule.merge(a, b)[0] == a[0])
+    }
+}
