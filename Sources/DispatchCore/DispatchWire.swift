@@ -75,16 +75,29 @@ public struct JobReplyReport: Sendable, Equatable, Codable {
 }
 
 public struct SOSReport: Sendable, Equatable, Codable {
+    public struct LastFix: Sendable, Equatable, Codable {
+        public var lat: Double
+        public var lon: Double
+
+        public init(lat: Double, lon: Double) {
+            self.lat = lat
+            self.lon = lon
+        }
+    }
+
     public var id: String
     public var t: Int64?
-    public var lat: Double?
-    public var lon: Double?
+    public var state: String?
+    public var job: String?
+    /// The unit's last fix, when it had one.
+    public var fix: LastFix?
 
-    public init(id: String, t: Int64? = nil, lat: Double? = nil, lon: Double? = nil) {
+    public init(id: String, t: Int64? = nil, state: String? = nil, job: String? = nil, fix: LastFix? = nil) {
         self.id = id
         self.t = t
-        self.lat = lat
-        self.lon = lon
+        self.state = state
+        self.job = job
+        self.fix = fix
     }
 }
 
@@ -108,9 +121,11 @@ public struct JobOfferMessage: Sendable, Equatable, Codable {
     public var meetingTime: Int64?
     public var shared: Bool
     public var note: String?
+    /// Dispatcher clock when the offer was made: lets a unit that was offline answer `expired`.
+    public var t: Int64
 
     enum CodingKeys: String, CodingKey {
-        case job, pickup, passengers, shared, note
+        case job, pickup, passengers, shared, note, t
         case respondWithinS = "respond_within_s"
         case meetingTime = "meeting_time"
     }
@@ -126,15 +141,35 @@ public struct JobCancelMessage: Sendable, Equatable, Codable {
     }
 }
 
-/// A shared ride: one more pickup for the taxi's current job, and the job's new passenger total.
+/// Shared rides: one more pickup for the taxi's current job (its passengers add to the job's), or
+/// the job's new passenger total when a sharing passenger withdraws.
 public struct JobUpdateMessage: Sendable, Equatable, Codable {
-    public var job: String
-    public var pickup: PickupPlace
-    public var passengers: Int
+    public struct AddedPickup: Sendable, Equatable, Codable {
+        public var lat: Double
+        public var lon: Double
+        public var address: String?
+        public var passengers: Int
 
-    public init(job: String, pickup: PickupPlace, passengers: Int) {
+        public init(_ point: GeoPoint, address: String?, passengers: Int) {
+            lat = point.lat
+            lon = point.lon
+            self.address = address
+            self.passengers = passengers
+        }
+    }
+
+    public var job: String
+    public var addPickup: AddedPickup?
+    public var passengers: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case job, passengers
+        case addPickup = "add_pickup"
+    }
+
+    public init(job: String, addPickup: AddedPickup? = nil, passengers: Int? = nil) {
         self.job = job
-        self.pickup = pickup
+        self.addPickup = addPickup
         self.passengers = passengers
     }
 }

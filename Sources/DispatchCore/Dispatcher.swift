@@ -163,7 +163,8 @@ public struct Dispatcher: Sendable {
             requests[joined]?.request.passengers = total
             requests[request.id] = OpenRequest(request: request, phase: .assigned(unit: unit), allocationStart: now)
             stats.shared += 1
-            let update = JobUpdateMessage(job: joined, pickup: PickupPlace(request.pickup, address: request.address), passengers: total)
+            let update = JobUpdateMessage(
+                job: joined, addPickup: .init(request.pickup, address: request.address, passengers: request.passengers))
             return [
                 .send(unit: unit, .update(update)),
                 .log(.init(level: .info, text: "\(request.id) shares \(joined) with \(unit): job/update, \(total) passengers")),
@@ -206,7 +207,7 @@ public struct Dispatcher: Sendable {
             let offer = JobOfferMessage(
                 job: id, pickup: PickupPlace(open.request.pickup, address: open.request.address),
                 respondWithinS: settings.respondWithinS, passengers: open.request.passengers,
-                meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note)
+                meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note, t: now)
             let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
             return [
@@ -237,9 +238,17 @@ public struct Dispatcher: Sendable {
             return [.cancelTimer(.offerDeadline(job: id, unit: unit))] + cancel(job: id, unit: unit, reason: "passenger_withdrew")
                 + reconcile(unit)
         case .assigned(let unit):
-            let job = open.request.sharesRideOf ?? id
-            if open.request.sharesRideOf == nil { taxis[unit]?.assignedJob = nil }
-            return cancel(job: job, unit: unit, reason: "passenger_withdrew")
+            // A sharing passenger leaves the host's ride; the ride itself goes on.
+            if let host = open.request.sharesRideOf, let total = requests[host]?.request.passengers {
+                let remaining = max(1, total - open.request.passengers)
+                requests[host]?.request.passengers = remaining
+                return [
+                    .send(unit: unit, .update(JobUpdateMessage(job: host, passengers: remaining))),
+                    .log(.init(level: .info, text: "\(id) left shared ride \(host) on \(unit): \(remaining) passengers")),
+                ]
+            }
+            taxis[unit]?.assignedJob = nil
+            return cancel(job: id, unit: unit, reason: "passenger_withdrew")
         case .closed:
             return []
         }
@@ -275,7 +284,7 @@ public struct Dispatcher: Sendable {
         case .sos(let sos):
             guard firstArrival(sos.id) else { return [] }
             stats.sos += 1
-            let place = sos.lat.flatMap { lat in sos.lon.map { " at \(lat), \($0)" } } ?? ", position unknown"
+            let place = sos.fix.map { " at \($0.lat), \($0.lon)" } ?? ", position unknown"
             return [
                 .send(unit: unit, .sosAck(SOSAckMessage(id: sos.id, t: now))),
                 .log(.init(level: .alarm, text: "SOS from \(unit)\(place) — acknowledged")),

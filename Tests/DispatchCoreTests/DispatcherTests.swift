@@ -94,6 +94,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(offer.job == "R1")
         #expect(offer.pickup.lat == inA.lat && offer.pickup.lon == inA.lon)
         #expect(offer.respondWithinS == 30)
+        #expect(offer.t == h.now)
         #expect(offer.meetingTime == h.now + 59_999)
         #expect(actions.contains(.startTimer(.offerDeadline(job: "R1", unit: "T1"), at: h.now + 35_000)))
     }
@@ -268,16 +269,19 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         let actions = h.request("R2", at: inB, shares: "R1")
-        #expect(actions.contains(.send(unit: "T1", .update(JobUpdateMessage(job: "R1", pickup: PickupPlace(inB, address: nil), passengers: 2)))))
+        #expect(actions.contains(.send(unit: "T1", .update(JobUpdateMessage(job: "R1", addPickup: .init(inB, address: nil, passengers: 1))))))
         #expect(h.dispatcher.stats.shared == 1)
+        let left = h.feed(.withdraw(request: "R2"))
+        #expect(left.contains(.send(unit: "T1", .update(JobUpdateMessage(job: "R1", passengers: 1)))))
+        #expect(cancels(left).isEmpty, "the host's ride goes on")
     }
 
     @Test func sosIsAcknowledgedOnce() {
         var h = Harness()
-        let sos = SOSReport(id: "s1", t: h.now, lat: 1, lon: 2)
+        let sos = SOSReport(id: "s1", t: h.now, fix: .init(lat: 1, lon: 2))
         let actions = h.feed(.report(unit: "T1", .sos(sos)))
         #expect(actions.contains(.send(unit: "T1", .sosAck(SOSAckMessage(id: "s1", t: h.now)))))
-        #expect(logs(actions).contains("SOS from T1"))
+        #expect(logs(actions).contains("SOS from T1 at 1.0, 2.0"))
         #expect(h.feed(.report(unit: "T1", .sos(sos))).isEmpty)
         #expect(h.dispatcher.stats.sos == 1)
     }
