@@ -36,9 +36,9 @@ public struct DispatchStats: Sendable, Equatable {
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
         completed \(completed)  sos \(sos)  duplicates dropped \(duplicatesDropped)
-        request → assignment        \(Percentiles(requestToAssignmentMs))
-        offer → reply               \(Percentiles(offerToReplyMs))
-        offer → reply, think time out \(Percentiles(offerToReplyTransitMs))
+        request → assignment          \(Percentiles(requestToAssignmentMs))
+        offer → reply                 \(Percentiles(offerToReplyMs))
+        offer → reply, no think time  \(Percentiles(offerToReplyTransitMs))
         """
     }
 }

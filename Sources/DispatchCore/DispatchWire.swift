@@ -9,6 +9,7 @@ public enum DispatchTopic: String, Sendable, CaseIterable {
     case event
     case jobReply = "job/reply"
     case sos
+    case pos
     // dispatcher → unit
     case jobOffer = "job/offer"
     case jobCancel = "job/cancel"
@@ -49,6 +50,27 @@ public struct UnitEventReport: Sendable, Equatable, Codable {
         self.to = to
         self.job = job
         self.zone = zone
+    }
+}
+
+/// Positions on `pos`; only used to place taxis that do not report a zone themselves.
+public struct PositionReport: Sendable, Equatable, Codable {
+    public struct Point: Sendable, Equatable, Codable {
+        public var lat: Double
+        public var lon: Double
+
+        public init(lat: Double, lon: Double) {
+            self.lat = lat
+            self.lon = lon
+        }
+    }
+
+    public var id: String
+    public var points: [Point]
+
+    public init(id: String, points: [Point]) {
+        self.id = id
+        self.points = points
     }
 }
 
@@ -208,4 +230,5 @@ public enum UnitReport: Sendable, Equatable {
     case event(UnitEventReport)
     case reply(JobReplyReport)
     case sos(SOSReport)
+    case position(PositionReport)
 }

@@ -100,6 +100,8 @@ public struct Dispatcher: Sendable {
         var online = false
         var state: String?
         var zone: String?
+        /// Once a unit names its zone, that is authoritative; before, its positions place it.
+        var reportsZone = false
         /// Unit clock of the newest state applied: stored-and-forwarded events older than that are history.
         var stateTime = Int64.min
         var offeredJob: String?
@@ -281,6 +283,12 @@ public struct Dispatcher: Sendable {
         case .reply(let reply):
             guard firstArrival(reply.id) else { return [] }
             return handle(reply, from: unit, now: now)
+        case .position(let position):
+            guard firstArrival(position.id), let last = position.points.last, taxis[unit]?.reportsZone != true,
+                  let zone = zones.zone(containing: GeoPoint(lat: last.lat, lon: last.lon))?.id,
+                  zone != taxis[unit]?.zone else { return [] }
+            taxis[unit, default: Taxi()].zone = zone
+            return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
         case .sos(let sos):
             guard firstArrival(sos.id) else { return [] }
             stats.sos += 1
@@ -304,6 +312,7 @@ public struct Dispatcher: Sendable {
         guard t >= taxi.stateTime else { return [] }
         taxi.stateTime = t
         var actions: [DispatchAction] = []
+        if zone != nil { taxi.reportsZone = true }
         if let zone, zone != taxi.zone {
             if taxi.zone != nil { actions.append(.log(.init(level: .info, text: "\(unit) moved to zone \(zone)"))) }
             taxi.zone = zone

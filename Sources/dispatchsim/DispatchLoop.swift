@@ -95,7 +95,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         switch event {
         case .connected:
             let base = "\(options.topicPrefix)/\(options.fleet)/+/"
-            for topic in [DispatchTopic.status, .event, .jobReply, .sos] {
+            for topic in [DispatchTopic.status, .event, .jobReply, .sos, .pos] {
                 try? connection.subscribe(base + topic.rawValue, qos: 1)
             }
             note("connected to the broker")
@@ -129,6 +129,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             case .event?: report = .event(try decoder.decode(UnitEventReport.self, from: data))
             case .jobReply?: report = .reply(try decoder.decode(JobReplyReport.self, from: data))
             case .sos?: report = .sos(try decoder.decode(SOSReport.self, from: data))
+            case .pos?: report = .position(try decoder.decode(PositionReport.self, from: data))
             default: return
             }
         } catch {

@@ -209,6 +209,18 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(h.dispatcher.queue(of: "B") == [])
     }
 
+    @Test func positionsPlaceTaxisThatDoNotNameTheirZone() {
+        var h = Harness()
+        h.status("T1", "available", zone: nil)
+        #expect(h.dispatcher.queues.values.allSatisfy { $0.isEmpty })
+        h.feed(.report(unit: "T1", .position(PositionReport(id: "p1", points: [.init(lat: inB.lat, lon: inB.lon)]))))
+        #expect(h.dispatcher.queue(of: "B") == ["T1"])
+        // A unit that names its zone is believed over its positions.
+        h.status("T2", "available", zone: "A")
+        h.feed(.report(unit: "T2", .position(PositionReport(id: "p2", points: [.init(lat: inB.lat, lon: inB.lon)]))))
+        #expect(h.dispatcher.queue(of: "A") == ["T2"])
+    }
+
     @Test func offlineTaxisLeaveTheQueue() {
         var h = Harness()
         h.status("T1", "available", zone: "A")
