@@ -3,13 +3,15 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosquitto-dev \
 	libsqlite3-dev socat libsystemd-dev
+# The demo's screen is split by tmux.
+DEMO_PACKAGES := tmux
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build test demo clean
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		$(SUDO) apt-get update -qq && \
@@ -24,7 +26,8 @@ test: build
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-demo: build
+demo:
+	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"
 	scripts/demo.sh
 
 clean:

@@ -98,6 +98,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
             for topic in [DispatchTopic.status, .event, .jobReply, .sos, .pos] {
                 try? connection.subscribe(base + topic.rawValue, qos: 1)
             }
+            let booking = Booking.topics(fleet: options.fleet)
+            for topic in [booking.request, booking.cancel] { try? connection.subscribe(topic, qos: 1) }
             note("connected to the broker")
             let waiting = unsent
             unsent = []
@@ -114,6 +116,16 @@ final class DispatchLoop: Service, @unchecked Sendable {
     }
 
     private func handle(_ message: MQTTMessage) {
+        if message.topic.hasPrefix("dispatchsim/") {
+            do {
+                if let input = try Booking.input(topic: message.topic, payload: message.payload, fleet: options.fleet) {
+                    perform(dispatcher.handle(input, now: nowMs()))
+                }
+            } catch {
+                note("WARNING undecodable booking on \(message.topic) ignored (\(error))")
+            }
+            return
+        }
         // {prefix}/{fleet}/{unit}/{name...}
         let prefixLevels = options.topicPrefix.split(separator: "/").count + 1
         let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
