@@ -19,13 +19,14 @@ final class Fleet {
     let recorder: MQTTRecorder
 
     init(respondWithinS: Int = 3) async throws {
-        scratch = try ScratchDirectory("taxiunitd-e2e")
-        broker = try MosquittoBroker(in: scratch)
+        let scratch = try ScratchDirectory("taxiunitd-e2e")
+        let broker = try MosquittoBroker(in: scratch)
         // A taxi standing still: every unit reports the same spot, inside zone "Z".
-        gps = try FakeGPS(log: Corpus.log("bu303-stillfix.log"), in: scratch, cycleS: 0.1)
+        let gps = try FakeGPS(log: Corpus.log("bu303-stillfix.log"), in: scratch, cycleS: 0.1)
         units = try ["T1", "T2", "T3"].map {
             try UnitUnderTest(unitID: $0, mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
         }
+        (self.scratch, self.broker, self.gps) = (scratch, broker, gps)
         recorder = try await MQTTRecorder(port: broker.port, subscribe: ["taxi/test/#"], clientID: "e2e-recorder", persistentSession: true)
         dispatcher = try await DispatchSimUnderTest(
             mqttPort: broker.port, zones: [("Z", DispatchSimUnderTest.square(around: Self.centre.lat, Self.centre.lon))],
