@@ -85,29 +85,34 @@ final class Fleet {
         try await fleet.waitForOffer("R1", to: "T1")
         #expect(fleet.offeredTo("R1") == ["T1"])
 
-        // A reject sends T1 to the end (T3 T1) and R1 to the next taxi.
-        try fleet.press("T1", "reject")
-        try await fleet.waitForReply("R1", from: "T1", "reject")
+        // T1's driver stays silent: after 3 s the unit answers timeout, which counts as a reject:
+        // T1 goes to the end (T2 T3 T1) and R1 to the next taxi.
+        try await fleet.waitForReply("R1", from: "T1", "timeout")
+        try await fleet.dispatcher.waitForLog("T1 at the end of the queue", "T1 queued in Z at position 3")
         try await fleet.waitForOffer("R1", to: "T2")
-        try await fleet.dispatcher.waitForLog("T1 back in the queue, last", "T1 queued in Z at position 2")
-        try fleet.book("R2")
-        try await fleet.waitForOffer("R2", to: "T3")
-        #expect(fleet.offeredTo("R2") == ["T3"], "T3 is ahead of T1, which rejected")
 
-        // T2's driver stays silent: the unit answers timeout after 3 s, and that counts as a reject.
-        try await fleet.waitForReply("R1", from: "T2", "timeout")
-        try await fleet.waitForOffer("R1", to: "T1")
-        try fleet.press("T1", "accept")
+        // T2 rejects: to the end behind T1 (T3 T1 T2); R1 goes on to T3, which accepts.
+        try fleet.press("T2", "reject")
+        try await fleet.waitForReply("R1", from: "T2", "reject")
+        try await fleet.dispatcher.waitForLog("T2 at the end of the queue", "T2 queued in Z at position 3")
+        try await fleet.waitForOffer("R1", to: "T3")
         try fleet.press("T3", "accept")
-        try await fleet.waitForReply("R1", from: "T1", "accept")
-        try await fleet.waitForReply("R2", from: "T3", "accept")
-        try await fleet.unit("T1").waitForStatus("T1 en route") { $0.state == "en_route" }
+        try await fleet.dispatcher.waitForLog("R1 assigned", "R1 accept by T3")
+        #expect(fleet.offeredTo("R1") == ["T1", "T2", "T3"])
 
-        // Only T2 is left in the queue; when it refuses too, nobody is: unserved.
+        // The queue is T1 T2: the next request goes to T1, the one after to T2.
+        try fleet.book("R2")
+        try await fleet.waitForOffer("R2", to: "T1")
+        #expect(fleet.offeredTo("R2") == ["T1"])
+        try fleet.press("T1", "accept")
+        try await fleet.dispatcher.waitForLog("R2 assigned", "R2 accept by T1")
         try fleet.book("R3")
         try await fleet.waitForOffer("R3", to: "T2")
+
+        // T2 refuses and every other taxi is busy: unserved.
         try fleet.press("T2", "reject")
         try await fleet.dispatcher.waitForLog("R3 unserved", "R3 UNSERVED")
+        #expect(fleet.offeredTo("R3") == ["T2"])
 
         let stats = try fleet.stop()
         #expect(stats["accepted"] as? Int == 2)
@@ -127,6 +132,7 @@ final class Fleet {
         try await fleet.waitForOffer("R2", to: "T2")
         try fleet.press("T2", "accept")
         try await fleet.unit("T2").waitForStatus("T2 en route") { $0.state == "en_route" }
+        try await fleet.dispatcher.waitForLog("the dispatcher knows", "R2 accept by T2")
 
         // Withdrawn after acceptance: only T2 hears of it.
         try fleet.dispatcher.withdraw("R2", via: fleet.recorder)
@@ -139,6 +145,7 @@ final class Fleet {
         try await fleet.waitForOffer("R3", to: "T3")
         try fleet.dispatcher.withdraw("R3", via: fleet.recorder)
         try await fleet.unit("T3").waitForStatus("T3 available again") { $0.state == "available" }
+        try await fleet.recorder.waitFor("cancel to T3") { _ in !fleet.messages("T3", "job/cancel", job: "R3").isEmpty }
         #expect(fleet.messages("T1", "job/cancel").isEmpty)
         #expect(fleet.messages("T3", "job/cancel").map { $0["job"] as? String } == ["R3"])
         #expect(fleet.messages("T2", "job/cancel").map { $0["job"] as? String } == ["R2"])
@@ -170,12 +177,15 @@ final class Fleet {
         try await t1.waitForStatus("outbox drained") { $0.outbox.depth == 0 }
 
         // Every event T1 made arrived, in order, once each.
-        let events = fleet.messages("T1", "event")
-        var seen = Set<String>()
-        let firsts = events.filter { seen.insert($0["id"] as! String).inserted }
+        func firstArrivals() -> [[String: Any]] {
+            var seen = Set<String>()
+            return fleet.messages("T1", "event").filter { seen.insert($0["id"] as? String ?? "").inserted }
+        }
+        try await fleet.recorder.waitFor("the ride's events") { _ in
+            firstArrivals().compactMap { $0["to"] as? String }.suffix(4) == ["en_route", "at_pickup", "on_board", "available"]
+        }
+        let firsts = firstArrivals()
         #expect(firsts.map { $0["seq"] as? Int } == Array(1...firsts.count).map { $0 })
-        let path = firsts.compactMap { $0["to"] as? String }
-        #expect(path.suffix(4) == ["en_route", "at_pickup", "on_board", "available"])
         let stats = try fleet.stop()
         #expect(stats["completed"] as? Int == 1)
     }
