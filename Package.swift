@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -27,6 +28,11 @@ let package = Package(
         .target(name: "UnitConfig", dependencies: [
             "UnitCore",
             .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
+        .target(name: "FleetControl", dependencies: [
+            "UnitCore", "UnitConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
         // One adapter per outside thing.
@@ -46,7 +52,7 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
+            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -58,7 +64,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket",
+            "ControlSocket", "FleetControl", "UnitConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -85,9 +92,10 @@ let package = Package(
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
+        .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",
+            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl",
         ]),
     ]
 )

@@ -53,20 +53,41 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         }
     }
 
+    /// The configuration in force and where it came from.
+    public struct Config: Sendable, Equatable, Codable {
+        /// Version of the fleet's document in force per scope (`fleet`, `unit`); absent: none.
+        public var versions: [String: Int]
+        /// The scope whose [mqtt] change is still on trial (rolled back unless a broker is reached).
+        public var onTrial: String?
+        /// `host:port` of the broker the unit uses now.
+        public var broker: String
+        /// The fleet's settings in force, both scopes merged, as canonical JSON.
+        public var remoteSettings: String
+
+        public init(versions: [String: Int], onTrial: String?, broker: String, remoteSettings: String) {
+            self.versions = versions
+            self.onTrial = onTrial
+            self.broker = broker
+            self.remoteSettings = remoteSettings
+        }
+    }
+
     public var unit: String
     public var state: String
     public var gps: GPS
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
+    public var config: Config?
 
-    public init(unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int) {
+    public init(unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, config: Config? = nil) {
         self.unit = unit
         self.state = state
         self.gps = gps
         self.broker = broker
         self.outbox = outbox
         self.storedPositions = storedPositions
+        self.config = config
     }
 }
 

@@ -24,7 +24,7 @@ public enum Durability: Sendable {
 /// The unit's SQLite file: position history, the outbox, per-topic sequence numbers and the state
 /// machine's snapshot. Everything the unit promised to send is here before it is sent.
 public final class LocalCache: Sendable {
-    private let database: DatabasePool
+    let database: DatabasePool
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
@@ -71,6 +71,7 @@ public final class LocalCache: Sendable {
                 );
                 """)
         }
+        registerFleetMigration(in: &migrator)
         return migrator
     }
 

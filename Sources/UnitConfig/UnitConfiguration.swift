@@ -41,6 +41,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var level: String
     }
 
+    /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
+    public struct Fleet: Sendable, Equatable {
+        /// Ed25519 public keys, 32 raw bytes each, allowed to sign documents and commands.
+        public var configPubkeys: [[UInt8]]
+        public var requireSigned: Bool
+        /// How long a pushed config that changes [mqtt] may go without reaching the broker before
+        /// the unit goes back to the last good one.
+        public var rollbackAfterS: Double
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -48,6 +58,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var control: Control
     public var reporting: Reporting
     public var log: Log
+    public var fleet: Fleet
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -57,7 +68,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log"]
+        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -113,6 +124,20 @@ public struct UnitConfiguration: Sendable, Equatable {
         let log = Log(level: logSection.oneOf("level", default: "info", allowed: Self.logLevels))
         logSection.finish(into: &problems)
 
+        var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
+        let fleet = Fleet(
+            configPubkeys: fleetSection.strings("config_pubkeys").compactMap { key in
+                guard let raw = Data(base64Encoded: key), raw.count == 32 else {
+                    fleetSection.reject("config_pubkeys entries must be 32-byte Ed25519 keys in base64, found \"\(key)\"")
+                    return nil
+                }
+                return Array(raw)
+            },
+            requireSigned: fleetSection.bool("require_signed", default: true),
+            rollbackAfterS: fleetSection.number("rollback_after_s", default: 120, in: 1...86400)
+        )
+        fleetSection.finish(into: &problems)
+
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
         self.gpsd = gpsd
@@ -121,17 +146,27 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.control = control
         self.reporting = reporting
         self.log = log
+        self.fleet = fleet
     }
+
+    /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
+    /// is the unit's own: its identity, local paths, and whom it trusts. A section added to the
+    /// schema above becomes remotely settable by adding it here.
+    /// Sections not in the schema yet are listed for what the fleet is meant to set (job timers,
+    /// zones, seats, language, store limits): until they exist they are refused as unknown.
+    public static let remotelySettable: [String: RemoteAccess] = [
+        "mqtt": .everyKey,
+        "reporting": .everyKey,
+        "job": .everyKey,
+        "zones": .everyKey,
+        "unit": .only(["seats", "language"]),
+        "store": .everyKeyExcept(["path"]),
+        "fleet": .only(["rollback_after_s"]),
+    ]
 
     /// Reads and validates a TOML file.
     public static func load(path: String) throws(ConfigError) -> UnitConfiguration {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ConfigError(problems: ["cannot read \(path): \(error.localizedDescription)"])
-        }
-        return try UnitConfiguration(document: ConfigValue.parseTOML(text))
+        try UnitConfiguration(document: ConfigValue.loadTOML(path: path))
     }
 
     /// Unit and fleet ids become topic levels, so MQTT wildcards and separators are not allowed.

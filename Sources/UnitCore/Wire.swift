@@ -15,6 +15,12 @@ public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
 public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
+    /// Fleet → unit: this unit's configuration document (retained), and commands.
+    case config
+    case cmd
+    /// Unit → fleet: the answers to those.
+    case configAck = "config/ack"
+    case cmdReply = "cmd/reply"
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {

@@ -1,4 +1,5 @@
 import ControlSocket
+import FleetControl
 import Foundation
 import GPSReader
 import LocalCache
@@ -11,29 +12,36 @@ import UnitCore
 /// Everything that can happen to the unit, in the one order the engine sees it.
 enum EngineInput: Sendable {
     case gps(GPSDEvent)
-    case mqtt(MQTTEvent)
+    case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
     case shutdownRequested
     case shutdownDeadline
+    case fleetRollbackDue
 }
 
 /// The imperative shell: feeds `UnitStateMachine` with events from gpsd, the broker and the control
 /// socket, one at a time, and performs its actions against SQLite and MQTT.
 public final class UnitEngine: Service, @unchecked Sendable {
-    private let configuration: UnitConfiguration
-    private let store: LocalCache
-    private let mqtt: MQTTConnection
+    let store: LocalCache
+    let mqtt: BrokerLink
     private let gpsd: GPSDConnection
-    private let logger: Logger
+    let logger: Logger
     private let inputs: AsyncStream<EngineInput>
-    private let inputSink: AsyncStream<EngineInput>.Continuation
+    let inputSink: AsyncStream<EngineInput>.Continuation
 
     // Owned by the `run()` loop only.
-    private var machine: UnitStateMachine
-    private var outbox: OutboxPump
+    /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
+    var configuration: UnitConfiguration
+    var machine: UnitStateMachine
+    var outbox: OutboxPump
     private var gpsConnected = false
-    private var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
-    private var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
+    var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
+    var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
+    var fleetConfig: FleetConfigMachine
+    var fleetCommands: CommandGate
+    var rollbackTimer: Task<Void, Never>?
+    /// Which `BrokerLink` connection is current; events from replaced ones are dropped.
+    var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
     private var stopping = false
 
@@ -41,7 +49,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
-    public init(configuration: UnitConfiguration, store: LocalCache, mqtt: MQTTConnection, gpsd: GPSDConnection, logger: Logger) throws {
+    /// `local` is the validated local file; fleet documents stored in `store` are laid over it.
+    public init(local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger) throws {
+        fleetConfig = try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
+        fleetCommands = CommandGate(trust: fleetConfig.trust, executed: try store.executedCommands(now: Self.clockMs()))
+        let configuration = fleetConfig.configuration
         self.configuration = configuration
         self.store = store
         self.mqtt = mqtt
@@ -68,6 +80,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     public func run() async throws {
+        startFleetControl()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [gpsd, inputSink] in
@@ -92,8 +105,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         switch input {
         case .gps(let event):
             handleGPS(event)
-        case .mqtt(let event):
-            return handleMQTT(event)
+        case .mqtt(let linked):
+            guard linked.generation == linkGeneration else { return .running }
+            return handleMQTT(linked.event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
         case .shutdownRequested:
@@ -101,6 +115,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .shutdownDeadline:
             logger.warning("broker did not acknowledge the offline status in time; stopping anyway")
             return .finished
+        case .fleetRollbackDue:
+            // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
+            if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
         }
         return .running
     }
@@ -130,6 +147,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
             outbox.sessionStarted(session)
             publishStatus()
+            subscribeToFleet()
+            perform(fleetConfig.handle(.brokerConnected))
             pumpOutbox()
         case .connectFailed(let reason):
             if broker.lastError != reason { logger.warning("cannot connect to broker", metadata: ["reason": "\(reason)"]) }
@@ -149,13 +168,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
             }
             pumpOutbox()
         case .message(let message):
+            if handleFleetMessage(message) { break }
             logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
         }
         return .running
     }
 
     /// Hands the oldest undelivered messages to libmosquitto, up to the in-flight limit.
-    private func pumpOutbox() {
+    func pumpOutbox() {
         guard !stopping, let free = outbox.freeSlots, free > 0 else { return }
         let pending: [OutboxMessage]
         do {
@@ -241,7 +261,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
     }
 
-    private func currentStatus() -> ControlStatus {
+    func currentStatus() -> ControlStatus {
         let depth = (try? store.undeliveredCount()) ?? -1
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
@@ -251,7 +271,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
             outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
-            storedPositions: stored
+            storedPositions: stored,
+            config: fleetConfigStatus
         )
     }
 
@@ -271,7 +292,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     /// The unit's clock for messages, ms since the Unix epoch.
-    private func clockMs() -> Int64 {
+    func clockMs() -> Int64 { Self.clockMs() }
+
+    static func clockMs() -> Int64 {
         Int64(Date().timeIntervalSince1970 * 1000)
     }
 }

@@ -7,7 +7,7 @@ struct TaxiUnitCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxiunitctl",
         abstract: "Talk to a running taxiunitd over its control socket.",
-        subcommands: [Status.self, Press.self]
+        subcommands: [Status.self, Press.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {
@@ -45,6 +45,11 @@ struct TaxiUnitCtl: ParsableCommand {
             print("broker    \(status.broker.connected ? "connected" : "disconnected")\(status.broker.lastError.map { " (\($0))" } ?? "")")
             print("outbox    \(status.outbox.depth) waiting, \(status.outbox.inFlight) in flight")
             print("positions \(status.storedPositions) stored")
+            if let config = status.config {
+                let versions = config.versions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }
+                let trial = config.onTrial.map { ", \($0) config on trial" } ?? ""
+                print("config    \(versions.isEmpty ? "local file only" : versions.joined(separator: ", "))\(trial)")
+            }
         }
     }
 
