@@ -62,7 +62,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         for await input in inputs.cancelOnGracefulShutdown() {
             switch input {
             case .mqtt(let event): handle(event)
-            case .tick: if runDue() { break }
+            case .tick: runDue()
             }
             if finished { break }
         }
@@ -73,8 +73,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
 
     private func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Feeds everything whose time has come; returns true when the run is over.
-    private func runDue() -> Bool {
+    /// Feeds everything whose time has come, and decides whether the run is over.
+    private func runDue() {
         let now = nowMs()
         while let next = schedule.first, startMs + next.atMs <= now {
             schedule.removeFirst()
@@ -88,7 +88,6 @@ final class DispatchLoop: Service, @unchecked Sendable {
            dispatcher.pendingOffers == 0 {
             finished = true
         }
-        return finished
     }
 
     private func handle(_ event: MQTTEvent) {
