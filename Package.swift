@@ -89,7 +89,7 @@ let package = Package(
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),

@@ -6,7 +6,7 @@ public struct ControlRequest: Sendable, Equatable, Codable {
     }
 
     public var cmd: Command
-    /// For `press`: the driver input, e.g. `duty`.
+    /// For `press`: the driver input as words, e.g. `duty`, `pob 2`, `reject too far`.
     public var input: String?
 
     public init(cmd: Command, input: String? = nil) {
@@ -72,21 +72,61 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         }
     }
 
+    /// The offered or open job, as the terminal shows it.
+    public struct Job: Sendable, Equatable, Codable {
+        public var id: String
+        public var pickup: String
+        public var passengers: Int
+        /// While offered: whole seconds left to answer.
+        public var offerSecondsLeft: Int?
+        /// Reservations: when the customer expects the taxi (ms since the epoch) and seconds until then.
+        public var meetingTime: Int64?
+        public var meetingInS: Int?
+        public var shared: Bool
+        public var note: String?
+
+        public init(
+            id: String, pickup: String, passengers: Int, offerSecondsLeft: Int?, meetingTime: Int64?, meetingInS: Int?, shared: Bool,
+            note: String?
+        ) {
+            self.id = id
+            self.pickup = pickup
+            self.passengers = passengers
+            self.offerSecondsLeft = offerSecondsLeft
+            self.meetingTime = meetingTime
+            self.meetingInS = meetingInS
+            self.shared = shared
+            self.note = note
+        }
+    }
+
     public var unit: String
     public var state: String
+    public var pauseReason: String?
+    public var job: Job?
+    public var seatsLeft: Int?
+    /// An SOS is waiting for the dispatcher's acknowledgement.
+    public var sosPending: Bool
     public var gps: GPS
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
     public var config: Config?
 
-    public init(unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, config: Config? = nil) {
+    public init(
+        unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
+        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil
+    ) {
         self.unit = unit
         self.state = state
         self.gps = gps
         self.broker = broker
         self.outbox = outbox
         self.storedPositions = storedPositions
+        self.pauseReason = pauseReason
+        self.job = job
+        self.seatsLeft = seatsLeft
+        self.sosPending = sosPending
         self.config = config
     }
 }

@@ -6,6 +6,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public struct Unit: Sendable, Equatable {
         public var id: String
         public var fleet: String
+        public var seats: Int
     }
 
     public struct GPSD: Sendable, Equatable {
@@ -51,6 +52,14 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var rollbackAfterS: Double
     }
 
+    /// The driver's job rules (docs/protocol.md, "Jobs").
+    public struct JobRules: Sendable, Equatable {
+        public var offerTimeoutS: Double
+        public var arrivalRadiusM: Double
+        public var noShowWaitS: Double
+        public var noShowRadiusM: Double
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -59,6 +68,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var reporting: Reporting
     public var log: Log
     public var fleet: Fleet
+    public var job: JobRules
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -68,7 +78,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet"]
+        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -76,7 +86,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         var unitSection = SectionReader(path: "unit", value: root["unit"], problems: &problems)
         let unit = Unit(
             id: unitSection.string("id", default: nil) ?? "",
-            fleet: unitSection.string("fleet", default: nil) ?? ""
+            fleet: unitSection.string("fleet", default: nil) ?? "",
+            seats: unitSection.integer("seats", default: 4, in: 1...99)
         )
         for (key, value) in [("id", unit.id), ("fleet", unit.fleet)] where !value.isEmpty && !Self.isTopicSafe(value) {
             unitSection.reject("\(key) may use only letters, digits, '-' and '_', found \"\(value)\"")
@@ -137,6 +148,14 @@ public struct UnitConfiguration: Sendable, Equatable {
             rollbackAfterS: fleetSection.number("rollback_after_s", default: 120, in: 1...86400)
         )
         fleetSection.finish(into: &problems)
+        var jobSection = SectionReader(path: "job", value: root["job"], problems: &problems)
+        let job = JobRules(
+            offerTimeoutS: jobSection.number("offer_timeout_s", default: 60, in: 1...3600),
+            arrivalRadiusM: jobSection.number("arrival_radius_m", default: 20, in: 1...10_000),
+            noShowWaitS: jobSection.number("no_show_wait_s", default: 300, in: 0...86400),
+            noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000)
+        )
+        jobSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -147,6 +166,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.reporting = reporting
         self.log = log
         self.fleet = fleet
+        self.job = job
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
@@ -179,7 +199,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     }
 
     public var unitSettings: UnitSettings {
-        UnitSettings(reportingIntervalS: reporting.intervalS)
+        UnitSettings(
+            reportingIntervalS: reporting.intervalS, offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM,
+            noShowWaitS: job.noShowWaitS, noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

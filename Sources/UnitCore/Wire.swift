@@ -21,6 +21,9 @@ public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     /// Unit → fleet: the answers to those.
     case configAck = "config/ack"
     case cmdReply = "cmd/reply"
+    case jobReply = "job/reply"
+    case event
+    case sos
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -60,14 +63,30 @@ public struct PositionMessage: Sendable, Equatable, Codable {
 public struct StatusMessage: Sendable, Equatable, Codable {
     public var online: Bool
     public var unit: String
-    public var state: DutyState
+    public var state: StateName
+    /// Why the driver paused; only while `paused`.
+    public var reason: PauseReason?
+    /// The open or offered job.
+    public var job: String?
+    /// The fleet zone the unit is in; omitted until zones are configured.
+    public var zone: String?
+    public var seatsLeft: Int
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64?
 
-    public init(online: Bool, unit: String, state: DutyState, t: Int64?) {
+    enum CodingKeys: String, CodingKey {
+        case online, unit, state, reason, job, zone, t
+        case seatsLeft = "seats_left"
+    }
+
+    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?) {
         self.online = online
         self.unit = unit
-        self.state = state
+        state = status.state
+        reason = status.pauseReason
+        job = status.job
+        self.zone = zone
+        seatsLeft = status.seatsLeft
         self.t = t
     }
 }

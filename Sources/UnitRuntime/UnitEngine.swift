@@ -14,6 +14,8 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    /// `generation` tells a restarted timer from a stale firing of the one it replaced.
+    case timerFired(TimerID, generation: UInt64)
     case shutdownRequested
     case shutdownDeadline
     case fleetRollbackDue
@@ -44,6 +46,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
     private var stopping = false
+    private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
+    private var timerGeneration: UInt64 = 0
+    /// The fleet zone the unit is in, for `status`; stays nil until zone tracking sets it.
+    private var zone: String?
 
     static let snapshotKey = "unit_snapshot"
     /// How long shutdown waits for the broker to acknowledge the offline status.
@@ -60,7 +66,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.gpsd = gpsd
         self.logger = logger
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings)
+        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
         (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
     }
@@ -81,6 +87,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     public func run() async throws {
         startFleetControl()
+        // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
+        perform(machine.handle(.resumed(at: clockMs())))
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [gpsd, inputSink] in
@@ -92,6 +100,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 for await input in inputs {
                     if handle(input) == .finished { break }
                 }
+                for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
         } onGracefulShutdown: { [inputSink] in
@@ -110,6 +119,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(linked.event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .timerFired(let id, let generation):
+            guard timers[id]?.generation == generation else { break }
+            timers[id] = nil
+            perform(machine.handle(.timerFired(id, at: clockMs())))
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -146,6 +159,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             broker = .init(connected: true, since: clockMs(), lastError: nil)
             logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
             outbox.sessionStarted(session)
+            subscribeInbound()
             publishStatus()
             subscribeToFleet()
             perform(fleetConfig.handle(.brokerConnected))
@@ -169,9 +183,39 @@ public final class UnitEngine: Service, @unchecked Sendable {
             pumpOutbox()
         case .message(let message):
             if handleFleetMessage(message) { break }
-            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            receive(message)
         }
         return .running
+    }
+
+    /// QoS 1 on a persistent session: offers sent while we were away are queued by the broker.
+    private func subscribeInbound() {
+        for topic in InboundTopic.allCases {
+            do {
+                try mqtt.subscribe(configuration.unitTopicBase + topic.rawValue, qos: 1)
+            } catch {
+                logger.error("cannot subscribe", metadata: ["topic": "\(topic.rawValue)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func receive(_ message: MQTTMessage) {
+        let base = configuration.unitTopicBase
+        guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {
+            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            return
+        }
+        let now = clockMs()
+        switch InboundMessage.decode(topic: topic, payload: message.payload) {
+        case .success(let inbound):
+            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
+            perform(machine.handle(.inbound(inbound, receivedAt: now)))
+        case .failure(let problem):
+            logger.warning("malformed message", metadata: [
+                "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
+            ])
+            perform(machine.handle(.malformed(problem, at: now)))
+        }
     }
 
     /// Hands the oldest undelivered messages to libmosquitto, up to the in-flight limit.
@@ -197,7 +241,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func publishStatus(online: Bool = true) {
-        let status = StatusMessage(online: online, unit: configuration.unit.id, state: machine.state, t: clockMs())
+        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs())
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -210,37 +254,110 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     // MARK: Actions
 
-    private func perform(_ actions: [UnitAction]) {
+    /// Performs one step's actions: first everything durable in ONE transaction (snapshot, replies,
+    /// events, alarms, rides, fixes), fsync'd when it holds a promise; only then timers, status,
+    /// publishing and what the driver is told. Returns what the driver was told.
+    @discardableResult
+    private func perform(_ actions: [UnitAction]) -> [String] {
+        let stored: Bool
+        do {
+            stored = try storeDurable(actions)
+        } catch {
+            logger.error("cannot store the step; the driver is told", metadata: ["actions": "\(actions)", "error": "\(error)"])
+            let warning = "NOT SENT: the unit cannot store (\(error))"
+            return [warning]
+        }
+        var told: [String] = []
         for action in actions {
-            do {
-                try perform(action)
-            } catch {
-                logger.error("action failed", metadata: ["action": "\(action)", "error": "\(error)"])
+            switch action {
+            case .recordFix(let fix, _):
+                lastFix = (fix, .now)
+            case .persist, .reply, .event, .sos, .recordRide:
+                break
+            case .startTimer(let id, let fireAt):
+                startTimer(id, fireAt: fireAt)
+            case .cancelTimer(let id):
+                timers.removeValue(forKey: id)?.task.cancel()
+            case .statusChanged:
+                publishStatus()
+            case .tellDriver(let text):
+                logger.info("driver: \(text)")
+                told.append(text)
+            case .log(let text):
+                logger.notice("\(text)")
             }
+        }
+        if stored { pumpOutbox() }
+        return told
+    }
+
+    /// Returns whether anything was queued for the broker.
+    private func storeDurable(_ actions: [UnitAction]) throws -> Bool {
+        let promises = actions.contains {
+            switch $0 {
+            case .persist, .reply, .event, .sos, .recordRide: true
+            default: false
+            }
+        }
+        let fixes = actions.contains { if case .recordFix = $0 { true } else { false } }
+        guard promises || fixes else { return false }
+        let unit = configuration.unit.id
+        let now = clockMs()
+        return try store.write(promises ? .full : .normal) { transaction in
+            var queued = false
+            for action in actions {
+                switch action {
+                case .recordFix(let fix, let report):
+                    try transaction.insertPosition(fix)
+                    if report {
+                        try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
+                            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
+                        }
+                        queued = true
+                    }
+                case .persist(let snapshot):
+                    try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
+                case .reply(let reply):
+                    try transaction.enqueue(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                    }
+                    queued = true
+                case .event(let transition):
+                    try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+                    }
+                    queued = true
+                case .sos(let alarm):
+                    try transaction.enqueue(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                    }
+                    queued = true
+                case .recordRide(let ride):
+                    let record = try transaction.insertRide(ride)
+                    logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(record.distanceM))"])
+                default:
+                    break
+                }
+            }
+            return queued
         }
     }
 
-    private func perform(_ action: UnitAction) throws {
-        switch action {
-        case .recordFix(let fix, let report):
-            lastFix = (fix, .now)
-            let unit = configuration.unit.id
-            try store.write { transaction in
-                try transaction.insertPosition(fix)
-                if report {
-                    try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: clockMs()) { seq, id in
-                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
-                    }
-                }
+    /// One task per timer; it only posts the id back into the loop, which re-checks it.
+    private func startTimer(_ id: TimerID, fireAt: Int64) {
+        timers[id]?.task.cancel()
+        timerGeneration += 1
+        let generation = timerGeneration
+        let delayMs = max(0, fireAt - clockMs())
+        let task = Task { [inputSink] in
+            do {
+                try await Task.sleep(for: .milliseconds(delayMs))
+            } catch {
+                return
             }
-            if report { pumpOutbox() }
-        case .statusChanged:
-            publishStatus()
-        case .persist(let snapshot):
-            try store.write(.full) { try $0.saveValue(snapshot, forKey: Self.snapshotKey) }
-        case .tellDriver(let text):
-            logger.info("driver: \(text)")
+            inputSink.yield(.timerFired(id, generation: generation))
         }
+        timers[id] = (task, generation)
     }
 
     // MARK: Control
@@ -250,14 +367,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .status:
             return ControlResponse(ok: true, status: currentStatus())
         case .press:
-            guard let input = request.input, let command = DriverCommand(rawValue: input) else {
-                let known = DriverCommand.allCases.map(\.rawValue).joined(separator: ", ")
-                return .failure("unknown input \"\(request.input ?? "")\"; known: \(known)")
+            switch DriverInput.parse(request.input ?? "") {
+            case .failure(let problem):
+                return .failure(problem.description)
+            case .success(let input):
+                let told = perform(machine.handle(.driver(input, at: clockMs())))
+                return ControlResponse(ok: true, message: told.joined(separator: "; "))
             }
-            let actions = machine.handle(.driver(command))
-            perform(actions)
-            let told = actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
-            return ControlResponse(ok: true, message: told.joined(separator: "; "))
         }
     }
 
@@ -265,15 +381,33 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let depth = (try? store.undeliveredCount()) ?? -1
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
+        let status = machine.status
         return ControlStatus(
             unit: configuration.unit.id,
-            state: machine.state.rawValue,
+            state: status.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
             outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
             storedPositions: stored,
+            pauseReason: status.pauseReason?.rawValue,
+            job: jobStatus(),
+            seatsLeft: status.seatsLeft,
+            sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus
         )
+    }
+
+    /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
+    private func jobStatus() -> ControlStatus.Job? {
+        guard let job = machine.state.job else { return nil }
+        let now = clockMs()
+        func secondsUntil(_ time: Int64) -> Int { Int(max(0, time - now) / 1000) }
+        var offerSecondsLeft: Int?
+        if case .offered(let offer) = machine.state { offerSecondsLeft = secondsUntil(offer.deadline) }
+        return ControlStatus.Job(
+            id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
+            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime, meetingInS: job.meetingTime.map(secondsUntil),
+            shared: job.shared, note: job.note)
     }
 
     // MARK: Shutdown
