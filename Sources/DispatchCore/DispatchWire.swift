@@ -82,18 +82,23 @@ public enum ReplyKind: String, Sendable, Codable, CaseIterable {
 public struct JobReplyReport: Sendable, Equatable, Codable {
     public var id: String
     public var job: String
+    /// What is answered: `job/offer`, or `job/update` / `job/cancel` for an `invalid` answer.
+    public var re: String?
     public var reply: ReplyKind
     public var reason: String?
     /// Unit clock when the answer was made (the driver's key press).
     public var t: Int64
 
-    public init(id: String, job: String, reply: ReplyKind, reason: String? = nil, t: Int64) {
+    public init(id: String, job: String, re: String? = "job/offer", reply: ReplyKind, reason: String? = nil, t: Int64) {
         self.id = id
         self.job = job
+        self.re = re
         self.reply = reply
         self.reason = reason
         self.t = t
     }
+
+    public var answersOffer: Bool { re == nil || re == DispatchTopic.jobOffer.rawValue }
 }
 
 public struct SOSReport: Sendable, Equatable, Codable {

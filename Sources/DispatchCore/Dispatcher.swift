@@ -333,6 +333,15 @@ public struct Dispatcher: Sendable {
     }
 
     private mutating func handle(_ reply: JobReplyReport, from unit: String, now: Int64) -> [DispatchAction] {
+        guard reply.answersOffer else {
+            let why = reply.reason.map { ": \($0)" } ?? ""
+            return [.log(.init(level: .warning, text: "\(unit) refused \(reply.re ?? "") for \(reply.job) (\(reply.reply.rawValue))\(why)"))]
+        }
+        // A unit answers a redelivered offer again with a new id: the same accept is no news.
+        if reply.reply == .accept, requests[reply.job]?.phase == .assigned(unit: unit) {
+            stats.duplicatesDropped += 1
+            return []
+        }
         let key = ProbeKey(job: reply.job, unit: unit)
         guard let open = requests[reply.job], case .offering(unit, let sentAt) = open.phase else {
             replyProbes[key] = nil

@@ -153,6 +153,30 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(h.dispatcher.stats.rejected == 0)
     }
 
+    @Test func aRepeatedAnswerToARedeliveredOfferChangesNothing() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        let again = h.reply("T1", "R1", .accept)
+        #expect(again.isEmpty, "no cancel for the taxi that holds the job")
+        #expect(h.dispatcher.stats.accepted == 1)
+        #expect(h.dispatcher.stats.duplicatesDropped == 1)
+    }
+
+    @Test func anInvalidAnswerToAnUpdateIsOnlyLogged() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        h.request("R2", at: inB, shares: "R1")
+        let refused = h.feed(.report(unit: "T1", .reply(JobReplyReport(id: "x", job: "R1", re: "job/update", reply: .invalid, reason: "too many passengers", t: h.now))))
+        #expect(logs(refused).contains("T1 refused job/update for R1 (invalid): too many passengers"))
+        #expect(offers(refused).isEmpty && cancels(refused).isEmpty)
+        #expect(h.dispatcher.stats.invalid == 0)
+    }
+
     @Test func aLateAcceptIsCancelled() {
         var h = Harness()
         h.status("T1", "available", zone: "A")
