@@ -4,7 +4,7 @@
 set -uo pipefail
 ctl=$1
 socket=$2
-help="keys: d duty  a accept  r reject  v arrived  p on board  c clear  n no-show  s SOS  (Ctrl-C: stop the demo)"
+help="keys: d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  s SOS  (Ctrl-C: stop the demo)"
 last=""
 while true; do
     clear
@@ -14,8 +14,8 @@ while true; do
     [ -n "$last" ] && echo "> $last"
     if read -rsn1 -t 1 key; then
         case "$key" in
-            d) input=duty ;; a) input=accept ;; r) input=reject ;; v) input=arrived ;;
-            p) input=pob ;; c) input=clear ;; n) input=noshow ;; s) input=sos ;;
+            d) input=duty ;; a) input=accept ;; r) input=reject ;; h) input=arrived ;;
+            "") input=pob ;; c) input=clear ;; n) input=noshow ;; s) input=sos ;;
             *) input="" ;;
         esac
         [ -n "$input" ] && last="$input: $("$ctl" press "$input" --socket "$socket" 2>&1)"

@@ -72,15 +72,17 @@ if "$bin/taxiunitd" --check --config <(cat "$work/taxiunitd.toml" "$root/demo/zo
     cat "$root/demo/zones.toml" >> "$work/taxiunitd.toml"
 fi
 terminal_toml="
-[terminal]
-path = \"$work/unit-tty\"
+[input.serial]
+device = \"$work/unit-tty\"
 "
 if "$bin/taxiunitd" --check --config <(cat "$work/taxiunitd.toml"; echo "$terminal_toml") >/dev/null 2>&1; then
     echo "$terminal_toml" >> "$work/taxiunitd.toml"
     # escape=0x03: Ctrl-C ends the console instead of going down the cable.
     console="socat -,raw,echo=0,escape=0x03 $work/console-tty,raw,echo=0"
+    console_title="unit T042's 20x4 terminal   d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show   Ctrl-C: stop the demo"
 else
     console="$root/scripts/demo-driver.sh $bin/taxiunitctl $work/control.sock"
+    console_title="unit T042 (no serial terminal in this build: keys go through taxiunitctl)"
 fi
 
 for _ in $(seq 50); do [ -e "$work/unit-tty" ] && (exec 3<>"/dev/tcp/127.0.0.1/$mqtt_port") 2>/dev/null && break; sleep 0.1; done
@@ -94,6 +96,10 @@ tmux new-session -d -s "$session" -x 200 -y 50 "$console"
 tmux set-hook -t "$session" pane-exited "kill-session -t $session"
 tmux split-window -h -t "$session:0.0" "tail -n +1 -f $work/dispatchsim.log"
 tmux split-window -v -t "$session:0.0" -l 30 "$mqtt_view"
+tmux set -t "$session" pane-border-status top
+tmux select-pane -t "$session:0.0" -T "$console_title"
+tmux select-pane -t "$session:0.1" -T "MQTT traffic"
+tmux select-pane -t "$session:0.2" -T "dispatchsim: a request a minute"
 tmux select-pane -t "$session:0.0"
 echo "demo running: broker 127.0.0.1:$mqtt_port, gpsd 127.0.0.1:$gpsd_port, tmux session $session"
 echo "logs in $work (removed on exit)"
