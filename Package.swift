@@ -71,9 +71,9 @@ let package = Package(
 
         // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
-        .target(name: "DispatchCore"),
+        .target(name: "DispatchCore", dependencies: ["UnitCore"]),
         .executableTarget(name: "dispatchsim", dependencies: [
-            "DispatchCore", "UnitConfig", "MQTTLink", "UnitRuntime",
+            "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "UnitRuntime",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -90,7 +90,7 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
-        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"]),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),

@@ -1,10 +1,12 @@
+import UnitCore
+
 /// The reference dispatcher: zone queues, offers and their rotation, reservations, cancellations and
 /// SOS acknowledgements, as a pure state machine. The shell (dispatchsim) owns the clock, the timers
 /// and the broker; it feeds `DispatchInput`s with the current time and performs the actions.
 
 public struct PassengerRequest: Sendable, Equatable {
     public var id: String
-    public var pickup: GeoPoint
+    public var pickup: Coordinate
     public var address: String?
     public var passengers: Int
     /// A reservation: when the passenger is to be picked up (ms since the epoch).
@@ -14,7 +16,7 @@ public struct PassengerRequest: Sendable, Equatable {
     public var note: String?
 
     public init(
-        id: String, pickup: GeoPoint, address: String? = nil, passengers: Int = 1, meetingTime: Int64? = nil,
+        id: String, pickup: Coordinate, address: String? = nil, passengers: Int = 1, meetingTime: Int64? = nil,
         sharesRideOf: String? = nil, note: String? = nil
     ) {
         self.id = id
@@ -98,7 +100,8 @@ public struct Dispatcher: Sendable {
 
     struct Taxi {
         var online = false
-        var state: String?
+        /// nil while unknown, e.g. after a `busy` answer until the next status.
+        var state: StateName?
         var zone: String?
         /// Once a unit names its zone, that is authoritative; before, its positions place it.
         var reportsZone = false
@@ -165,8 +168,9 @@ public struct Dispatcher: Sendable {
             requests[joined]?.request.passengers = total
             requests[request.id] = OpenRequest(request: request, phase: .assigned(unit: unit), allocationStart: now)
             stats.shared += 1
-            let update = JobUpdateMessage(
-                job: joined, addPickup: .init(request.pickup, address: request.address, passengers: request.passengers))
+            let update = JobUpdate(
+                job: joined,
+                addPickup: .init(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address, passengers: request.passengers))
             return [
                 .send(unit: unit, .update(update)),
                 .log(.init(level: .info, text: "\(request.id) shares \(joined) with \(unit): job/update, \(total) passengers")),
@@ -206,9 +210,9 @@ public struct Dispatcher: Sendable {
             requests[id] = open
             stats.offers += 1
             replyProbes[ProbeKey(job: id, unit: unit)] = ReplyProbe(offerSentAt: now)
-            let offer = JobOfferMessage(
-                job: id, pickup: PickupPlace(open.request.pickup, address: open.request.address),
-                respondWithinS: settings.respondWithinS, passengers: open.request.passengers,
+            let offer = JobOffer(
+                job: id, pickup: Place(lat: open.request.pickup.lat, lon: open.request.pickup.lon, address: open.request.address),
+                respondWithinS: Double(settings.respondWithinS), passengers: open.request.passengers,
                 meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note, t: now)
             let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
@@ -245,7 +249,7 @@ public struct Dispatcher: Sendable {
                 let remaining = max(1, total - open.request.passengers)
                 requests[host]?.request.passengers = remaining
                 return [
-                    .send(unit: unit, .update(JobUpdateMessage(job: host, passengers: remaining))),
+                    .send(unit: unit, .update(JobUpdate(job: host, passengers: remaining))),
                     .log(.init(level: .info, text: "\(id) left shared ride \(host) on \(unit): \(remaining) passengers")),
                 ]
             }
@@ -257,7 +261,7 @@ public struct Dispatcher: Sendable {
     }
 
     private func cancel(job: String, unit: String, reason: String) -> [DispatchAction] {
-        [.send(unit: unit, .cancel(JobCancelMessage(job: job, reason: reason))), .log(.init(level: .info, text: "\(job) cancelled on \(unit) (\(reason))"))]
+        [.send(unit: unit, .cancel(JobCancel(job: job, reason: reason))), .log(.init(level: .info, text: "\(job) cancelled on \(unit) (\(reason))"))]
     }
 
     // MARK: - Unit messages
@@ -265,37 +269,36 @@ public struct Dispatcher: Sendable {
     private mutating func handle(_ report: UnitReport, from unit: String, now: Int64) -> [DispatchAction] {
         switch report {
         case .status(let status):
-            var taxi = taxis[unit, default: Taxi()]
-            taxi.online = status.online
-            taxis[unit] = taxi
-            var actions = status.online ? [] : [DispatchAction.log(.init(level: .info, text: "\(unit) offline"))]
-            if status.online, let t = status.t {
-                actions += apply(state: status.state, zone: status.zone, at: t, to: unit)
-            }
+            taxis[unit, default: Taxi()].online = status.online
+            let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit) } ?? []
             return actions + reconcile(unit)
-        case .event(let event):
-            guard firstArrival(event.id) else { return [] }
-            if event.to == "offered", let job = event.job {
-                replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = event.t
+        case .offline:
+            taxis[unit, default: Taxi()].online = false
+            return [.log(.init(level: .info, text: "\(unit) offline"))] + reconcile(unit)
+        case .event(let id, let transition):
+            guard firstArrival(id) else { return [] }
+            if transition.to == .offered, let job = transition.job {
+                replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t
                 stats.recordProbe(replyProbes.removeIfComplete(ProbeKey(job: job, unit: unit)))
             }
-            return apply(state: event.to, zone: event.zone, at: event.t, to: unit) + reconcile(unit)
-        case .reply(let reply):
-            guard firstArrival(reply.id) else { return [] }
+            return apply(state: transition.to, zone: nil, at: transition.t, to: unit) + reconcile(unit)
+        case .reply(let id, let reply):
+            guard firstArrival(id) else { return [] }
             return handle(reply, from: unit, now: now)
         case .position(let position):
             guard firstArrival(position.id), let last = position.points.last, taxis[unit]?.reportsZone != true,
-                  let zone = zones.zone(containing: GeoPoint(lat: last.lat, lon: last.lon))?.id,
+                  let zone = zones.zone(containing: Coordinate(lat: last.lat, lon: last.lon))?.id,
                   zone != taxis[unit]?.zone else { return [] }
             taxis[unit, default: Taxi()].zone = zone
             return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
-        case .sos(let sos):
-            guard firstArrival(sos.id) else { return [] }
+        case .sos(let id, let alarm):
+            guard firstArrival(id) else { return [] }
             stats.sos += 1
-            let place = sos.fix.map { " at \($0.lat), \($0.lon)" } ?? ", position unknown"
+            let place = alarm.fix.map { " at \($0.lat), \($0.lon)" } ?? ", position unknown"
+            let job = alarm.job.map { " on \($0)" } ?? ""
             return [
-                .send(unit: unit, .sosAck(SOSAckMessage(id: sos.id, t: now))),
-                .log(.init(level: .alarm, text: "SOS from \(unit)\(place) — acknowledged")),
+                .send(unit: unit, .sosAck(SOSAck(id: id))),
+                .log(.init(level: .alarm, text: "SOS from \(unit)\(place), \(alarm.state.rawValue)\(job) — acknowledged")),
             ]
         }
     }
@@ -307,7 +310,7 @@ public struct Dispatcher: Sendable {
         return false
     }
 
-    private mutating func apply(state: String?, zone: String?, at t: Int64, to unit: String) -> [DispatchAction] {
+    private mutating func apply(state: StateName, zone: String?, at t: Int64, to unit: String) -> [DispatchAction] {
         var taxi = taxis[unit, default: Taxi()]
         guard t >= taxi.stateTime else { return [] }
         taxi.stateTime = t
@@ -317,25 +320,23 @@ public struct Dispatcher: Sendable {
             if taxi.zone != nil { actions.append(.log(.init(level: .info, text: "\(unit) moved to zone \(zone)"))) }
             taxi.zone = zone
         }
-        if let state {
-            if let job = taxi.assignedJob, state == "available" || state == "off_duty" {
-                taxi.assignedJob = nil
-                if requests[job]?.phase == .assigned(unit: unit) {
-                    requests[job]?.phase = .closed
-                    stats.completed += 1
-                    actions.append(.log(.init(level: .info, text: "\(unit) finished \(job), now \(state)")))
-                }
+        if let job = taxi.assignedJob, state == .available || state == .offDuty {
+            taxi.assignedJob = nil
+            if requests[job]?.phase == .assigned(unit: unit) {
+                requests[job]?.phase = .closed
+                stats.completed += 1
+                actions.append(.log(.init(level: .info, text: "\(unit) finished \(job), now \(state.rawValue)")))
             }
-            taxi.state = state
         }
+        taxi.state = state
         taxis[unit] = taxi
         return actions
     }
 
-    private mutating func handle(_ reply: JobReplyReport, from unit: String, now: Int64) -> [DispatchAction] {
-        guard reply.answersOffer else {
+    private mutating func handle(_ reply: JobReply, from unit: String, now: Int64) -> [DispatchAction] {
+        guard reply.re == .jobOffer else {
             let why = reply.reason.map { ": \($0)" } ?? ""
-            return [.log(.init(level: .warning, text: "\(unit) refused \(reply.re ?? "") for \(reply.job) (\(reply.reply.rawValue))\(why)"))]
+            return [.log(.init(level: .warning, text: "\(unit) refused \(reply.re.rawValue) for \(reply.job) (\(reply.reply.rawValue))\(why)"))]
         }
         // A unit answers a redelivered offer again with a new id: the same accept is no news.
         if reply.reply == .accept, requests[reply.job]?.phase == .assigned(unit: unit) {
@@ -366,7 +367,7 @@ public struct Dispatcher: Sendable {
             stats.requestToAssignmentMs.append(now - open.allocationStart)
             requests[reply.job]?.phase = .assigned(unit: unit)
             taxis[unit]?.assignedJob = reply.job
-            actions += apply(state: "en_route", zone: nil, at: reply.t, to: unit)
+            actions += apply(state: .enRoute, zone: nil, at: reply.t, to: unit)
             return actions + [.log(.init(level: .info, text: line))] + reconcile(unit)
         case .reject, .timeout, .expired, .invalid:
             switch reply.reply {
@@ -376,11 +377,14 @@ public struct Dispatcher: Sendable {
             default: stats.invalid += 1
             }
             // The unit is back in `available` after any of these: to the end of its queue.
-            actions += apply(state: "available", zone: nil, at: reply.t, to: unit)
+            actions += apply(state: .available, zone: nil, at: reply.t, to: unit)
         case .busy:
             stats.busy += 1
             // Busy with something else: out of the queues until its status says available again.
-            actions += apply(state: "busy", zone: nil, at: reply.t, to: unit)
+            if reply.t >= taxis[unit, default: Taxi()].stateTime {
+                taxis[unit]?.state = nil
+                taxis[unit]?.stateTime = reply.t
+            }
         }
         actions.append(.log(.init(level: reply.reply == .invalid ? .warning : .info, text: line)))
         return actions + reconcile(unit) + offerNext(reply.job, now: now)
@@ -403,7 +407,7 @@ public struct Dispatcher: Sendable {
     private mutating func reconcile(_ unit: String) -> [DispatchAction] {
         let taxi = taxis[unit, default: Taxi()]
         let current = queues.first { $0.value.contains(unit) }?.key
-        guard taxi.online, taxi.state == "available", taxi.offeredJob == nil, let zone = taxi.zone else {
+        guard taxi.online, taxi.state == .available, taxi.offeredJob == nil, let zone = taxi.zone else {
             removeFromQueues(unit)
             return []
         }

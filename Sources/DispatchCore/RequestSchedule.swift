@@ -1,8 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
+import UnitCore
 
 /// Where passenger requests come from: a scenario (explicit times) and random generators with a
 /// rate per zone, merged into one time-ordered list of inputs for the dispatcher.
@@ -69,10 +66,10 @@ public enum RequestSchedule {
         lists.joined().enumerated().sorted { ($0.element.atMs, $0.offset) < ($1.element.atMs, $1.offset) }.map(\.element)
     }
 
-    static func randomPoint<R: RandomNumberGenerator>(in zone: Zone, using random: inout R) -> GeoPoint {
+    static func randomPoint<R: RandomNumberGenerator>(in zone: Zone, using random: inout R) -> Coordinate {
         let lats = zone.polygon.map(\.lat), lons = zone.polygon.map(\.lon)
         while true {
-            let point = GeoPoint(
+            let point = Coordinate(
                 lat: Double.random(in: lats.min()!...lats.max()!, using: &random),
                 lon: Double.random(in: lons.min()!...lons.max()!, using: &random))
             if zone.contains(point) { return point }

@@ -1,47 +1,31 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
+import UnitCore
 
 /// The city's zones: the same `[[zones]]` polygons the units get, so that a taxi and the dispatcher
 /// agree on which queue it is in.
 
-public struct GeoPoint: Sendable, Equatable, Hashable, Codable {
-    public var lat: Double
-    public var lon: Double
-
-    public init(lat: Double, lon: Double) {
-        self.lat = lat
-        self.lon = lon
-    }
-
+extension Coordinate {
     /// Metres east/north of `origin` on a local flat projection: good to well under 1 % over a city.
-    func metres(from origin: GeoPoint) -> (x: Double, y: Double) {
+    func metres(from origin: Coordinate) -> (x: Double, y: Double) {
         let metresPerDegree = 111_320.0
         let x = (lon - origin.lon) * metresPerDegree * cos(origin.lat * .pi / 180)
         let y = (lat - origin.lat) * metresPerDegree
         return (x, y)
-    }
-
-    public func distanceM(to other: GeoPoint) -> Double {
-        let (x, y) = other.metres(from: self)
-        return (x * x + y * y).squareRoot()
     }
 }
 
 public struct Zone: Sendable, Equatable {
     public var id: String
     /// Vertices in order; the last connects back to the first.
-    public var polygon: [GeoPoint]
+    public var polygon: [Coordinate]
 
-    public init(id: String, polygon: [GeoPoint]) {
+    public init(id: String, polygon: [Coordinate]) {
         self.id = id
         self.polygon = polygon
     }
 
     /// Even-odd ray casting; a city zone never crosses the antimeridian.
-    public func contains(_ point: GeoPoint) -> Bool {
+    public func contains(_ point: Coordinate) -> Bool {
         var inside = false
         var previous = polygon[polygon.count - 1]
         for vertex in polygon {
@@ -54,12 +38,12 @@ public struct Zone: Sendable, Equatable {
         return inside
     }
 
-    public var centroid: GeoPoint {
+    public var centroid: Coordinate {
         let count = Double(polygon.count)
-        return GeoPoint(lat: polygon.map(\.lat).reduce(0, +) / count, lon: polygon.map(\.lon).reduce(0, +) / count)
+        return Coordinate(lat: polygon.map(\.lat).reduce(0, +) / count, lon: polygon.map(\.lon).reduce(0, +) / count)
     }
 
-    var edges: [(GeoPoint, GeoPoint)] {
+    var edges: [(Coordinate, Coordinate)] {
         polygon.indices.map { (polygon[$0], polygon[($0 + 1) % polygon.count]) }
     }
 
@@ -91,14 +75,14 @@ public struct ZoneMap: Sendable {
             let centre = zone.centroid
             neighbours[zone.id] = zones
                 .filter { $0.id != zone.id && zone.gapM(to: $0) <= neighbourGapM }
-                .sorted { centre.distanceM(to: $0.centroid) < centre.distanceM(to: $1.centroid) }
+                .sorted { centre.distance(to: $0.centroid) < centre.distance(to: $1.centroid) }
                 .map(\.id)
         }
         self.neighbours = neighbours
     }
 
     /// The first zone (in file order) holding `point`: overlapping zones are resolved by order.
-    public func zone(containing point: GeoPoint) -> Zone? {
+    public func zone(containing point: Coordinate) -> Zone? {
         zones.first { $0.contains(point) }
     }
 

@@ -1,5 +1,6 @@
 import DispatchCore
 import Foundation
+import UnitCore
 
 /// The passengers' side, which a real dispatcher gets from its booking apps: requests and
 /// withdrawals published on `dispatchsim/{fleet}/request` and `…/cancel`, so tests and the demo can
@@ -40,7 +41,7 @@ enum Booking {
             let booking = try JSONDecoder().decode(Request.self, from: Data(payload))
             return .request(
                 PassengerRequest(
-                    id: booking.id, pickup: GeoPoint(lat: booking.pickup.lat, lon: booking.pickup.lon), address: booking.pickup.address,
+                    id: booking.id, pickup: Coordinate(lat: booking.pickup.lat, lon: booking.pickup.lon), address: booking.pickup.address,
                     passengers: booking.passengers ?? 1, meetingTime: booking.meetingTime, sharesRideOf: booking.shares,
                     note: booking.note))
         case cancelTopic:

@@ -2,6 +2,7 @@ import DispatchCore
 import Foundation
 import MQTTLink
 import ServiceLifecycle
+import UnitCore
 
 /// The dispatcher's shell: feeds the broker's messages, the scenario and its own timers to the pure
 /// `Dispatcher` one at a time, and performs what it asks for. Ends when the run's time is up and no
@@ -94,7 +95,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         switch event {
         case .connected:
             let base = "\(options.topicPrefix)/\(options.fleet)/+/"
-            for topic in [DispatchTopic.status, .event, .jobReply, .sos, .pos] {
+            for topic in Self.topicsRead {
                 try? connection.subscribe(base + topic.rawValue, qos: 1)
             }
             let booking = Booking.topics(fleet: options.fleet)
@@ -131,23 +132,42 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard levels.count > prefixLevels + 1 else { return }
         let unit = levels[prefixLevels]
         let name = levels[(prefixLevels + 1)...].joined(separator: "/")
-        let data = Data(message.payload)
-        let decoder = JSONDecoder()
+        guard let topic = UnitTopic(rawValue: name) else { return }
         let report: UnitReport
         do {
-            switch DispatchTopic(rawValue: name) {
-            case .status?: report = .status(try decoder.decode(UnitStatusReport.self, from: data))
-            case .event?: report = .event(try decoder.decode(UnitEventReport.self, from: data))
-            case .jobReply?: report = .reply(try decoder.decode(JobReplyReport.self, from: data))
-            case .sos?: report = .sos(try decoder.decode(SOSReport.self, from: data))
-            case .pos?: report = .position(try decoder.decode(PositionReport.self, from: data))
-            default: return
-            }
+            guard let decoded = try Self.decode(topic, Data(message.payload)) else { return }
+            report = decoded
         } catch {
             note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
             return
         }
         perform(dispatcher.handle(.report(unit: unit, report), now: nowMs()))
+    }
+
+    /// The `id` every unit message but `status` carries beside its body.
+    private struct MessageID: Decodable {
+        var id: String
+    }
+
+    /// What a dispatcher reads of the units' topics (the fleet configuration ones are not its business).
+    private static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos]
+
+    private static func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
+        let decoder = JSONDecoder()
+        switch topic {
+        case .status:
+            do {
+                return .status(try decoder.decode(StatusMessage.self, from: data))
+            } catch {
+                guard let will = try? decoder.decode(OfflineStatusMessage.self, from: data), !will.online else { throw error }
+                return .offline
+            }
+        case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
+        case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
+        case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
+        case .pos: return .position(try decoder.decode(PositionMessage.self, from: data))
+        case .config, .cmd, .configAck, .cmdReply: return nil
+        }
     }
 
     private func perform(_ actions: [DispatchAction]) {

@@ -1,6 +1,7 @@
 import DispatchCore
 import Foundation
 import UnitConfig
+import UnitCore
 
 /// A scenario in TOML (see `scenarios/README.md`): the dispatcher's settings, explicit requests,
 /// withdrawals and random generators. Times are seconds from the start of the run.
@@ -36,7 +37,7 @@ struct ScenarioFile {
                 continue
             }
             let request = PassengerRequest(
-                id: id, pickup: GeoPoint(lat: lat, lon: lon), address: table["address"]?.string,
+                id: id, pickup: Coordinate(lat: lat, lon: lon), address: table["address"]?.string,
                 passengers: table["passengers"]?.integer ?? 1,
                 meetingTime: table["meeting_at_s"]?.number.map { startMs + Int64($0 * 1000) },
                 sharesRideOf: table["shares"]?.string, note: table["note"]?.string)
@@ -70,9 +71,9 @@ struct ScenarioFile {
         var problems: [String] = []
         var zones: [Zone] = []
         for (index, entry) in (try parse(path: path).table["zones"]?.array ?? []).enumerated() {
-            let vertices = (entry.table["polygon"]?.array ?? []).compactMap { vertex -> GeoPoint? in
+            let vertices = (entry.table["polygon"]?.array ?? []).compactMap { vertex -> Coordinate? in
                 guard case .array(let pair) = vertex, pair.count == 2, let lat = pair[0].number, let lon = pair[1].number else { return nil }
-                return GeoPoint(lat: lat, lon: lon)
+                return Coordinate(lat: lat, lon: lon)
             }
             guard let id = entry.table["id"]?.string, vertices.count >= 3,
                   vertices.count == entry.table["polygon"]?.array?.count else {

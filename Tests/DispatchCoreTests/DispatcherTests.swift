@@ -1,13 +1,20 @@
 import DispatchCore
+import Foundation
 import Testing
+import UnitCore
+
+/// Unit messages made the way units send them: JSON, decoded with the units' own types.
+func decoded<T: Decodable>(_ json: String) -> T {
+    try! JSONDecoder().decode(T.self, from: Data(json.utf8))
+}
 
 /// Two squares side by side (A west, B east) and a far-away C: A and B border each other, C borders nobody.
 let squareA = Zone(id: "A", polygon: [.init(lat: 0, lon: 0), .init(lat: 0, lon: 0.01), .init(lat: 0.01, lon: 0.01), .init(lat: 0.01, lon: 0)])
 let squareB = Zone(id: "B", polygon: [.init(lat: 0, lon: 0.01), .init(lat: 0, lon: 0.02), .init(lat: 0.01, lon: 0.02), .init(lat: 0.01, lon: 0.01)])
 let squareC = Zone(id: "C", polygon: [.init(lat: 1, lon: 1), .init(lat: 1, lon: 1.01), .init(lat: 1.01, lon: 1.01), .init(lat: 1.01, lon: 1)])
-let inA = GeoPoint(lat: 0.005, lon: 0.005)
-let inB = GeoPoint(lat: 0.005, lon: 0.015)
-let inC = GeoPoint(lat: 1.005, lon: 1.005)
+let inA = Coordinate(lat: 0.005, lon: 0.005)
+let inB = Coordinate(lat: 0.005, lon: 0.015)
+let inC = Coordinate(lat: 1.005, lon: 1.005)
 
 /// Drives a dispatcher with a hand-held clock and unique message ids.
 struct Harness {
@@ -24,19 +31,26 @@ struct Harness {
     mutating func feed(_ input: DispatchInput) -> [DispatchAction] { dispatcher.handle(input, now: now) }
 
     @discardableResult
-    mutating func status(_ unit: String, _ state: String, zone: String?, online: Bool = true) -> [DispatchAction] {
+    mutating func status(_ unit: String, _ state: String, zone: String?) -> [DispatchAction] {
         now += 1
-        return feed(.report(unit: unit, .status(UnitStatusReport(online: online, state: state, zone: zone, t: now))))
+        let zoneField = zone.map { #","zone":"\#($0)""# } ?? ""
+        let status: StatusMessage = decoded(#"{"online":true,"unit":"\#(unit)","state":"\#(state)","seats_left":4,"t":\#(now)\#(zoneField)}"#)
+        return feed(.report(unit: unit, .status(status)))
     }
 
     @discardableResult
-    mutating func reply(_ unit: String, _ job: String, _ kind: ReplyKind, t: Int64? = nil) -> [DispatchAction] {
+    mutating func event(_ unit: String, _ from: StateName, _ to: StateName, job: String? = nil, t: Int64? = nil) -> [DispatchAction] {
+        feed(.report(unit: unit, .event(id: id(), Transition(t: t ?? now, from: from, to: to, job: job))))
+    }
+
+    @discardableResult
+    mutating func reply(_ unit: String, _ job: String, _ kind: ReplyCode, t: Int64? = nil) -> [DispatchAction] {
         now += 10
-        return feed(.report(unit: unit, .reply(JobReplyReport(id: id(), job: job, reply: kind, t: t ?? now))))
+        return feed(.report(unit: unit, .reply(id: id(), JobReply(job: job, reply: kind, t: t ?? now))))
     }
 
     @discardableResult
-    mutating func request(_ id: String, at point: GeoPoint, meetingTime: Int64? = nil, shares: String? = nil) -> [DispatchAction] {
+    mutating func request(_ id: String, at point: Coordinate, meetingTime: Int64? = nil, shares: String? = nil) -> [DispatchAction] {
         now += 1
         return feed(.request(PassengerRequest(id: id, pickup: point, meetingTime: meetingTime, sharesRideOf: shares)))
     }
@@ -64,13 +78,13 @@ func logs(_ actions: [DispatchAction]) -> String {
     }
 
     @Test func neighboursAreZonesThatTouchNearestFirst() {
-        let farEast = Zone(id: "D", polygon: squareB.polygon.map { GeoPoint(lat: $0.lat, lon: $0.lon + 0.0105) })
+        let farEast = Zone(id: "D", polygon: squareB.polygon.map { Coordinate(lat: $0.lat, lon: $0.lon + 0.0105) })
         let map = ZoneMap(zones: [squareA, squareB, squareC, farEast])
         #expect(map.neighbours["A"] == ["B"])
         #expect(map.neighbours["B"] == ["A", "D"])
         #expect(map.neighbours["C"] == [])
         #expect(map.zone(containing: inC)?.id == "C")
-        #expect(map.zone(containing: GeoPoint(lat: 5, lon: 5)) == nil)
+        #expect(map.zone(containing: Coordinate(lat: 5, lon: 5)) == nil)
     }
 }
 
@@ -93,7 +107,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         let offer = try #require(actions.compactMap { if case .send(_, .offer(let o)) = $0 { o } else { nil } }.first)
         #expect(offer.job == "R1")
         #expect(offer.pickup.lat == inA.lat && offer.pickup.lon == inA.lon)
-        #expect(offer.respondWithinS == 30)
+        #expect(offer.respondWithinS == 30.0)
         #expect(offer.t == h.now)
         #expect(offer.meetingTime == h.now + 59_999)
         #expect(actions.contains(.startTimer(.offerDeadline(job: "R1", unit: "T1"), at: h.now + 35_000)))
@@ -116,8 +130,8 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(h.dispatcher.stats.completed == 1)
     }
 
-    @Test(arguments: [ReplyKind.reject, .timeout, .expired])
-    func aRefusalSendsTheTaxiToTheEndAndTheRequestToTheNext(kind: ReplyKind) {
+    @Test(arguments: [ReplyCode.reject, .timeout, .expired])
+    func aRefusalSendsTheTaxiToTheEndAndTheRequestToTheNext(kind: ReplyCode) {
         var h = Harness()
         for unit in ["T1", "T2", "T3"] { h.status(unit, "available", zone: "A") }
         h.request("R1", at: inA)
@@ -171,7 +185,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         h.request("R2", at: inB, shares: "R1")
-        let refused = h.feed(.report(unit: "T1", .reply(JobReplyReport(id: "x", job: "R1", re: "job/update", reply: .invalid, reason: "too many passengers", t: h.now))))
+        let refused = h.feed(.report(unit: "T1", .reply(id: "x", JobReply(job: "R1", re: .jobUpdate, reply: .invalid, reason: "too many passengers", t: h.now))))
         #expect(logs(refused).contains("T1 refused job/update for R1 (invalid): too many passengers"))
         #expect(offers(refused).isEmpty && cancels(refused).isEmpty)
         #expect(h.dispatcher.stats.invalid == 0)
@@ -204,7 +218,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.status("T9", "available", zone: "B")
         #expect(offers(h.request("R1", at: inA)) == ["R1→T9"])
         #expect(offers(h.request("R2", at: inC)).isEmpty)
-        #expect(offers(h.request("R3", at: GeoPoint(lat: 9, lon: 9))).isEmpty)
+        #expect(offers(h.request("R3", at: Coordinate(lat: 9, lon: 9))).isEmpty)
         #expect(h.dispatcher.stats.unserved == 2)
     }
 
@@ -222,33 +236,36 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func eventsMoveTaxisAndOldOnesAreHistory() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
+        h.status("T1", "paused", zone: "A")
         h.now += 100
-        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e1", t: h.now, from: "available", to: "available", zone: "B"))))
-        #expect(h.dispatcher.queue(of: "B") == ["T1"])
+        h.event("T1", .paused, .available)
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
         // A stored-and-forwarded event from before is not the taxi's state any more.
-        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e0", t: h.now - 50, from: "off_duty", to: "available", zone: "A"))))
-        #expect(h.dispatcher.queue(of: "B") == ["T1"])
-        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e2", t: h.now + 1, from: "available", to: "paused"))))
-        #expect(h.dispatcher.queue(of: "B") == [])
+        h.event("T1", .available, .offDuty, t: h.now - 50)
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        h.event("T1", .available, .paused, t: h.now + 1)
+        #expect(h.dispatcher.queue(of: "A") == [])
     }
 
     @Test func positionsPlaceTaxisThatDoNotNameTheirZone() {
         var h = Harness()
+        func position(_ id: String, _ point: Coordinate) -> UnitReport {
+            .position(decoded(#"{"unit":"T","seq":1,"id":"\#(id)","points":[{"t":1,"lat":\#(point.lat),"lon":\#(point.lon)}]}"#))
+        }
         h.status("T1", "available", zone: nil)
         #expect(h.dispatcher.queues.values.allSatisfy { $0.isEmpty })
-        h.feed(.report(unit: "T1", .position(PositionReport(id: "p1", points: [.init(lat: inB.lat, lon: inB.lon)]))))
+        h.feed(.report(unit: "T1", position("p1", inB)))
         #expect(h.dispatcher.queue(of: "B") == ["T1"])
         // A unit that names its zone is believed over its positions.
         h.status("T2", "available", zone: "A")
-        h.feed(.report(unit: "T2", .position(PositionReport(id: "p2", points: [.init(lat: inB.lat, lon: inB.lon)]))))
+        h.feed(.report(unit: "T2", position("p2", inB)))
         #expect(h.dispatcher.queue(of: "A") == ["T2"])
     }
 
     @Test func offlineTaxisLeaveTheQueue() {
         var h = Harness()
         h.status("T1", "available", zone: "A")
-        h.feed(.report(unit: "T1", .status(UnitStatusReport(online: false))))
+        h.feed(.report(unit: "T1", .offline))
         #expect(h.dispatcher.queue(of: "A") == [])
         h.status("T1", "available", zone: "A")
         #expect(h.dispatcher.queue(of: "A") == ["T1"])
@@ -259,9 +276,9 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.status("T1", "available", zone: "A")
         h.status("T2", "available", zone: "A")
         h.request("R1", at: inA)
-        let reject = JobReplyReport(id: "same", job: "R1", reply: .reject, t: h.now)
-        #expect(offers(h.feed(.report(unit: "T1", .reply(reject)))) == ["R1→T2"])
-        #expect(h.feed(.report(unit: "T1", .reply(reject))).isEmpty)
+        let reject = JobReply(job: "R1", reply: .reject, t: h.now)
+        #expect(offers(h.feed(.report(unit: "T1", .reply(id: "same", reject)))) == ["R1→T2"])
+        #expect(h.feed(.report(unit: "T1", .reply(id: "same", reject))).isEmpty)
         #expect(h.dispatcher.stats.rejected == 1)
         #expect(h.dispatcher.stats.duplicatesDropped == 1)
     }
@@ -305,20 +322,20 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         let actions = h.request("R2", at: inB, shares: "R1")
-        #expect(actions.contains(.send(unit: "T1", .update(JobUpdateMessage(job: "R1", addPickup: .init(inB, address: nil, passengers: 1))))))
+        #expect(actions.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", addPickup: .init(lat: inB.lat, lon: inB.lon, passengers: 1))))))
         #expect(h.dispatcher.stats.shared == 1)
         let left = h.feed(.withdraw(request: "R2"))
-        #expect(left.contains(.send(unit: "T1", .update(JobUpdateMessage(job: "R1", passengers: 1)))))
+        #expect(left.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", passengers: 1)))))
         #expect(cancels(left).isEmpty, "the host's ride goes on")
     }
 
     @Test func sosIsAcknowledgedOnce() {
         var h = Harness()
-        let sos = SOSReport(id: "s1", t: h.now, fix: .init(lat: 1, lon: 2))
-        let actions = h.feed(.report(unit: "T1", .sos(sos)))
-        #expect(actions.contains(.send(unit: "T1", .sosAck(SOSAckMessage(id: "s1", t: h.now)))))
-        #expect(logs(actions).contains("SOS from T1 at 1.0, 2.0"))
-        #expect(h.feed(.report(unit: "T1", .sos(sos))).isEmpty)
+        let alarm: SOSAlarm = decoded(#"{"t":5,"state":"en_route","job":"R9","fix":{"t":4,"lat":1,"lon":2}}"#)
+        let actions = h.feed(.report(unit: "T1", .sos(id: "s1", alarm)))
+        #expect(actions.contains(.send(unit: "T1", .sosAck(SOSAck(id: "s1")))))
+        #expect(logs(actions).contains("SOS from T1 at 1.0, 2.0, en_route on R9"))
+        #expect(h.feed(.report(unit: "T1", .sos(id: "s1", alarm))).isEmpty)
         #expect(h.dispatcher.stats.sos == 1)
     }
 
@@ -328,9 +345,9 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.request("R1", at: inA)
         let sent = h.now
         // The unit got the offer 7 ms later; the driver thought for 3 s; the reply took 5 ms back.
-        h.feed(.report(unit: "T1", .event(UnitEventReport(id: "e1", t: sent + 7, from: "available", to: "offered", job: "R1"))))
+        h.event("T1", .available, .offered, job: "R1", t: sent + 7)
         h.now = sent + 7 + 3000 + 5
-        h.feed(.report(unit: "T1", .reply(JobReplyReport(id: "r1", job: "R1", reply: .accept, t: sent + 7 + 3000))))
+        h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .accept, t: sent + 7 + 3000))))
         #expect(h.dispatcher.stats.offerToReplyMs == [3012])
         #expect(h.dispatcher.stats.offerToReplyTransitMs == [12])
     }
