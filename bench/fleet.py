@@ -86,6 +86,24 @@ def usage(pids):
     return rss, cpu
 
 
+def memory(pids):
+    """(PSS, private) bytes in total: RSS counts the shared libraries (Foundation, ICU data, the
+    Swift runtime) once per process, PSS shares them out, private is what one more unit costs."""
+    pss = private = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                for line in rollup:
+                    key, _, value = line.partition(":")
+                    if key == "Pss":
+                        pss += int(value.split()[0]) * 1024
+                    elif key in ("Private_Clean", "Private_Dirty"):
+                        private += int(value.split()[0]) * 1024
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return pss, private
+
+
 def rank(samples, p):
     """Nearest-rank percentile, as dispatchsim prints them."""
     ordered = sorted(samples)
@@ -156,6 +174,7 @@ level = "warning"
         if int(elapsed) % 60 < 5:
             print(f"   {elapsed:5.0f} s  units RSS {rss / 2**20:7.0f} MiB", flush=True)
     _, cpu_end = usage(pids)
+    pss, private = memory(pids)
     wall = time.time() - started
     alive = sum(1 for u in units if u.poll() is None)
     group.stop([driver])
@@ -163,7 +182,8 @@ level = "warning"
     with open(stats_path) as f:
         stats = json.load(f)
     stats.update(
-        name=name, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, cpu_s=cpu_end - cpu_start, wall_s=wall,
+        name=name, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
+        cpu_s=cpu_end - cpu_start, wall_s=wall,
         summary=open(os.path.join(directory, "dispatchsim.log")).read().split("----- dispatchsim summary", 1)[-1])
     return stats
 
@@ -180,7 +200,8 @@ def describe(stats):
         f"offer -> reply, as seen by dispatch  {percentiles(stats['offer_to_reply_ms'])}",
         f"request -> assignment                {percentiles(assignment)}   within 5 s {within(5000):.1f} %, within 10 s {within(10000):.1f} %",
         f"units RSS: idle {stats['idle_rss'] / mib:.0f} MiB, peak {stats['peak_rss'] / mib:.0f} MiB "
-        f"({stats['peak_rss'] / mib / stats['units']:.1f} MiB per unit)",
+        f"({stats['peak_rss'] / mib / stats['units']:.1f} MiB per unit); at the end PSS {stats['pss'] / mib / stats['units']:.1f} MiB "
+        f"and private {stats['private'] / mib / stats['units']:.1f} MiB per unit",
         f"units CPU: {stats['cpu_s']:.0f} s over {stats['wall_s']:.0f} s = {100 * stats['cpu_s'] / stats['wall_s']:.0f} % of one core "
         f"({100 * stats['cpu_s'] / stats['wall_s'] / stats['units']:.2f} % per unit) on {os.cpu_count()} cores",
     ]
@@ -223,6 +244,7 @@ def main():
         targets = [
             ("offer -> reply p95 < 500 ms (think time excluded)", transit_p95 is not None and transit_p95 < 500),
             ("RSS per unit <= 12 MB", fleet["peak_rss"] / fleet["units"] <= 12 * 10**6),
+            ("PSS per unit <= 12 MB (shared libraries shared out)", fleet["pss"] / fleet["units"] <= 12 * 10**6),
         ]
         print("--- targets")
         for label, met in targets:
