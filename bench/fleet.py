@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fleet benchmark: N real taxiunitd processes (each its own SQLite file, client id, unit id and
-control socket), GPS from 4 shared gpsfake replays of the demo route started 15 s apart, one local
+control socket), GPS from shared gpsfake replays of the demo route (one per 50 units) started 5 s apart, one local
 mosquitto, dispatchsim generating requests at --rate per second over the 4 Midtown zones for
 --duration seconds, and scripted drivers (bench/driver.py) answering every offer after 1-5 s.
 
@@ -227,13 +227,16 @@ def main():
                     + ("user root\n" if os.getuid() == 0 else ""))
         group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
         wait_port(broker_port)
+        # gpsd serves a limited number of clients (64 in Debian's build): one replay per 50 units,
+        # started 5 s apart so the fleet is spread along the route.
         gpsd_ports = []
-        for replay in range(4):
+        replays = max(2, math.ceil(max(args.units, args.baseline_units) / 50))
+        for replay in range(replays):
             port = free_port()
             group.start(["gpsfake", "-q", "-P", str(port), "-c", "0.5", f"{ROOT}/demo/manhattan-midtown.nmea"], f"{work}/gpsfake-{replay}.log")
             wait_port(port)
             gpsd_ports.append(port)
-            time.sleep(15 if replay < 3 else 0)
+            time.sleep(5)
         results = [run_fleet("baseline", args.baseline_units, args, args.bin, work, broker_port, gpsd_ports, group),
                    run_fleet("fleet", args.units, args, args.bin, work, broker_port, gpsd_ports, group)]
         print()
