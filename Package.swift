@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
         .executable(name: "dispatchsim", targets: ["dispatchsim"]),
+        .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -26,7 +27,7 @@ let package = Package(
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
         .target(name: "UnitConfig", dependencies: [
-            "UnitCore",
+            "UnitCore", "DriverKeys",
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
@@ -50,9 +51,18 @@ let package = Package(
         ]),
         .target(name: "ControlSocket"),
 
+        // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
+        .target(name: "DriverKeys"),
+        .target(name: "DriverDisplay", dependencies: ["UnitConfig"]),
+        .target(name: "DriverDevices", dependencies: [
+            "DriverKeys", "DriverDisplay",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
+            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
+            "DriverDisplay",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -85,6 +95,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 
+        // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
+        .executableTarget(name: "TerminalLatencyBench", dependencies: [
+            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "bench/terminal-latency"),
+
         .testTarget(name: "UnitCoreTests", dependencies: [
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
@@ -92,10 +108,16 @@ let package = Package(
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
+        .testTarget(name: "DriverKeysTests", dependencies: [
+            "DriverKeys",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl",
+            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),
     ]
 )

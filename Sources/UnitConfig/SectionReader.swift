@@ -84,6 +84,16 @@ struct SectionReader {
         return flag
     }
 
+    /// A sub-table (`[input.serial]`, `[input.serial.keys]`); nil when absent.
+    mutating func table(_ key: String) -> [String: ConfigValue]? {
+        guard let value = take(key) else { return nil }
+        guard case .table(let entries) = value else {
+            problems.append("\(name(key)) must be a table, found \(value.typeName)")
+            return nil
+        }
+        return entries
+    }
+
     /// A list of strings; absent means empty.
     mutating func strings(_ key: String) -> [String] {
         guard let value = take(key) else { return [] }

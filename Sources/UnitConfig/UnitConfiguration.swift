@@ -6,6 +6,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     public struct Unit: Sendable, Equatable {
         public var id: String
         public var fleet: String
+        /// The terminal's language: a catalogue `<language>.toml` in `catalogues`.
+        public var language: String
+        public var catalogues: String
         public var seats: Int
     }
 
@@ -67,6 +70,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var control: Control
     public var reporting: Reporting
     public var log: Log
+    public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
 
@@ -78,7 +82,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job"]
+        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -87,8 +91,13 @@ public struct UnitConfiguration: Sendable, Equatable {
         let unit = Unit(
             id: unitSection.string("id", default: nil) ?? "",
             fleet: unitSection.string("fleet", default: nil) ?? "",
+            language: unitSection.string("language", default: "en")!,
+            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang")!,
             seats: unitSection.integer("seats", default: 4, in: 1...99)
         )
+        if !Self.isLanguageCode(unit.language) {
+            unitSection.reject("language must be a language code such as en, it or zu, found \"\(unit.language)\"")
+        }
         for (key, value) in [("id", unit.id), ("fleet", unit.fleet)] where !value.isEmpty && !Self.isTopicSafe(value) {
             unitSection.reject("\(key) may use only letters, digits, '-' and '_', found \"\(value)\"")
         }
@@ -135,6 +144,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         let log = Log(level: logSection.oneOf("level", default: "info", allowed: Self.logLevels))
         logSection.finish(into: &problems)
 
+        let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
         var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
         let fleet = Fleet(
             configPubkeys: fleetSection.strings("config_pubkeys").compactMap { key in
@@ -165,6 +175,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.control = control
         self.reporting = reporting
         self.log = log
+        self.input = input
         self.fleet = fleet
         self.job = job
     }
@@ -196,6 +207,23 @@ public struct UnitConfiguration: Sendable, Equatable {
             return false
         }
         return text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == extra) }
+    }
+
+    /// `en`, `zu`, `pt-BR`: it names a file, so nothing else is allowed.
+    static func isLanguageCode(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let base = parts.first, (2...3).contains(base.count),
+              base.allSatisfy({ $0.isASCII && $0.isLowercase }) else { return false }
+        return parts.count == 1 || (2...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
+    /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
+    /// `taxiunitctl press` goes through.
+    static func driverInputProblem(_ text: String) -> String? {
+        switch DriverInput.parse(text) {
+        case .success: nil
+        case .failure(let problem): problem.description
+        }
     }
 
     public var unitSettings: UnitSettings {

@@ -83,6 +83,7 @@ extension UnitEngine {
             log(ack)
             pumpOutbox()
         case .use(let next, let reconnect):
+            if next.unit.language != configuration.unit.language { devices?.useLanguage(of: next) }
             configuration = next
             machine.settings = next.unitSettings
             outbox.maxInFlight = next.mqtt.maxInflight

@@ -1,4 +1,6 @@
 import ControlSocket
+import DriverDevices
+import DriverDisplay
 import FleetControl
 import Foundation
 import GPSReader
@@ -14,6 +16,8 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    /// A button or the serial terminal.
+    case driver(DriverPress)
     /// `generation` tells a restarted timer from a stale firing of the one it replaced.
     case timerFired(TimerID, generation: UInt64)
     case shutdownRequested
@@ -50,13 +54,20 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var timerGeneration: UInt64 = 0
     /// The fleet zone the unit is in, for `status`; stays nil until zone tracking sets it.
     private var zone: String?
+    let devices: DriverDeviceSet?
+    private var panel = DriverPanel()
+    private var shownView: DriverView?
 
     static let snapshotKey = "unit_snapshot"
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
     /// `local` is the validated local file; fleet documents stored in `store` are laid over it.
-    public init(local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger) throws {
+    /// `devices`: the driver's buttons and terminal; their presses come in, the terminal is shown
+    /// every new `DriverView`.
+    public init(
+        local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
+    ) throws {
         fleetConfig = try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
         fleetCommands = CommandGate(trust: fleetConfig.trust, executed: try store.executedCommands(now: Self.clockMs()))
         let configuration = fleetConfig.configuration
@@ -65,6 +76,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.mqtt = mqtt
         self.gpsd = gpsd
         self.logger = logger
+        self.devices = devices
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
@@ -88,7 +100,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
     public func run() async throws {
         startFleetControl()
         // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
-        perform(machine.handle(.resumed(at: clockMs())))
+        // The fleet's config in force may have set another language than the local file.
+        devices?.useLanguage(of: configuration)
+        step(.resumed(at: clockMs()))
+        refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [gpsd, inputSink] in
@@ -97,8 +112,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 group.addTask { [mqtt, inputSink] in
                     for await event in mqtt.events { inputSink.yield(.mqtt(event)) }
                 }
+                for presses in devices?.presses ?? [] {
+                    group.addTask { [inputSink] in
+                        for await press in presses { inputSink.yield(.driver(press)) }
+                    }
+                }
                 for await input in inputs {
-                    if handle(input) == .finished { break }
+                    let outcome = handle(input)
+                    refreshDriverView()
+                    if outcome == .finished { break }
                 }
                 for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
@@ -119,10 +141,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(linked.event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .driver(let press):
+            if case .failure(let problem) = driverInput(press.input) {
+                logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
+            }
         case .timerFired(let id, let generation):
             guard timers[id]?.generation == generation else { break }
             timers[id] = nil
-            perform(machine.handle(.timerFired(id, at: clockMs())))
+            step(.timerFired(id, at: clockMs()))
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -147,7 +173,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            perform(machine.handle(.gps(sample)))
+            step(.gps(sample))
         }
     }
 
@@ -209,12 +235,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
         switch InboundMessage.decode(topic: topic, payload: message.payload) {
         case .success(let inbound):
             logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
-            perform(machine.handle(.inbound(inbound, receivedAt: now)))
+            step(.inbound(inbound, receivedAt: now))
         case .failure(let problem):
             logger.warning("malformed message", metadata: [
                 "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
             ])
-            perform(machine.handle(.malformed(problem, at: now)))
+            step(.malformed(problem, at: now))
         }
     }
 
@@ -360,6 +386,38 @@ public final class UnitEngine: Service, @unchecked Sendable {
         timers[id] = (task, generation)
     }
 
+    // MARK: Driver
+
+    /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
+    /// Returns what the driver was told.
+    private func driverInput(_ text: String) -> Result<[String], DriverInput.ParseError> {
+        DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
+    }
+
+    /// Feeds one event to the state machine, performs its actions and notes what the driver should see.
+    @discardableResult
+    private func step(_ event: UnitEvent) -> [String] {
+        let before = machine.state
+        let actions = machine.handle(event)
+        let told = perform(actions)
+        panel.stepped(event, before: before, after: machine.state, actions: actions)
+        return told
+    }
+
+    /// Hands the terminal a new view when what it shows has changed.
+    private func refreshDriverView() {
+        guard let terminal = devices?.terminal else { return }
+        // The count of waiting messages is shown only offline: no store query while online.
+        let waiting = broker.connected ? 0 : ((try? store.undeliveredCount()) ?? 0)
+        let fix = machine.lastFix.map(Coordinate.init)
+        let view = panel.view(
+            state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
+            distance: { place in fix?.distance(to: place.coordinate) })
+        guard view != shownView else { return }
+        shownView = view
+        terminal.show(view)
+    }
+
     // MARK: Control
 
     private func answer(_ request: ControlRequest) -> ControlResponse {
@@ -367,11 +425,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .status:
             return ControlResponse(ok: true, status: currentStatus())
         case .press:
-            switch DriverInput.parse(request.input ?? "") {
+            switch driverInput(request.input ?? "") {
             case .failure(let problem):
                 return .failure(problem.description)
-            case .success(let input):
-                let told = perform(machine.handle(.driver(input, at: clockMs())))
+            case .success(let told):
                 return ControlResponse(ok: true, message: told.joined(separator: "; "))
             }
         }

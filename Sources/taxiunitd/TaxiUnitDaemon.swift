@@ -37,6 +37,17 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if check {
+            // The language matters only to a terminal: without one, its catalogue need not exist here.
+            if settings.input.serial != nil {
+                do {
+                    let catalogue = try DriverDeviceSet.catalogue(settings)
+                    for key in catalogue.missingKeys { print("\(config): warning: catalogue \(catalogue.language) has no \(key.rawValue); English is shown") }
+                    for key in catalogue.unknownKeys { print("\(config): warning: catalogue \(catalogue.language) has an unknown text \(key)") }
+                } catch {
+                    for problem in error.problems { printToStandardError("\(config): \(problem)") }
+                    throw ExitCode(1)
+                }
+            }
             print("\(config): OK")
             return
         }
@@ -52,18 +63,22 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         // The engine connects it with the fleet's config in force, which may name another broker.
         let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
-        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger)
+        let devices = DriverDeviceSet(configuration: settings, logger: logger)
+        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger, devices: devices)
         let control = ControlServer(path: settings.control.socket) { request in await engine.handleControl(request) }
 
         // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: AdapterService(mqtt)),
+            .init(service: AdapterService(gpsd)),
+            .init(service: AdapterService(control)),
+        ]
+        if let buttons = devices.buttons { services.append(.init(service: AdapterService(buttons))) }
+        if let terminal = devices.terminal { services.append(.init(service: AdapterService(terminal))) }
+        services.append(.init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup))
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: AdapterService(mqtt)),
-                    .init(service: AdapterService(gpsd)),
-                    .init(service: AdapterService(control)),
-                    .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
