@@ -55,6 +55,7 @@ cat > "$work/taxiunitd.toml" <<CONF
 [unit]
 id = "T042"
 fleet = "demo"
+catalogues = "$root/share/taxiunitd/lang"
 [gpsd]
 port = $gpsd_port
 [mqtt]
@@ -66,24 +67,11 @@ path = "$work/unit.sqlite"
 socket = "$work/control.sock"
 [reporting]
 interval_s = 5
-CONF
-# Newer units know the fleet's zones and the serial terminal; use them when this build does.
-if "$bin/taxiunitd" --check --config <(cat "$work/taxiunitd.toml" "$root/demo/zones.toml") >/dev/null 2>&1; then
-    cat "$root/demo/zones.toml" >> "$work/taxiunitd.toml"
-fi
-terminal_toml="
 [input.serial]
-device = \"$work/unit-tty\"
-"
-if "$bin/taxiunitd" --check --config <(cat "$work/taxiunitd.toml"; echo "$terminal_toml") >/dev/null 2>&1; then
-    echo "$terminal_toml" >> "$work/taxiunitd.toml"
-    # escape=0x03: Ctrl-C ends the console instead of going down the cable.
-    console="socat -,raw,echo=0,escape=0x03 $work/console-tty,raw,echo=0"
-    console_title="unit T042's 20x4 terminal   d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show   Ctrl-C: stop the demo"
-else
-    console="$root/scripts/demo-driver.sh $bin/taxiunitctl $work/control.sock"
-    console_title="unit T042 (no serial terminal in this build: keys go through taxiunitctl)"
-fi
+device = "$work/unit-tty"
+CONF
+# escape=0x03: Ctrl-C ends the console instead of going down the cable.
+console="socat -,raw,echo=0,escape=0x03 $work/console-tty,raw,echo=0"
 
 for _ in $(seq 50); do [ -e "$work/unit-tty" ] && (exec 3<>"/dev/tcp/127.0.0.1/$mqtt_port") 2>/dev/null && break; sleep 0.1; done
 start "$bin/taxiunitd" --config "$work/taxiunitd.toml" > "$work/taxiunitd.log" 2>&1
@@ -97,7 +85,7 @@ tmux set-hook -t "$session" pane-exited "kill-session -t $session"
 tmux split-window -h -t "$session:0.0" "tail -n +1 -f $work/dispatchsim.log"
 tmux split-window -v -t "$session:0.0" -l 30 "$mqtt_view"
 tmux set -t "$session" pane-border-status top
-tmux select-pane -t "$session:0.0" -T "$console_title"
+tmux select-pane -t "$session:0.0" -T "unit T042's 20x4 terminal: d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  Ctrl-L repaint  Ctrl-C stop"
 tmux select-pane -t "$session:0.1" -T "MQTT traffic"
 tmux select-pane -t "$session:0.2" -T "dispatchsim: a request a minute"
 tmux select-pane -t "$session:0.0"

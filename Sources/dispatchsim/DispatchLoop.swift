@@ -26,6 +26,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
     private var dispatcher: Dispatcher
     private var schedule: [ScheduledInput]
     private let startMs: Int64
+    /// When the scenario's clock starts: shortly after the first connection, so that the units'
+    /// retained statuses have filled the queues before the first request.
+    private var scheduleStartMs: Int64?
     private var timers: [DispatchTimer: Int64] = [:]
     /// Offers and acks made while the broker was away; QoS 1 takes over once they are handed over.
     private var unsent: [(topic: String, payload: [UInt8])] = []
@@ -77,7 +80,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
     /// Feeds everything whose time has come, and decides whether the run is over.
     private func runDue() {
         let now = nowMs()
-        while let next = schedule.first, startMs + next.atMs <= now {
+        guard let scheduleStartMs else { return }
+        while let next = schedule.first, scheduleStartMs + next.atMs <= now {
             schedule.removeFirst()
             perform(dispatcher.handle(next.input, now: now))
         }
@@ -85,7 +89,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             timers[timer] = nil
             perform(dispatcher.handle(.timerFired(timer), now: now))
         }
-        if let durationS = options.durationS, now - startMs >= Int64(durationS * 1000), schedule.isEmpty,
+        if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
            dispatcher.pendingOffers == 0 {
             finished = true
         }
@@ -94,6 +98,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
     private func handle(_ event: MQTTEvent) {
         switch event {
         case .connected:
+            if scheduleStartMs == nil { scheduleStartMs = nowMs() + 1000 }
             let base = "\(options.topicPrefix)/\(options.fleet)/+/"
             for topic in Self.topicsRead {
                 try? connection.subscribe(base + topic.rawValue, qos: 1)
