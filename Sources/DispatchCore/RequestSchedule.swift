@@ -47,7 +47,9 @@ public enum RequestSchedule {
             var number = 0
             while atS < durationS {
                 number += 1
-                let request = PassengerRequest(id: "\(zone.id)-\(number)", pickup: randomPoint(in: zone, using: &random))
+                // The id doubles as the address, so a 20-column terminal shows something readable.
+                let id = "\(zone.id)-\(number)"
+                let request = PassengerRequest(id: id, pickup: randomPoint(in: zone, using: &random), address: id)
                 inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
                 switch demand.rate {
                 case .every(let seconds):

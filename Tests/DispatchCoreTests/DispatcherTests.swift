@@ -373,6 +373,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         for item in first {
             guard case .request(let request) = item.input else { continue }
             #expect(map[String(request.id.prefix(1))]!.contains(request.pickup))
+            #expect(request.address == request.id)
         }
         #expect(throws: ScheduleError.self) { try RequestSchedule.generate([ZoneDemand(zone: "Z", rate: .every(seconds: 1))], zones: map, durationS: 10, seed: 1) }
     }
