@@ -91,7 +91,7 @@ let package = Package(
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
-            "MQTTLink", "ControlSocket",
+            "MQTTLink", "ControlSocket", "UnitCore",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 
@@ -116,6 +116,11 @@ let package = Package(
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
+        .testTarget(name: "LocalCacheTests", dependencies: [
+            "LocalCache", "UnitCore", "TestHarness",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),

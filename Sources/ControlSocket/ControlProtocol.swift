@@ -43,13 +43,28 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     }
 
     public struct Outbox: Sendable, Equatable, Codable {
-        /// Messages stored and not yet acknowledged by the broker.
+        /// Messages stored and not yet acknowledged by the broker (positions count points).
         public var depth: Int
         public var inFlight: Int
+        public var alarm: Int
+        public var reply: Int
+        public var event: Int
+        public var position: Int
+        /// Positions the bounded store thinned away or dropped, since the store was created.
+        public var positionsThinned: Int
+        public var positionsDropped: Int
 
-        public init(depth: Int, inFlight: Int) {
+        public init(
+            depth: Int, inFlight: Int, alarm: Int, reply: Int, event: Int, position: Int, positionsThinned: Int, positionsDropped: Int
+        ) {
             self.depth = depth
             self.inFlight = inFlight
+            self.alarm = alarm
+            self.reply = reply
+            self.event = event
+            self.position = position
+            self.positionsThinned = positionsThinned
+            self.positionsDropped = positionsDropped
         }
     }
 

@@ -27,8 +27,15 @@ public final class MQTTConnection: @unchecked Sendable {
     /// only this lock, never `state`, so the two orders cannot deadlock.
     private let connectedLock = NSLock()
     private var connectedSession: MQTTSessionID?
-    private var loopThread: Thread?
-    private let loopFinished = DispatchSemaphore(value: 0)
+    /// The session of the current handle: an abandoned loop thread's late CONNACK is ignored.
+    private var latestSession: MQTTSessionID = 0
+    /// Guarded by `state`. A loop thread whose generation is not current exits as soon as it
+    /// gets control back: that is how a stalled loop is replaced.
+    private var loopGeneration = 0
+    private var loopFinished: DispatchSemaphore?
+    /// When the current loop thread last came round; guarded by `heartbeatLock`.
+    private let heartbeatLock = NSLock()
+    private var heartbeat = ContinuousClock.now
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
 
@@ -42,25 +49,61 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     public func start() {
+        state.lock()
+        defer { state.unlock() }
+        startLoopThread()
+    }
+
+    /// Caller holds `state`.
+    private func startLoopThread() {
+        loopGeneration += 1
+        let generation = loopGeneration
+        let finished = DispatchSemaphore(value: 0)
+        loopFinished = finished
+        beat()
         let thread = Thread { [self] in
-            runLoop()
-            loopFinished.signal()
+            runLoop(generation: generation)
+            finished.signal()
         }
         thread.name = "mqtt-loop"
-        loopThread = thread
         thread.start()
     }
 
     /// Disconnects cleanly (no last will) and waits for the loop thread to end.
     public func stop() {
         state.lock()
-        let wasRunning = loopThread != nil && !isStopping
+        let running = isStopping ? nil : loopFinished
         isStopping = true
         if let handle { mosquitto_disconnect(handle) }
         state.broadcast()
         state.unlock()
-        if wasRunning { loopFinished.wait() }
+        running?.wait()
         eventSink.finish()
+    }
+
+    /// How long ago the loop thread last came round; it does at least once a second when healthy.
+    public var loopSilence: Duration {
+        heartbeatLock.withLock { ContinuousClock.now - heartbeat }
+    }
+
+    /// A loop thread that stopped coming round (stuck in a blocking call, or gone) is abandoned
+    /// and a fresh one started, with a fresh handle and session. Returns true if it restarted.
+    @discardableResult
+    public func restartLoopIfSilent(longerThan limit: Duration) -> Bool {
+        state.lock()
+        defer { state.unlock() }
+        guard !isStopping, loopFinished != nil, loopSilence > limit else { return false }
+        logger.error("the MQTT loop thread stopped responding; starting a new one", metadata: ["silent_for": "\(loopSilence)"])
+        if let session = connectedLock.withLock({ connectedSession.take() }) {
+            eventSink.yield(.disconnected(session, reason: "loop thread stalled"))
+        }
+        handle = nil
+        startLoopThread()
+        return true
+    }
+
+    private func beat() {
+        heartbeatLock.withLock { heartbeat = .now }
     }
 
     public var connected: Bool {
@@ -98,10 +141,11 @@ public final class MQTTConnection: @unchecked Sendable {
 
     // MARK: - Loop thread
 
-    private func runLoop() {
+    private func runLoop(generation: Int) {
         var failures = 0
         var random = SystemRandomNumberGenerator()
-        while !stopping {
+        while isCurrent(generation) {
+            beat()
             guard let handle = makeHandle() else {
                 eventSink.yield(.connectFailed(reason: "cannot create a libmosquitto handle"))
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
@@ -112,38 +156,45 @@ public final class MQTTConnection: @unchecked Sendable {
             if rc != MOSQ_ERR_SUCCESS.rawValue {
                 eventSink.yield(.connectFailed(reason: Self.describe(rc)))
             } else {
-                while !stopping {
+                while isCurrent(generation) {
+                    beat()
                     let loopRC = mosquitto_loop(handle, 1000, 1)
                     if connected { failures = 0 }
                     if loopRC != MOSQ_ERR_SUCCESS.rawValue { break }
                 }
             }
             destroy(handle)
-            if !stopping {
+            if isCurrent(generation) {
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
                 failures += 1
             }
         }
     }
 
-    private var stopping: Bool {
+    private func isCurrent(_ generation: Int) -> Bool {
         state.lock()
         defer { state.unlock() }
-        return isStopping
+        return !isStopping && generation == loopGeneration
     }
 
+    /// Sleeps in slices of a second so the heartbeat keeps going during a long backoff.
     private func waitBeforeRetry(_ seconds: Double) {
+        let deadline = Date(timeIntervalSinceNow: seconds)
         state.lock()
         defer { state.unlock() }
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while !isStopping && state.wait(until: deadline) {}
+        while !isStopping && Date() < deadline {
+            beat()
+            _ = state.wait(until: min(deadline, Date(timeIntervalSinceNow: 1)))
+        }
     }
 
     private func makeHandle() -> OpaquePointer? {
         state.lock()
         sessionID += 1
         let sink = CallbackSink(session: sessionID, connection: self)
+        let session = sessionID
         state.unlock()
+        connectedLock.withLock { latestSession = session }
         let context = Unmanaged.passRetained(sink).toOpaque()
         guard let handle = mosquitto_new(endpoint.clientID, endpoint.cleanSession, context) else {
             Unmanaged<CallbackSink>.fromOpaque(context).release()
@@ -179,9 +230,11 @@ public final class MQTTConnection: @unchecked Sendable {
 
     private func destroy(_ handle: OpaquePointer) {
         state.lock()
-        self.handle = nil
+        // An abandoned loop thread must not take the current thread's handle away.
+        let wasCurrent = self.handle == handle
+        if wasCurrent { self.handle = nil }
         state.unlock()
-        if let session = connectedLock.withLock({ connectedSession.take() }) {
+        if wasCurrent, let session = connectedLock.withLock({ connectedSession.take() }) {
             eventSink.yield(.disconnected(session, reason: "connection lost"))
         }
         let context = mosquitto_userdata(handle)
@@ -190,8 +243,12 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     fileprivate func markConnected(_ session: MQTTSessionID) {
-        connectedLock.withLock { connectedSession = session }
-        eventSink.yield(.connected(session))
+        let isLatest = connectedLock.withLock {
+            guard session == latestSession else { return false }
+            connectedSession = session
+            return true
+        }
+        if isLatest { eventSink.yield(.connected(session)) }
     }
 
     fileprivate func markDisconnected(_ session: MQTTSessionID, reason: String) {

@@ -27,10 +27,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var reconnectMaxS: Double
         /// Messages handed to libmosquitto at once; the rest wait in SQLite.
         public var maxInflight: Int
+        /// Most positions in one backfill message.
+        public var batchMax: Int
     }
 
     public struct Store: Sendable, Equatable {
         public var path: String
+        /// Past this, positions are thinned, then dropped; other classes are always kept.
+        public var maxMB: Double
+        /// Undelivered positions older than this are dropped (personal data).
+        public var retentionDays: Double
     }
 
     public struct Control: Sendable, Equatable {
@@ -118,7 +124,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             topicPrefix: mqttSection.string("topic_prefix", default: "taxi")!,
             reconnectMinS: mqttSection.number("reconnect_min_s", default: 1, in: 0.1...3600),
             reconnectMaxS: mqttSection.number("reconnect_max_s", default: 300, in: 0.1...3600),
-            maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000)
+            maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000),
+            batchMax: mqttSection.integer("batch_max", default: 50, in: 1...1000)
         )
         if mqtt.reconnectMinS > mqtt.reconnectMaxS {
             mqttSection.reject("reconnect_min_s must not exceed reconnect_max_s")
@@ -129,7 +136,11 @@ public struct UnitConfiguration: Sendable, Equatable {
         mqttSection.finish(into: &problems)
 
         var storeSection = SectionReader(path: "store", value: root["store"], problems: &problems)
-        let store = Store(path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!)
+        let store = Store(
+            path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!,
+            maxMB: storeSection.number("max_mb", default: 64, in: 0.1...1_000_000),
+            retentionDays: storeSection.number("retention_days", default: 7, in: 0.001...3650)
+        )
         storeSection.finish(into: &problems)
 
         var controlSection = SectionReader(path: "control", value: root["control"], problems: &problems)

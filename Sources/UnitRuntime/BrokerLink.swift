@@ -85,4 +85,9 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
     func dropConnection() {
         connection?.dropConnection()
     }
+
+    /// Replaces the connection's libmosquitto loop thread if it stopped coming round.
+    func restartLoopIfSilent(longerThan limit: Duration) {
+        connection?.restartLoopIfSilent(longerThan: limit)
+    }
 }

@@ -52,7 +52,10 @@ struct TaxiUnitCtl: ParsableCommand {
             if let seats = status.seatsLeft { print("seats     \(seats) left") }
             print("gpsd      \(status.gps.connected ? "connected" : "disconnected"), \(fixAge)")
             print("broker    \(status.broker.connected ? "connected" : "disconnected")\(status.broker.lastError.map { " (\($0))" } ?? "")")
-            print("outbox    \(status.outbox.depth) waiting, \(status.outbox.inFlight) in flight")
+            let outbox = status.outbox
+            print("outbox    \(outbox.depth) waiting, \(outbox.inFlight) in flight")
+            print("          alarm \(outbox.alarm), reply \(outbox.reply), event \(outbox.event), position \(outbox.position)")
+            print("          positions thinned \(outbox.positionsThinned), dropped \(outbox.positionsDropped)")
             print("positions \(status.storedPositions) stored")
             if let config = status.config {
                 let versions = config.versions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }

@@ -59,7 +59,23 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         }
         let logger = Logger(label: "taxiunitd")
 
-        let store = try LocalCache(path: settings.store.path)
+        let store: LocalCache
+        do {
+            store = try LocalCache(path: settings.store.path)
+        } catch {
+            // A read-only or full store must not take the taxi off the dispatcher's map: run on a
+            // volatile store (RAM on Debian) and say so loudly; systemd's restart retries the real one.
+            let volatile = NSTemporaryDirectory() + "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)-volatile.sqlite"
+            logger.critical(
+                "STORE NOT WRITABLE: running on a volatile store; messages are lost on restart",
+                metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
+            store = try LocalCache(path: volatile)
+        }
+        if let aside = store.corruptFileMovedTo {
+            logger.critical(
+                "STORE WAS CORRUPT: moved it aside and started an empty one; messages queued in it were not sent",
+                metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside)"])
+        }
         // The engine connects it with the fleet's config in force, which may name another broker.
         let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
