@@ -49,6 +49,11 @@ struct Harness {
         return feed(.report(unit: unit, .reply(id: id(), JobReply(job: job, reply: kind, t: t ?? now))))
     }
 
+    /// Taxis queued in zone A in this order.
+    mutating func queue(_ units: String...) {
+        for unit in units { status(unit, "available", zone: "A") }
+    }
+
     @discardableResult
     mutating func request(_ id: String, at point: Coordinate, meetingTime: Int64? = nil, shares: String? = nil) -> [DispatchAction] {
         now += 1
@@ -91,9 +96,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 @Suite struct DispatcherTests {
     @Test func offersGoToTheHeadOfTheQueueInArrivalOrder() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
-        h.status("T3", "available", zone: "A")
+        h.queue("T1", "T2", "T3")
         #expect(h.dispatcher.queue(of: "A") == ["T1", "T2", "T3"])
         #expect(offers(h.request("R1", at: inA)) == ["R1→T1"])
         #expect(offers(h.request("R2", at: inA)) == ["R2→T2"])
@@ -115,8 +118,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func acceptAssignsAndTheTaxiRejoinsAtTheEndWhenAvailableAgain() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
+        h.queue("T1", "T2")
         h.request("R1", at: inA)
         let accepted = h.reply("T1", "R1", .accept)
         #expect(accepted.contains(.cancelTimer(.offerDeadline(job: "R1", unit: "T1"))))
@@ -133,7 +135,7 @@ func logs(_ actions: [DispatchAction]) -> String {
     @Test(arguments: [ReplyCode.reject, .timeout, .expired])
     func aRefusalSendsTheTaxiToTheEndAndTheRequestToTheNext(kind: ReplyCode) {
         var h = Harness()
-        for unit in ["T1", "T2", "T3"] { h.status(unit, "available", zone: "A") }
+        h.queue("T1", "T2", "T3")
         h.request("R1", at: inA)
         let next = h.reply("T1", "R1", kind)
         #expect(offers(next) == ["R1→T2"])
@@ -143,8 +145,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func busyTakesTheTaxiOutOfTheQueueUntilItIsAvailable() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
+        h.queue("T1", "T2")
         h.request("R1", at: inA)
         #expect(offers(h.reply("T1", "R1", .busy)) == ["R1→T2"])
         #expect(h.dispatcher.queue(of: "A") == [])
@@ -155,8 +156,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func noReplyAtAllCountsAsATimeout() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
+        h.queue("T1", "T2")
         h.request("R1", at: inA)
         h.now += 35_000
         let actions = h.feed(.timerFired(.offerDeadline(job: "R1", unit: "T1")))
@@ -180,8 +180,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func anInvalidAnswerToAnUpdateIsOnlyLogged() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
+        h.queue("T1", "T2")
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         h.request("R2", at: inB, shares: "R1")
@@ -202,8 +201,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func everyTaxiRefusingLeavesTheRequestUnserved() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
+        h.queue("T1", "T2")
         h.request("R1", at: inA)
         h.reply("T1", "R1", .reject)
         let last = h.reply("T2", "R1", .reject)
@@ -273,8 +271,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func duplicatesAreDroppedByID() {
         var h = Harness()
-        h.status("T1", "available", zone: "A")
-        h.status("T2", "available", zone: "A")
+        h.queue("T1", "T2")
         h.request("R1", at: inA)
         let reject = JobReply(job: "R1", reply: .reject, t: h.now)
         #expect(offers(h.feed(.report(unit: "T1", .reply(id: "same", reject)))) == ["R1→T2"])
@@ -301,7 +298,7 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func withdrawalCancelsOnTheRightTaxi() {
         var h = Harness()
-        for unit in ["T1", "T2", "T3"] { h.status(unit, "available", zone: "A") }
+        h.queue("T1", "T2", "T3")
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         h.request("R2", at: inA)
