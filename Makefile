@@ -10,13 +10,15 @@ DOCDIR ?= $(PREFIX)/share/doc/taxiunitd
 BUILT ?= .build/release
 APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosquitto-dev \
 	libsqlite3-dev socat libsystemd-dev sqlite3 systemd openssl python3
+# The demo's screen is split by tmux.
+DEMO_PACKAGES := tmux
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo bench-drain clean release install install-files
+.PHONY: deps build test demo bench-drain bench-fleet clean release install install-files
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		$(SUDO) apt-get update -qq && \
@@ -54,13 +56,18 @@ install-files:
 	test -e $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml || \
 		install -m 644 etc/taxiunitd.toml $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml
 
-demo: build
+demo:
+	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"
 	scripts/demo.sh
 
 # Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
 bench-drain: deps
 	$(SWIFT) build -c release
 	bench/drain.sh
+
+# N real units against dispatchsim (bench/README.md); e.g. make bench-fleet ARGS="--units 200 --duration 120".
+bench-fleet:
+	bench/fleet.sh $(ARGS)
 
 clean:
 	rm -rf .build

@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "dispatchsim", targets: ["dispatchsim"]),
         .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
@@ -87,6 +88,16 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
+        // benchmark): a pure core and a small shell on the project's MQTT adapter.
+        .target(name: "DispatchCore", dependencies: ["UnitCore"]),
+        .executableTarget(name: "dispatchsim", dependencies: [
+            "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "UnitRuntime",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
             "MQTTLink", "ControlSocket", "UnitCore",
@@ -104,6 +115,8 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
         .testTarget(name: "DriverKeysTests", dependencies: [
             "DriverKeys",
             .product(name: "PropertyBased", package: "swift-property-based"),
