@@ -106,7 +106,9 @@ import Testing
         scratch = try ScratchDirectory()
         pki = try TestCertificates(in: scratch)
         let brokerPasswords = scratch.file("broker.passwd")
-        FileManager.default.createFile(atPath: brokerPasswords, contents: nil)
+        guard FileManager.default.createFile(atPath: brokerPasswords, contents: nil) else {
+            throw HarnessError("cannot create \(brokerPasswords)")
+        }
         let made = try runCommand("/usr/bin/mosquitto_passwd", ["-b", brokerPasswords, "T1", "s3cret-pa55"])
         guard made.exitCode == 0 else { throw HarnessError("mosquitto_passwd: \(made.output)") }
         broker = try MosquittoBroker(in: scratch, listenerSettings: pki.brokerSettings + "\nallow_anonymous false\npassword_file \(brokerPasswords)")
