@@ -21,6 +21,9 @@ let package = Package(
         .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
+        // The kernel's clock synchronisation state (sys/timex.h is not in Swift's Glibc module).
+        .target(name: "CSystemClock"),
+
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
         .target(name: "UnitConfig", dependencies: [
@@ -45,7 +48,7 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
+            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "CSystemClock",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

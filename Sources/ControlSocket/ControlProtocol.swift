@@ -56,14 +56,21 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var unit: String
     public var state: String
     public var gps: GPS
+    /// Where the unit clock comes from: `system` (synchronised), `gps` (last fix + monotonic time),
+    /// `unsynchronised` (system clock, nothing better yet).
+    public var clock: String?
+    /// The zone the taxi is in, if any.
+    public var zone: String?
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
 
-    public init(unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int) {
+    public init(unit: String, state: String, gps: GPS, clock: String?, zone: String?, broker: Broker, outbox: Outbox, storedPositions: Int) {
         self.unit = unit
         self.state = state
         self.gps = gps
+        self.clock = clock
+        self.zone = zone
         self.broker = broker
         self.outbox = outbox
         self.storedPositions = storedPositions

@@ -10,11 +10,10 @@ public enum DriverCommand: String, Sendable, Codable, CaseIterable {
 }
 
 public struct UnitSettings: Sendable, Equatable {
-    /// Shortest time between two reported positions, seconds.
-    public var reportingIntervalS: Double
+    public var positions: PositionSettings
 
-    public init(reportingIntervalS: Double = 5) {
-        self.reportingIntervalS = reportingIntervalS
+    public init(positions: PositionSettings = PositionSettings()) {
+        self.positions = positions
     }
 }
 
@@ -27,9 +26,17 @@ public struct UnitSnapshot: Sendable, Equatable, Codable {
     }
 }
 
+/// Timers are the shell's: it starts them on `.startTimer` and reports `.timerFired`.
+public enum UnitTimer: String, Sendable, Hashable, CaseIterable {
+    /// Sends the last valid fix, marked stale, when no fix has been valid for the reporting interval.
+    case heartbeat
+}
+
 public enum UnitEvent: Sendable, Equatable {
-    case gps(GPSSample)
+    /// A gpsd report and the clocks when it arrived.
+    case gps(GPSSample, at: ClockSample)
     case driver(DriverCommand)
+    case timerFired(UnitTimer, at: ClockSample)
 }
 
 public enum UnitAction: Sendable, Equatable {
@@ -41,40 +48,44 @@ public enum UnitAction: Sendable, Equatable {
     case persist(UnitSnapshot)
     /// Tell the driver something (terminal line, log).
     case tellDriver(String)
+    /// Queue the last valid fix on `pos` again, flagged stale, `ageMs` old by the unit clock.
+    case reportStale(Fix, ageMs: Int64)
+    /// Queue a zone event stamped `at` (unit clock, ms).
+    case zoneChanged(ZoneChange, at: Int64)
+    /// (Re)start `timer`: one that is running already is replaced.
+    case startTimer(UnitTimer, afterS: Double)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the actions.
 public struct UnitStateMachine: Sendable {
     public private(set) var snapshot: UnitSnapshot
-    public var settings: UnitSettings
-    private var validator = FixValidator()
-    private var lastReportedFixTime: Int64?
+    public private(set) var positions: PositionPipeline
 
     public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings()) {
         self.snapshot = snapshot
-        self.settings = settings
+        positions = PositionPipeline(settings: settings.positions)
     }
 
     public var state: DutyState { snapshot.state }
 
     public mutating func handle(_ event: UnitEvent) -> [UnitAction] {
         switch event {
-        case .gps(let sample):
-            return handleGPS(sample)
+        case .gps(let report, let sample):
+            var actions = positions.handle(report, at: sample, state: state.rawValue)
+            if actions.contains(where: \.isZoneChange) { actions.append(.statusChanged(state)) }
+            return actions
         case .driver(.duty):
             snapshot.state = snapshot.state == .offDuty ? .available : .offDuty
             return [.persist(snapshot), .statusChanged(snapshot.state), .tellDriver(snapshot.state.rawValue)]
+                + positions.stateChanged()
+        case .timerFired(.heartbeat, let sample):
+            return positions.heartbeatDue(at: sample, state: state.rawValue)
         }
     }
+}
 
-    private mutating func handleGPS(_ sample: GPSSample) -> [UnitAction] {
-        guard case .success(let fix) = validator.validate(sample) else { return [] }
-        let intervalMs = Int64(settings.reportingIntervalS * 1000)
-        // A fix older than the last reported one means the receiver's clock jumped: report it rather than go silent.
-        let due = lastReportedFixTime.map { fix.time - $0 >= intervalMs || fix.time < $0 } ?? true
-        if due {
-            lastReportedFixTime = fix.time
-        }
-        return [.recordFix(fix, report: due)]
+extension UnitAction {
+    var isZoneChange: Bool {
+        if case .zoneChanged = self { true } else { false }
     }
 }

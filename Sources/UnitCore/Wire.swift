@@ -15,6 +15,7 @@ public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
 public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
+    case event
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -25,14 +26,20 @@ public struct PositionPoint: Sendable, Equatable, Codable {
     public var spd: Double?
     public var hdg: Double?
     public var acc: Double?
+    /// Heartbeat only: this is the last valid fix again, no fix has been valid since.
+    public var stale: Bool?
+    /// Heartbeat only: the fix's age by the unit clock, ms.
+    public var age: Int64?
 
-    public init(_ fix: Fix) {
+    public init(_ fix: Fix, staleAgeMs: Int64? = nil) {
         t = fix.time
         lat = fix.latitude
         lon = fix.longitude
         spd = fix.speed
         hdg = fix.track
         acc = fix.accuracy
+        stale = staleAgeMs.map { _ in true }
+        age = staleAgeMs
     }
 }
 
@@ -57,12 +64,38 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var state: DutyState
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64?
+    /// The zone the taxi is in; omitted outside every zone.
+    public var zone: String?
 
-    public init(online: Bool, unit: String, state: DutyState, t: Int64?) {
+    public init(online: Bool, unit: String, state: DutyState, t: Int64?, zone: String? = nil) {
         self.online = online
         self.unit = unit
         self.state = state
         self.t = t
+        self.zone = zone
+    }
+}
+
+/// On `event`: the taxi entered a zone, left one, or both.
+public struct ZoneEventMessage: Sendable, Equatable, Codable {
+    public var type = "zone"
+    public var unit: String
+    public var seq: Int64
+    public var id: String
+    /// Unit clock, ms since the Unix epoch.
+    public var t: Int64
+    /// The zone entered; omitted when the taxi left every zone.
+    public var zone: String?
+    /// The zone left; omitted when the taxi was in none.
+    public var from: String?
+
+    public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange) {
+        self.unit = unit
+        self.seq = seq
+        self.id = id
+        self.t = t
+        zone = change.to
+        from = change.from
     }
 }
 

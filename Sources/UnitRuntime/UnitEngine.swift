@@ -13,6 +13,8 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(MQTTEvent)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    /// `generation` tells a timer that was replaced, but had already fired, from the current one.
+    case timerFired(UnitTimer, generation: Int)
     case shutdownRequested
     case shutdownDeadline
 }
@@ -35,6 +37,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     private var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
     private var offlineStatusTicket: MQTTPublishTicket?
+    private var timers: [UnitTimer: (task: Task<Void, Never>, generation: Int)] = [:]
+    private var timerGenerations = 0
     private var stopping = false
 
     static let snapshotKey = "unit_snapshot"
@@ -96,6 +100,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .timerFired(let timer, let generation):
+            guard timers[timer]?.generation == generation else { break }
+            timers[timer] = nil
+            perform(machine.handle(.timerFired(timer, at: SystemClock.sample())))
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -117,7 +125,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            perform(machine.handle(.gps(sample)))
+            perform(machine.handle(.gps(sample, at: SystemClock.sample())))
         }
     }
 
@@ -177,7 +185,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func publishStatus(online: Bool = true) {
-        let status = StatusMessage(online: online, unit: configuration.unit.id, state: machine.state, t: clockMs())
+        let status = StatusMessage(
+            online: online, unit: configuration.unit.id, state: machine.state, t: clockMs(), zone: machine.positions.zones.current)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -220,6 +229,32 @@ public final class UnitEngine: Service, @unchecked Sendable {
             try store.write(.full) { try $0.saveValue(snapshot, forKey: Self.snapshotKey) }
         case .tellDriver(let text):
             logger.info("driver: \(text)")
+        case .reportStale(let fix, let ageMs):
+            let unit = configuration.unit.id
+            try store.write { transaction in
+                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: clockMs()) { seq, id in
+                    try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
+                }
+            }
+            pumpOutbox()
+        case .zoneChanged(let change, let time):
+            logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
+            let unit = configuration.unit.id
+            try store.write { transaction in
+                try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: time) { seq, id in
+                    try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: time, change: change)))
+                }
+            }
+            pumpOutbox()
+        case .startTimer(let timer, let afterS):
+            timers[timer]?.task.cancel()
+            timerGenerations += 1
+            let generation = timerGenerations
+            let task = Task { [inputSink] in
+                guard (try? await Task.sleep(for: .seconds(afterS))) != nil else { return }
+                inputSink.yield(.timerFired(timer, generation: generation))
+            }
+            timers[timer] = (task, generation)
         }
     }
 
@@ -249,6 +284,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             unit: configuration.unit.id,
             state: machine.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
+            clock: machine.positions.clock.reading(at: SystemClock.sample()).source.rawValue,
+            zone: machine.positions.zones.current,
             broker: broker,
             outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
             storedPositions: stored
@@ -272,7 +309,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// The unit's clock for messages, ms since the Unix epoch.
     private func clockMs() -> Int64 {
-        Int64(Date().timeIntervalSince1970 * 1000)
+        machine.positions.clock.reading(at: SystemClock.sample()).milliseconds
     }
 }
 

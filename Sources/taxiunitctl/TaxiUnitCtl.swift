@@ -42,6 +42,8 @@ struct TaxiUnitCtl: ParsableCommand {
             print("unit      \(status.unit)")
             print("state     \(status.state)")
             print("gpsd      \(status.gps.connected ? "connected" : "disconnected"), \(fixAge)")
+            print("clock     \(status.clock ?? "unknown")")
+            print("zone      \(status.zone ?? "none")")
             print("broker    \(status.broker.connected ? "connected" : "disconnected")\(status.broker.lastError.map { " (\($0))" } ?? "")")
             print("outbox    \(status.outbox.depth) waiting, \(status.outbox.inFlight) in flight")
             print("positions \(status.storedPositions) stored")

@@ -1,9 +1,27 @@
 import Testing
 import UnitCore
 
+/// A board whose system clock is not synchronised; `monotonicS` advances with the test.
+func unsynchronised(_ monotonicS: Double) -> ClockSample {
+    ClockSample(systemS: 0, systemSynchronised: false, monotonicS: monotonicS)
+}
+
 @Suite struct UnitStateMachineTests {
-    func sample(_ time: Double) -> GPSSample {
-        GPSSample(mode: 3, time: time, latitude: 46.5, longitude: 7.5)
+    static let t0 = 1_780_000_000.0
+
+    func sample(_ second: Double, latitude: Double = 46.5) -> GPSSample {
+        GPSSample(mode: 3, time: Self.t0 + second, latitude: latitude, longitude: 7.5)
+    }
+
+    /// Feeds one fix per second (fix time = monotonic time) and returns the actions per fix.
+    func feed(_ machine: inout UnitStateMachine, seconds: Range<Int>) -> [[UnitAction]] {
+        seconds.map { machine.handle(.gps(sample(Double($0)), at: unsynchronised(Double($0)))) }
+    }
+
+    func reportedSeconds(_ actions: [[UnitAction]], from first: Int = 0) -> [Int] {
+        actions.enumerated().compactMap { index, actions in
+            actions.contains { if case .recordFix(_, report: true) = $0 { true } else { false } } ? first + index : nil
+        }
     }
 
     @Test func startsOffDutyAndDutyToggles() {
@@ -20,31 +38,96 @@ import UnitCore
         #expect(machine.state == .available)
     }
 
-    @Test func everyValidFixIsRecordedButReportedAtMostEveryInterval() {
-        var machine = UnitStateMachine(settings: UnitSettings(reportingIntervalS: 5))
-        var reported: [Double] = []
-        for second in 0..<12 {
-            let actions = machine.handle(.gps(sample(1000 + Double(second))))
-            guard case .recordFix(let fix, let report)? = actions.first, actions.count == 1 else {
-                Issue.record("expected one recordFix, got \(actions)")
-                return
+    @Test func everyValidFixIsRecordedButReportedByTheStatesPolicy() {
+        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
+        let actions = feed(&machine, seconds: 0..<65)
+        for (second, actions) in actions.enumerated() {
+            guard case .recordFix(let fix, _)? = actions.first else {
+                Issue.record("second \(second): expected recordFix first, got \(actions)")
+                continue
             }
-            #expect(fix.time == Int64(1000 + second) * 1000)
-            if report { reported.append(Double(second)) }
+            #expect(fix.time == Int64(Self.t0 + Double(second)) * 1000)
         }
-        #expect(reported == [0, 5, 10])
+        // Standing still while available: every 30 s.
+        #expect(reportedSeconds(actions) == [0, 30, 60])
+    }
+
+    @Test func aStateChangeReportsTheNextFixAndFollowsTheNewPolicy() {
+        var machine = UnitStateMachine()
+        _ = feed(&machine, seconds: 0..<10)
+        _ = machine.handle(.driver(.duty))
+        let available = feed(&machine, seconds: 10..<45)
+        #expect(reportedSeconds(available, from: 10) == [10, 40])
     }
 
     @Test func invalidSamplesDoNothing() {
         var machine = UnitStateMachine()
-        #expect(machine.handle(.gps(GPSSample(mode: 1, time: 10, latitude: .nan, longitude: .nan))).isEmpty)
-        _ = machine.handle(.gps(sample(20)))
-        #expect(machine.handle(.gps(sample(20))).isEmpty)
+        #expect(machine.handle(.gps(GPSSample(mode: 1, time: Self.t0, latitude: .nan, longitude: .nan), at: unsynchronised(0))).isEmpty)
+        _ = machine.handle(.gps(sample(1), at: unsynchronised(1)))
+        #expect(machine.handle(.gps(sample(1), at: unsynchronised(1.2))).isEmpty)
     }
 
     @Test func aClockJumpBackwardsIsReportedAtOnce() {
-        var machine = UnitStateMachine(settings: UnitSettings(reportingIntervalS: 60))
-        _ = machine.handle(.gps(sample(5000)))
-        #expect(machine.handle(.gps(sample(100))) == [.recordFix(Fix(time: 100_000, latitude: 46.5, longitude: 7.5), report: true)])
+        var machine = UnitStateMachine()
+        _ = machine.handle(.gps(sample(5000), at: unsynchronised(0)))
+        let actions = machine.handle(.gps(sample(100), at: unsynchronised(1)))
+        #expect(actions == [.recordFix(Fix(time: Int64(Self.t0 + 100) * 1000, latitude: 46.5, longitude: 7.5), report: true)])
+    }
+
+    @Test func theFirstValidFixStartsTheHeartbeatAndAnchorsTheClock() {
+        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
+        #expect(machine.positions.clock.reading(at: unsynchronised(3)).source == .unsynchronised)
+        let actions = machine.handle(.gps(sample(0), at: unsynchronised(3)))
+        #expect(actions.contains(.startTimer(.heartbeat, afterS: 30)))
+        #expect(machine.positions.clock.reading(at: unsynchronised(4)) == ClockReading(time: Self.t0 + 1, source: .gps))
+        #expect(!machine.handle(.gps(sample(1), at: unsynchronised(4))).contains { if case .startTimer = $0 { true } else { false } })
+    }
+
+    @Test func aSilentReceiverGetsAStaleHeartbeatEveryInterval() {
+        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
+        _ = feed(&machine, seconds: 0..<4)
+        let lastFix = Fix(time: Int64(Self.t0 + 3) * 1000, latitude: 46.5, longitude: 7.5)
+        // The timer started at second 0 fires at 30: the last fix is only 27 s old, so it waits 3 s more.
+        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(30))) == [.startTimer(.heartbeat, afterS: 3)])
+        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(33))) == [.reportStale(lastFix, ageMs: 30_000), .startTimer(.heartbeat, afterS: 30)])
+        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(63))) == [.reportStale(lastFix, ageMs: 60_000), .startTimer(.heartbeat, afterS: 30)])
+        // A valid fix again: the next timer finds it fresh and stays quiet.
+        _ = machine.handle(.gps(sample(70), at: unsynchronised(70)))
+        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(93))) == [.startTimer(.heartbeat, afterS: 7)])
+    }
+
+    @Test func aStateChangeRetimesTheHeartbeat() {
+        var machine = UnitStateMachine()
+        _ = feed(&machine, seconds: 0..<2)
+        let actions = machine.handle(.driver(.duty))
+        #expect(actions.last == .startTimer(.heartbeat, afterS: 0))
+        // Off duty waited 300 s; available waits 30 s from the last valid fix.
+        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(11))) == [.startTimer(.heartbeat, afterS: 20)])
+    }
+
+    @Test func noFixNoHeartbeat() {
+        var machine = UnitStateMachine()
+        #expect(!machine.handle(.driver(.duty)).contains { if case .startTimer = $0 { true } else { false } })
+        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(500))).isEmpty)
+    }
+
+    @Test func enteringAZoneIsAnEventAndChangesTheStatus() {
+        let rank = Zone(id: "rank-1", polygon: [
+            .init(latitude: 46.49, longitude: 7.49), .init(latitude: 46.49, longitude: 7.51),
+            .init(latitude: 46.51, longitude: 7.51), .init(latitude: 46.51, longitude: 7.49),
+        ])
+        var machine = UnitStateMachine(settings: UnitSettings(positions: PositionSettings(zones: [rank])))
+        _ = machine.handle(.gps(sample(0, latitude: 46.48), at: unsynchronised(0)))
+        let actions = machine.handle(.gps(sample(1, latitude: 46.5), at: unsynchronised(1)))
+        #expect(actions.contains(.zoneChanged(ZoneChange(from: nil, to: "rank-1"), at: Int64(Self.t0 + 1) * 1000)))
+        #expect(actions.last == .statusChanged(.offDuty))
+        #expect(machine.positions.zones.current == "rank-1")
+    }
+
+    @Test func inaccurateFixesAreDroppedByTheConfiguredLimit() {
+        var machine = UnitStateMachine(settings: UnitSettings(positions: PositionSettings(maxHorizontalErrorM: 20)))
+        var inaccurate = sample(0)
+        inaccurate.horizontalError = 25
+        #expect(machine.handle(.gps(inaccurate, at: unsynchronised(0))).isEmpty)
     }
 }
