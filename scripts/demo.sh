@@ -4,7 +4,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "$root" && swift build --show-bin-path)
-log=${DEMO_GPS_LOG:-$root/../shared/gpsd-logs/bu303-moving.log}
+# nmea-rtk.log: gpsd dates it 2020 on every loop (bu303-moving.log loops into 2005, dropped as week rollover).
+log=${DEMO_GPS_LOG:-$root/../shared/gpsd-logs/nmea-rtk.log}
 work=$(mktemp -d /tmp/taxiunitd-demo-XXXXXX)
 pids=()
 
