@@ -74,10 +74,13 @@ import UnitCore
         try await waitUntil("gpspipe watching", timeoutS: 10) { gpspipe.log.contains(#""class":"WATCH""#) }
         fake.releaseFeed()
 
-        // gpsfake exits when gpsd reports the end of the log; gpsd goes with it and gpspipe sees EOF.
-        try await waitUntil("the replay to end", timeoutS: 120, detail: { fake.process.log.suffix(2000).description }) {
-            !fake.process.isRunning && !gpspipe.isRunning
+        // gpsd tells its watchers when the log has ended; gpsd then goes, and the unit and gpspipe
+        // read to the end of what it sent.
+        try await waitUntil("the replay to end", timeoutS: 120, detail: { "files in \(scratch.path)" }) {
+            gpspipe.log.contains(#""activated":0"#)
         }
+        fake.process.signal(SIGKILL)
+        try await waitUntil("gpspipe to finish", timeoutS: 10) { !gpspipe.isRunning }
         // The disconnect reaches the engine after every report read before it, so the store is final.
         let after = try await unit.waitForStatus("the unit noticing gpsd gone") { !$0.gps.connected }
         if !(unit.process?.isRunning ?? false) { problems.append("taxiunitd exited:\n\(unit.log.suffix(3000))") }

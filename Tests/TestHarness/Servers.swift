@@ -65,68 +65,51 @@ public final class FakeGPS: @unchecked Sendable {
     public let process: ChildProcess
 
     /// `cycleS` is the delay between sentences; `once` stops after one pass instead of looping.
-    /// `pipe` makes gpsfake a watching client itself (its output goes to its log), see `held`.
-    public init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, pipe: Bool = false, port: Int? = nil) throws {
+    public convenience init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, port: Int? = nil) throws {
+        try self.init(spawning: log, in: directory, cycleS: cycleS, once: once, pipe: false, port: port)
+        try Loopback.waitUntilAccepting(port: self.port, timeoutS: 20)
+    }
+
+    /// `pipe`: gpsfake watches gpsd itself and prints what it gets, unbuffered, to its log.
+    private init(spawning log: String, in directory: ScratchDirectory, cycleS: Double, once: Bool, pipe: Bool, port: Int?) throws {
         self.port = try port ?? Loopback.freePort()
         var arguments = ["-q", "-P", String(self.port), "-c", String(cycleS)]
         if once { arguments.insert("-1", at: 0) }
         if pipe { arguments.insert("-p", at: 0) }
         process = try ChildProcess(
-            "gpsfake", arguments + [log], logPath: directory.file("gpsfake-\(self.port).log"))
-        try Loopback.waitUntilAccepting(port: self.port, timeoutS: 20)
+            "gpsfake", arguments + [log], logPath: directory.file("gpsfake-\(self.port).log"),
+            environment: pipe ? ["PYTHONUNBUFFERED": "1"] : [:])
     }
 
     /// Stops gpsfake and its gpsd child together.
     public func stop() { process.stop() }
 
-    /// gpsfake playing `log` once, frozen before its first sentence so that every client can attach
-    /// first and all of them see the whole replay; call `releaseFeed()` then. gpsd discards what
-    /// reached the device before a client activated it, and feeds only clients attached by then.
-    /// In pipe mode gpsfake watches itself and sleeps 1.4 s before feeding: once gpsd shows the device
-    /// activated, gpsfake alone (not gpsd) is stopped. It exits when gpsd reports the end of the log.
+    /// gpsfake playing `log` once, frozen near its start so that every client can watch before it
+    /// goes on and all of them see the same replay; call `releaseFeed()` then. (gpsd feeds only the
+    /// clients watching at the time, and discards what reached the device before any watched.)
+    /// In pipe mode gpsfake is a watcher itself: it sleeps 1.4 s, during which gpsd, probing the
+    /// device, does not serve clients; then it prints gpsd's greeting and starts feeding. At that
+    /// greeting gpsfake alone is stopped (gpsd keeps serving) and gpsd gets a moment to digest the
+    /// first sentences, which only gpsfake sees. gpsfake exits at the end of the log, after gpsd has
+    /// told its watchers the device is gone (`"activated":0`).
     public static func held(log: String, in directory: ScratchDirectory, cycleS: Double) async throws -> FakeGPS {
-        let fake = try await offThePool { try FakeGPS(log: log, in: directory, cycleS: cycleS, once: true, pipe: true) }
-        try await waitUntil("gpsd to activate the replay device", timeoutS: 20, detail: { fake.process.log }) {
-            try GPSDProbe.devicesReply(port: fake.port).contains(#""activated":""#)
+        let fake = try FakeGPS(spawning: log, in: directory, cycleS: cycleS, once: true, pipe: true, port: nil)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !fake.process.log.contains(#""class":"WATCH""#) {
+            guard fake.process.isRunning, ContinuousClock.now < deadline else {
+                fake.process.signal(SIGKILL)
+                throw HarnessError("gpsfake did not start feeding \(log): \(fake.process.log)")
+            }
+            try await Task.sleep(for: .milliseconds(2))
         }
         fake.process.signalLeader(SIGSTOP)
+        try await Task.sleep(for: .milliseconds(200))
         return fake
     }
 
     public func releaseFeed() { process.signalLeader(SIGCONT) }
 
     deinit { process.stop() }
-}
-
-/// A gpsd client that never watches, so it activates nothing.
-public enum GPSDProbe {
-    /// gpsd's answer to `?DEVICES;`. gpsd answers at once on loopback; the short receive timeout
-    /// only bounds a gpsd that is not up yet.
-    public static func devicesReply(port: Int) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError("socket failed") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { return "" }
-        let request = Array("?DEVICES;\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var reply = ""
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !reply.contains(#""class":"DEVICES""#) || !reply.hasSuffix("\n") {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { break }
-            reply += String(decoding: buffer[..<count], as: UTF8.self)
-        }
-        return reply
-    }
 }
 
 public enum Corpus {
