@@ -92,19 +92,27 @@ public final class FakeGPS: @unchecked Sendable {
     /// greeting gpsfake alone is stopped (gpsd keeps serving) and gpsd gets a moment to digest the
     /// first sentences, which only gpsfake sees. gpsfake exits at the end of the log, after gpsd has
     /// told its watchers the device is gone (`"activated":0`).
+    /// gpsfake has start-up races of its own under load (its client connects before gpsd listens,
+    /// or it adds the device before gpsd's control socket listens, silently): such a start is
+    /// recognised by gpsfake's greeting and retried.
     public static func held(log: String, in directory: ScratchDirectory, cycleS: Double) async throws -> FakeGPS {
-        let fake = try FakeGPS(spawning: log, in: directory, cycleS: cycleS, once: true, pipe: true, port: nil)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !fake.process.log.contains(#""class":"WATCH""#) {
-            guard fake.process.isRunning, ContinuousClock.now < deadline else {
-                fake.process.signal(SIGKILL)
-                throw HarnessError("gpsfake did not start feeding \(log): \(fake.process.log)")
+        var failures: [String] = []
+        for _ in 0..<3 {
+            let fake = try FakeGPS(spawning: log, in: directory, cycleS: cycleS, once: true, pipe: true, port: nil)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while fake.process.isRunning && !fake.process.log.contains(#""class":"WATCH""#) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(2))
             }
-            try await Task.sleep(for: .milliseconds(2))
+            fake.process.signalLeader(SIGSTOP)
+            if fake.process.isRunning && fake.process.log.contains(#""class":"DEVICES","devices":[{"#) {
+                try await Task.sleep(for: .milliseconds(200))
+                return fake
+            }
+            failures.append(fake.process.log)
+            fake.process.signal(SIGKILL)
+            try await offThePool { fake.process.waitForExit() }
         }
-        fake.process.signalLeader(SIGSTOP)
-        try await Task.sleep(for: .milliseconds(200))
-        return fake
+        throw HarnessError("gpsfake did not start feeding \(log):\n\(failures.joined(separator: "\n---\n"))")
     }
 
     public func releaseFeed() { process.signalLeader(SIGCONT) }
