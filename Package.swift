@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -15,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -27,8 +29,13 @@ let package = Package(
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
         .target(name: "UnitConfig", dependencies: [
-            "UnitCore",
+            "UnitCore", "DriverKeys",
             .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
+        .target(name: "FleetControl", dependencies: [
+            "UnitCore", "UnitConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
         // One adapter per outside thing.
@@ -46,9 +53,18 @@ let package = Package(
         ]),
         .target(name: "ControlSocket"),
 
+        // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
+        .target(name: "DriverKeys"),
+        .target(name: "DriverDisplay", dependencies: ["UnitConfig"]),
+        .target(name: "DriverDevices", dependencies: [
+            "DriverKeys", "DriverDisplay",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "CSystemClock",
+            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
+            "DriverDisplay", "CSystemClock",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -60,7 +76,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket",
+            "ControlSocket", "FleetControl", "UnitConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -70,14 +87,27 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 
+        // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
+        .executableTarget(name: "TerminalLatencyBench", dependencies: [
+            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "bench/terminal-latency"),
+
         .testTarget(name: "UnitCoreTests", dependencies: [
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig"]),
+        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
+        .testTarget(name: "DriverKeysTests", dependencies: [
+            "DriverKeys",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
+        .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket",
+            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),
     ]
 )

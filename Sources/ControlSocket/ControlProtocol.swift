@@ -6,7 +6,7 @@ public struct ControlRequest: Sendable, Equatable, Codable {
     }
 
     public var cmd: Command
-    /// For `press`: the driver input, e.g. `duty`.
+    /// For `press`: the driver input as words, e.g. `duty`, `pob 2`, `reject too far`.
     public var input: String?
 
     public init(cmd: Command, input: String? = nil) {
@@ -53,8 +53,60 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         }
     }
 
+    /// The configuration in force and where it came from.
+    public struct Config: Sendable, Equatable, Codable {
+        /// Version of the fleet's document in force per scope (`fleet`, `unit`); absent: none.
+        public var versions: [String: Int]
+        /// The scope whose [mqtt] change is still on trial (rolled back unless a broker is reached).
+        public var onTrial: String?
+        /// `host:port` of the broker the unit uses now.
+        public var broker: String
+        /// The fleet's settings in force, both scopes merged, as canonical JSON.
+        public var remoteSettings: String
+
+        public init(versions: [String: Int], onTrial: String?, broker: String, remoteSettings: String) {
+            self.versions = versions
+            self.onTrial = onTrial
+            self.broker = broker
+            self.remoteSettings = remoteSettings
+        }
+    }
+
+    /// The offered or open job, as the terminal shows it.
+    public struct Job: Sendable, Equatable, Codable {
+        public var id: String
+        public var pickup: String
+        public var passengers: Int
+        /// While offered: whole seconds left to answer.
+        public var offerSecondsLeft: Int?
+        /// Reservations: when the customer expects the taxi (ms since the epoch) and seconds until then.
+        public var meetingTime: Int64?
+        public var meetingInS: Int?
+        public var shared: Bool
+        public var note: String?
+
+        public init(
+            id: String, pickup: String, passengers: Int, offerSecondsLeft: Int?, meetingTime: Int64?, meetingInS: Int?, shared: Bool,
+            note: String?
+        ) {
+            self.id = id
+            self.pickup = pickup
+            self.passengers = passengers
+            self.offerSecondsLeft = offerSecondsLeft
+            self.meetingTime = meetingTime
+            self.meetingInS = meetingInS
+            self.shared = shared
+            self.note = note
+        }
+    }
+
     public var unit: String
     public var state: String
+    public var pauseReason: String?
+    public var job: Job?
+    public var seatsLeft: Int?
+    /// An SOS is waiting for the dispatcher's acknowledgement.
+    public var sosPending: Bool
     public var gps: GPS
     /// Where the unit clock comes from: `system` (synchronised), `gps` (last fix + monotonic time),
     /// `unsynchronised` (system clock, nothing better yet).
@@ -64,8 +116,12 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
+    public var config: Config?
 
-    public init(unit: String, state: String, gps: GPS, clock: String?, zone: String?, broker: Broker, outbox: Outbox, storedPositions: Int) {
+    public init(
+        unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
+        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil
+    ) {
         self.unit = unit
         self.state = state
         self.gps = gps
@@ -74,6 +130,11 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         self.broker = broker
         self.outbox = outbox
         self.storedPositions = storedPositions
+        self.pauseReason = pauseReason
+        self.job = job
+        self.seatsLeft = seatsLeft
+        self.sosPending = sosPending
+        self.config = config
     }
 }
 

@@ -24,7 +24,7 @@ public enum Durability: Sendable {
 /// The unit's SQLite file: position history, the outbox, per-topic sequence numbers and the state
 /// machine's snapshot. Everything the unit promised to send is here before it is sent.
 public final class LocalCache: Sendable {
-    private let database: DatabasePool
+    let database: DatabasePool
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
@@ -71,6 +71,8 @@ public final class LocalCache: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2-rides", migrate: RideRecord.createTable)
+        registerFleetMigration(in: &migrator)
         return migrator
     }
 
@@ -181,6 +183,15 @@ public final class LocalCache: Sendable {
     public func undeliveredCount() throws -> Int {
         try database.read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL")!
+        }
+    }
+
+    /// The most recently stored fix.
+    public func lastPosition() throws -> Fix? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id DESC LIMIT 1").map { row in
+                Fix(time: row["t"], latitude: row["lat"], longitude: row["lon"], speed: row["spd"], track: row["hdg"], accuracy: row["acc"])
+            }
         }
     }
 

@@ -151,6 +151,8 @@ public final class MQTTConnection: @unchecked Sendable {
         }
         mosquitto_threaded_set(handle, true)
         _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        // Small packets (a reply, a PUBACK) must not wait for the broker's delayed ACK: Nagle would add ~40 ms.
+        _ = mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1)
         if let will {
             _ = will.payload.withUnsafeBytes { bytes in
                 mosquitto_will_set(handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain)

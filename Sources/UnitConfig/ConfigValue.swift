@@ -1,3 +1,4 @@
+import Foundation
 import TOMLKit
 
 /// A configuration document as plain values, whatever it was written in (TOML on disk; JSON from
@@ -45,6 +46,17 @@ extension ConfigValue {
         } catch {
             throw ConfigError(problems: ["syntax error: \(error)"])
         }
+    }
+
+    /// Reads a TOML file; unreadable files and syntax errors are one problem each.
+    public static func loadTOML(path: String) throws(ConfigError) -> ConfigValue {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigError(problems: ["cannot read \(path): \(error.localizedDescription)"])
+        }
+        return try parseTOML(text)
     }
 
     init(toml table: TOMLTable) {

@@ -91,6 +91,34 @@ struct SectionReader {
         return flag
     }
 
+    /// A sub-table (`[input.serial]`, `[input.serial.keys]`); nil when absent.
+    mutating func table(_ key: String) -> [String: ConfigValue]? {
+        guard let value = take(key) else { return nil }
+        guard case .table(let entries) = value else {
+            problems.append("\(name(key)) must be a table, found \(value.typeName)")
+            return nil
+        }
+        return entries
+    }
+
+    /// A list of strings; absent means empty.
+    mutating func strings(_ key: String) -> [String] {
+        guard let value = take(key) else { return [] }
+        guard case .array(let elements) = value else {
+            problems.append("\(name(key)) must be an array of strings, found \(value.typeName)")
+            return []
+        }
+        var texts: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard case .string(let text) = element else {
+                problems.append("\(name(key))[\(index)] must be a string, found \(element.typeName)")
+                continue
+            }
+            texts.append(text)
+        }
+        return texts
+    }
+
     mutating func oneOf(_ key: String, default fallback: String, allowed: [String]) -> String {
         guard let text = string(key, default: fallback) else { return fallback }
         guard allowed.contains(text) else {

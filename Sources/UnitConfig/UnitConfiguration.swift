@@ -6,6 +6,10 @@ public struct UnitConfiguration: Sendable, Equatable {
     public struct Unit: Sendable, Equatable {
         public var id: String
         public var fleet: String
+        /// The terminal's language: a catalogue `<language>.toml` in `catalogues`.
+        public var language: String
+        public var catalogues: String
+        public var seats: Int
     }
 
     public struct GPSD: Sendable, Equatable {
@@ -43,6 +47,24 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var level: String
     }
 
+    /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
+    public struct Fleet: Sendable, Equatable {
+        /// Ed25519 public keys, 32 raw bytes each, allowed to sign documents and commands.
+        public var configPubkeys: [[UInt8]]
+        public var requireSigned: Bool
+        /// How long a pushed config that changes [mqtt] may go without reaching the broker before
+        /// the unit goes back to the last good one.
+        public var rollbackAfterS: Double
+    }
+
+    /// The driver's job rules (docs/protocol.md, "Jobs").
+    public struct JobRules: Sendable, Equatable {
+        public var offerTimeoutS: Double
+        public var arrivalRadiusM: Double
+        public var noShowWaitS: Double
+        public var noShowRadiusM: Double
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -52,6 +74,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var reporting: ReportingPolicy
     public var zones: [Zone]
     public var log: Log
+    public var input: InputConfiguration
+    public var fleet: Fleet
+    public var job: JobRules
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -61,7 +86,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "fleet", "job", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -69,8 +94,14 @@ public struct UnitConfiguration: Sendable, Equatable {
         var unitSection = SectionReader(path: "unit", value: root["unit"], problems: &problems)
         let unit = Unit(
             id: unitSection.string("id", default: nil) ?? "",
-            fleet: unitSection.string("fleet", default: nil) ?? ""
+            fleet: unitSection.string("fleet", default: nil) ?? "",
+            language: unitSection.string("language", default: "en")!,
+            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang")!,
+            seats: unitSection.integer("seats", default: 4, in: 1...99)
         )
+        if !Self.isLanguageCode(unit.language) {
+            unitSection.reject("language must be a language code such as en, it or zu, found \"\(unit.language)\"")
+        }
         for (key, value) in [("id", unit.id), ("fleet", unit.fleet)] where !value.isEmpty && !Self.isTopicSafe(value) {
             unitSection.reject("\(key) may use only letters, digits, '-' and '_', found \"\(value)\"")
         }
@@ -123,6 +154,29 @@ public struct UnitConfiguration: Sendable, Equatable {
         let log = Log(level: logSection.oneOf("level", default: "info", allowed: Self.logLevels))
         logSection.finish(into: &problems)
 
+        let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
+        var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
+        let fleet = Fleet(
+            configPubkeys: fleetSection.strings("config_pubkeys").compactMap { key in
+                guard let raw = Data(base64Encoded: key), raw.count == 32 else {
+                    fleetSection.reject("config_pubkeys entries must be 32-byte Ed25519 keys in base64, found \"\(key)\"")
+                    return nil
+                }
+                return Array(raw)
+            },
+            requireSigned: fleetSection.bool("require_signed", default: true),
+            rollbackAfterS: fleetSection.number("rollback_after_s", default: 120, in: 1...86400)
+        )
+        fleetSection.finish(into: &problems)
+        var jobSection = SectionReader(path: "job", value: root["job"], problems: &problems)
+        let job = JobRules(
+            offerTimeoutS: jobSection.number("offer_timeout_s", default: 60, in: 1...3600),
+            arrivalRadiusM: jobSection.number("arrival_radius_m", default: 20, in: 1...10_000),
+            noShowWaitS: jobSection.number("no_show_wait_s", default: 300, in: 0...86400),
+            noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000)
+        )
+        jobSection.finish(into: &problems)
+
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
         self.gpsd = gpsd
@@ -133,17 +187,30 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.reporting = reporting
         self.zones = zones
         self.log = log
+        self.input = input
+        self.fleet = fleet
+        self.job = job
     }
+
+    /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
+    /// is the unit's own: its identity, local paths, and whom it trusts. A section added to the
+    /// schema above becomes remotely settable by adding it here.
+    /// Sections not in the schema yet are listed for what the fleet is meant to set (job timers,
+    /// zones, seats, language, store limits): until they exist they are refused as unknown.
+    public static let remotelySettable: [String: RemoteAccess] = [
+        "mqtt": .everyKey,
+        "gps": .everyKey,
+        "reporting": .everyKey,
+        "job": .everyKey,
+        "zones": .everyKey,
+        "unit": .only(["seats", "language"]),
+        "store": .everyKeyExcept(["path"]),
+        "fleet": .only(["rollback_after_s"]),
+    ]
 
     /// Reads and validates a TOML file.
     public static func load(path: String) throws(ConfigError) -> UnitConfiguration {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ConfigError(problems: ["cannot read \(path): \(error.localizedDescription)"])
-        }
-        return try UnitConfiguration(document: ConfigValue.parseTOML(text))
+        try UnitConfiguration(document: ConfigValue.loadTOML(path: path))
     }
 
     /// Unit and fleet ids become topic levels, so MQTT wildcards and separators are not allowed.
@@ -243,9 +310,28 @@ public struct UnitConfiguration: Sendable, Equatable {
         return vertices
     }
 
+    /// `en`, `zu`, `pt-BR`: it names a file, so nothing else is allowed.
+    static func isLanguageCode(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let base = parts.first, (2...3).contains(base.count),
+              base.allSatisfy({ $0.isASCII && $0.isLowercase }) else { return false }
+        return parts.count == 1 || (2...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
+    /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
+    /// `taxiunitctl press` goes through.
+    static func driverInputProblem(_ text: String) -> String? {
+        switch DriverInput.parse(text) {
+        case .success: nil
+        case .failure(let problem): problem.description
+        }
+    }
+
     public var unitSettings: UnitSettings {
-        UnitSettings(positions: PositionSettings(
-            maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM))
+        UnitSettings(
+            positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM),
+            offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -16,14 +16,16 @@ public struct PositionSettings: Sendable, Equatable {
 }
 
 /// What happens to gpsd reports: validity, the unit clock, the reporting policy, the stale-position
-/// heartbeat and zones. The state machine owns one and tells it the unit's state by its wire name.
+/// heartbeat and zones. The state machine owns one and tells it the unit's state by its wire name
+/// (`panic` while an alarm is open).
 public struct PositionPipeline: Sendable {
     public private(set) var clock = UnitClock()
     public private(set) var zones: ZoneTracker
     public let settings: PositionSettings
     private var validator: FixValidator
     private var lastReported: Fix?
-    private var lastValid: (fix: Fix, monotonicS: Double)?
+    /// The last valid fix and the unit clock (ms) when it arrived.
+    private var lastValid: (fix: Fix, arrivedAt: Int64)?
     private var heartbeatScheduled = false
 
     public init(settings: PositionSettings = PositionSettings()) {
@@ -32,40 +34,43 @@ public struct PositionPipeline: Sendable {
         zones = ZoneTracker(zones: settings.zones, hysteresisM: settings.zoneHysteresisM)
     }
 
-    public var lastValidFix: Fix? { lastValid?.fix }
-
-    /// A TPV report from gpsd, read at `sample`.
-    public mutating func handle(_ report: GPSSample, at sample: ClockSample, state: String) -> [UnitAction] {
-        guard case .success(let fix) = validator.validate(report, clock: clock.reading(at: sample)) else { return [] }
+    /// A TPV report from gpsd, read when the clocks said `sample`. Returns the fix if it was valid.
+    public mutating func handle(_ report: GPSSample, at sample: ClockSample, state: String) -> (fix: Fix, actions: [UnitAction])? {
+        guard case .success(let fix) = validator.validate(report, clock: clock.reading(at: sample)) else { return nil }
         clock.fixAccepted(fixTimeS: report.time, at: sample)
-        lastValid = (fix, sample.monotonicS)
+        let now = clock.reading(at: sample).milliseconds
+        lastValid = (fix, now)
         let report = settings.reporting.shouldReport(fix, lastReported: lastReported, state: state)
         if report { lastReported = fix }
         var actions: [UnitAction] = [.recordFix(fix, report: report)]
         if !heartbeatScheduled {
             heartbeatScheduled = true
-            actions.append(.startTimer(.heartbeat, afterS: settings.reporting.heartbeatIntervalS(for: state)))
+            actions.append(.startTimer(.heartbeat, fireAt: now + intervalMs(state)))
         }
         if let change = zones.update(latitude: fix.latitude, longitude: fix.longitude) {
-            actions.append(.zoneChanged(change, at: clock.reading(at: sample).milliseconds))
+            actions.append(.zoneChanged(change, at: now))
         }
-        return actions
+        return (fix, actions)
     }
 
-    /// The unit's state changed: its first fix is reported, and the heartbeat follows the new interval
-    /// (the timer fires at once and works out the rest from the clock it brings).
-    public mutating func stateChanged() -> [UnitAction] {
-        lastReported = nil
-        return heartbeatScheduled ? [.startTimer(.heartbeat, afterS: 0)] : []
+    /// The state changed (or panic began or ended): the heartbeat follows the new interval (at once,
+    /// if the last fix is older than that already) and, unless told otherwise, the next fix is reported.
+    public mutating func stateChanged(to state: String, reportNextFix: Bool = true) -> [UnitAction] {
+        if reportNextFix { lastReported = nil }
+        guard heartbeatScheduled, let lastValid else { return [] }
+        return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt + intervalMs(state))]
     }
 
-    /// The heartbeat timer fired: if no fix has been valid for the interval, the last one goes out marked stale.
-    public mutating func heartbeatDue(at sample: ClockSample, state: String) -> [UnitAction] {
+    /// The heartbeat timer fired at unit clock `now`: if no fix has been valid for the interval, the
+    /// last one goes out marked stale.
+    public mutating func heartbeatDue(now: Int64, state: String) -> [UnitAction] {
         guard let lastValid else { return [] }
-        let intervalS = settings.reporting.heartbeatIntervalS(for: state)
-        let silentS = sample.monotonicS - lastValid.monotonicS
-        guard silentS >= intervalS else { return [.startTimer(.heartbeat, afterS: intervalS - silentS)] }
-        let ageMs = clock.reading(at: sample).milliseconds - lastValid.fix.time
-        return [.reportStale(lastValid.fix, ageMs: ageMs), .startTimer(.heartbeat, afterS: intervalS)]
+        let interval = intervalMs(state)
+        guard now - lastValid.arrivedAt >= interval else { return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt + interval)] }
+        return [.reportStale(lastValid.fix, ageMs: now - lastValid.fix.time), .startTimer(.heartbeat, fireAt: now + interval)]
+    }
+
+    private func intervalMs(_ state: String) -> Int64 {
+        Int64((settings.reporting.heartbeatIntervalS(for: state) * 1000).rounded())
     }
 }

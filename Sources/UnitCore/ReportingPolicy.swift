@@ -47,7 +47,8 @@ public struct ReportingPolicy: Sendable, Equatable {
             "en_route": onJob,
             "at_pickup": onJob,
             "on_board": onJob,
-            "panic": ReportingRule(intervalS: 5, everyFix: true),
+            // While an SOS alarm is unacknowledged: every fix, and the last one every second without one.
+            "panic": ReportingRule(intervalS: 1, everyFix: true),
         ]
     }()
 

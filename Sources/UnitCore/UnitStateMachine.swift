@@ -1,86 +1,554 @@
-/// The driver's availability state.
-public enum DutyState: String, Sendable, Codable, CaseIterable {
+/// The driver's state, as the dispatcher sees it (`status.state`, `event.from`/`to`).
+public enum StateName: String, Sendable, Codable, CaseIterable {
     case offDuty = "off_duty"
     case available
+    case paused
+    case offered
+    case enRoute = "en_route"
+    case atPickup = "at_pickup"
+    case onBoard = "on_board"
 }
 
-/// What the driver can ask for (buttons, serial terminal and `taxiunitctl press` share this).
-public enum DriverCommand: String, Sendable, Codable, CaseIterable {
-    case duty
+/// A job the unit has taken on (or is being offered).
+public struct Job: Sendable, Equatable, Codable {
+    public var id: String
+    public var pickup: Place
+    /// Passengers expected, all pickups together; on board once `on_board`.
+    public var passengers: Int
+    public var meetingTime: Int64?
+    public var shared: Bool
+    public var note: String?
+    /// Further pickups added by `job/update` (shared rides).
+    public var addedPickups: [Place]
+
+    public init(
+        id: String, pickup: Place, passengers: Int = 1, meetingTime: Int64? = nil, shared: Bool = false, note: String? = nil,
+        addedPickups: [Place] = []
+    ) {
+        self.id = id
+        self.pickup = pickup
+        self.passengers = passengers
+        self.meetingTime = meetingTime
+        self.shared = shared
+        self.note = note
+        self.addedPickups = addedPickups
+    }
+
+    public init(_ offer: JobOffer) {
+        self.init(
+            id: offer.job, pickup: offer.pickup, passengers: offer.passengers ?? 1, meetingTime: offer.meetingTime,
+            shared: offer.shared ?? false, note: offer.note)
+    }
+}
+
+public struct PendingOffer: Sendable, Equatable, Codable {
+    public var job: Job
+    /// Unit clock at receipt, ms.
+    public var receivedAt: Int64
+    /// Unit clock when silence becomes `timeout`, ms. Persisted so a restart keeps the promise.
+    public var deadline: Int64
+
+    public init(job: Job, receivedAt: Int64, deadline: Int64) {
+        self.job = job
+        self.receivedAt = receivedAt
+        self.deadline = deadline
+    }
+}
+
+public struct RideStart: Sendable, Equatable, Codable {
+    public var time: Int64
+    public var fix: Fix?
+
+    public init(time: Int64, fix: Fix?) {
+        self.time = time
+        self.fix = fix
+    }
+}
+
+/// The driver/job state. Job data lives inside the states that have a job, so "at most one job"
+/// holds by construction.
+public enum DriverState: Sendable, Equatable, Codable {
+    case offDuty
+    case available
+    case paused(PauseReason)
+    case offered(PendingOffer)
+    case enRoute(Job)
+    case atPickup(Job, arrivedAt: Int64)
+    case onBoard(Job, since: RideStart)
+
+    public var name: StateName {
+        switch self {
+        case .offDuty: .offDuty
+        case .available: .available
+        case .paused: .paused
+        case .offered: .offered
+        case .enRoute: .enRoute
+        case .atPickup: .atPickup
+        case .onBoard: .onBoard
+        }
+    }
+
+    public var job: Job? {
+        switch self {
+        case .offDuty, .available, .paused: nil
+        case .offered(let offer): offer.job
+        case .enRoute(let job), .atPickup(let job, _), .onBoard(let job, _): job
+        }
+    }
+
+    /// The same state carrying `job` instead.
+    func replacingJob(_ job: Job) -> DriverState {
+        switch self {
+        case .offDuty, .available, .paused:
+            return self
+        case .offered(var offer):
+            offer.job = job
+            return .offered(offer)
+        case .enRoute:
+            return .enRoute(job)
+        case .atPickup(_, let arrivedAt):
+            return .atPickup(job, arrivedAt: arrivedAt)
+        case .onBoard(_, let since):
+            return .onBoard(job, since: since)
+        }
+    }
+}
+
+/// An offer the unit has finished with, remembered so a redelivered copy gets the same answer (rule 4).
+public struct AnsweredOffer: Sendable, Equatable, Codable {
+    public var job: String
+    /// nil when the dispatcher withdrew the offer before it was answered.
+    public var reply: JobReply?
+
+    public init(job: String, reply: JobReply?) {
+        self.job = job
+        self.reply = reply
+    }
+}
+
+/// The panic alarm while the dispatcher has not acknowledged it.
+public struct Panic: Sendable, Equatable, Codable {
+    public var raisedAt: Int64
+
+    public init(raisedAt: Int64) {
+        self.raisedAt = raisedAt
+    }
+}
+
+/// What survives a restart: written (synchronous=FULL) with every reply it explains.
+public struct UnitSnapshot: Sendable, Equatable, Codable {
+    public var state: DriverState
+    public var panic: Panic?
+    /// Most recent last, at most `UnitSettings.answeredOfferMemory` entries.
+    public var answeredOffers: [AnsweredOffer]
+
+    public init(state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = []) {
+        self.state = state
+        self.panic = panic
+        self.answeredOffers = answeredOffers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case state, panic, answeredOffers
+    }
+
+    /// Also reads the walking skeleton's snapshot (`{"state":"off_duty"}`), so an updated unit
+    /// starts where it was.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let legacy = try? container.decode(String.self, forKey: .state) {
+            switch legacy {
+            case "off_duty": state = .offDuty
+            case "available": state = .available
+            default:
+                throw DecodingError.dataCorruptedError(forKey: .state, in: container, debugDescription: "unknown state \(legacy)")
+            }
+        } else {
+            state = try container.decode(DriverState.self, forKey: .state)
+        }
+        panic = try container.decodeIfPresent(Panic.self, forKey: .panic)
+        answeredOffers = try container.decodeIfPresent([AnsweredOffer].self, forKey: .answeredOffers) ?? []
+    }
 }
 
 public struct UnitSettings: Sendable, Equatable {
+    /// Fix validity, reporting policy, heartbeat, zones.
     public var positions: PositionSettings
+    /// Answer window when an offer does not bring its own `respond_within_s`.
+    public var offerTimeoutS: Double
+    /// A fix this close to the pickup means "arrived".
+    public var arrivalRadiusM: Double
+    /// A no-show may be declared this long after arriving…
+    public var noShowWaitS: Double
+    /// …and only this close to the pickup.
+    public var noShowRadiusM: Double
+    public var seats: Int
+    /// How many finished offers are remembered for redeliveries. Brokers redeliver within a session
+    /// or after a reconnect, so a few dozen cover any realistic gap.
+    public var answeredOfferMemory: Int
 
-    public init(positions: PositionSettings = PositionSettings()) {
+    public init(
+        positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
+        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64
+    ) {
         self.positions = positions
+        self.offerTimeoutS = offerTimeoutS
+        self.arrivalRadiusM = arrivalRadiusM
+        self.noShowWaitS = noShowWaitS
+        self.noShowRadiusM = noShowRadiusM
+        self.seats = seats
+        self.answeredOfferMemory = answeredOfferMemory
     }
 }
 
-/// What survives a restart.
-public struct UnitSnapshot: Sendable, Equatable, Codable {
-    public var state: DutyState
-
-    public init(state: DutyState = .offDuty) {
-        self.state = state
-    }
-}
-
-/// Timers are the shell's: it starts them on `.startTimer` and reports `.timerFired`.
-public enum UnitTimer: String, Sendable, Hashable, CaseIterable {
+public enum TimerID: Sendable, Hashable, Codable {
+    /// Fires at the offer's deadline: silence is a refusal.
+    case offerDeadline(job: String)
     /// Sends the last valid fix, marked stale, when no fix has been valid for the reporting interval.
     case heartbeat
 }
 
+/// What the retained `status` says, minus what only the shell knows (online, zone, clock).
+public struct UnitStatus: Sendable, Equatable {
+    public var state: StateName
+    public var pauseReason: PauseReason?
+    public var job: String?
+    public var seatsLeft: Int
+
+    public init(state: StateName, pauseReason: PauseReason? = nil, job: String? = nil, seatsLeft: Int) {
+        self.state = state
+        self.pauseReason = pauseReason
+        self.job = job
+        self.seatsLeft = seatsLeft
+    }
+}
+
 public enum UnitEvent: Sendable, Equatable {
-    /// A gpsd report and the clocks when it arrived.
+    /// A gpsd report and the clocks when it arrived (the unit clock is made from them).
     case gps(GPSSample, at: ClockSample)
-    case driver(DriverCommand)
-    case timerFired(UnitTimer, at: ClockSample)
+    /// `at`: unit clock, ms.
+    case driver(DriverInput, at: Int64)
+    case inbound(InboundMessage, receivedAt: Int64)
+    /// An inbound message that could not be used.
+    case malformed(InboundProblem, at: Int64)
+    case timerFired(TimerID, at: Int64)
+    /// The daemon (re)started with the restored snapshot: pending deadlines are re-armed or due.
+    case resumed(at: Int64)
 }
 
 public enum UnitAction: Sendable, Equatable {
     /// Keep the fix in the local history; when `report` is set, also queue it on `pos`.
     case recordFix(Fix, report: Bool)
-    /// The retained status document changed.
-    case statusChanged(DutyState)
-    /// Write the snapshot before anything that depends on it leaves the unit.
+    /// Write the snapshot. The shell writes it in one synchronous=FULL transaction together with the
+    /// replies, events, alarms and rides of the same step, before anything else is performed.
     case persist(UnitSnapshot)
-    /// Tell the driver something (terminal line, log).
+    case reply(JobReply)
+    case event(Transition)
+    case sos(SOSAlarm)
+    case recordRide(RideSummary)
+    case startTimer(TimerID, fireAt: Int64)
+    case cancelTimer(TimerID)
+    /// The retained status document changed.
+    case statusChanged(UnitStatus)
+    /// Tell the driver something (terminal line, control socket answer). Performed after the
+    /// durable writes, so "sent" is only said of what is stored.
     case tellDriver(String)
+    /// Worth a log line, not worth bothering the driver with.
+    case log(String)
     /// Queue the last valid fix on `pos` again, flagged stale, `ageMs` old by the unit clock.
     case reportStale(Fix, ageMs: Int64)
     /// Queue a zone event stamped `at` (unit clock, ms).
     case zoneChanged(ZoneChange, at: Int64)
-    /// (Re)start `timer`: one that is running already is replaced.
-    case startTimer(UnitTimer, afterS: Double)
 }
 
-/// The unit's state machine: every decision, no effects. The shell feeds events and performs the actions.
+/// The unit's state machine: every decision, no effects. The shell feeds events and performs the
+/// actions. Each `handle` returns the complete set of effects of one step.
 public struct UnitStateMachine: Sendable {
     public private(set) var snapshot: UnitSnapshot
+    public var settings: UnitSettings
     public private(set) var positions: PositionPipeline
+    public private(set) var lastFix: Fix?
 
-    public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings()) {
+    /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
+    public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil) {
         self.snapshot = snapshot
+        self.settings = settings
+        self.lastFix = lastFix
         positions = PositionPipeline(settings: settings.positions)
     }
 
-    public var state: DutyState { snapshot.state }
+    public var state: DriverState { snapshot.state }
+
+    public var status: UnitStatus {
+        var pauseReason: PauseReason?
+        if case .paused(let reason) = state { pauseReason = reason }
+        return UnitStatus(state: state.name, pauseReason: pauseReason, job: state.job?.id, seatsLeft: seatsLeft)
+    }
+
+    /// Seats minus passengers on board.
+    public var seatsLeft: Int {
+        if case .onBoard(let job, _) = state { return max(0, settings.seats - job.passengers) }
+        return settings.seats
+    }
 
     public mutating func handle(_ event: UnitEvent) -> [UnitAction] {
         switch event {
         case .gps(let report, let sample):
-            var actions = positions.handle(report, at: sample, state: state.rawValue)
-            if actions.contains(where: \.isZoneChange) { actions.append(.statusChanged(state)) }
-            return actions
-        case .driver(.duty):
-            snapshot.state = snapshot.state == .offDuty ? .available : .offDuty
-            return [.persist(snapshot), .statusChanged(snapshot.state), .tellDriver(snapshot.state.rawValue)]
-                + positions.stateChanged()
-        case .timerFired(.heartbeat, let sample):
-            return positions.heartbeatDue(at: sample, state: state.rawValue)
+            return handleGPS(report, at: sample)
+        case .driver(let input, let now):
+            return handleDriver(input, now: now)
+        case .inbound(.offer(let offer), let receivedAt):
+            return handleOffer(offer, receivedAt: receivedAt)
+        case .inbound(.cancel(let cancel), let now):
+            return handleCancel(cancel, now: now)
+        case .inbound(.update(let update), let now):
+            return handleUpdate(update, now: now)
+        case .inbound(.sosAck, _):
+            guard snapshot.panic != nil else { return [.log("sos/ack without a pending alarm ignored")] }
+            snapshot.panic = nil
+            // Discreet: the attacker may be watching the terminal.
+            // Positions slow down again from the last one panic reported.
+            return [.persist(snapshot), .tellDriver("ok")] + positions.stateChanged(to: reportingState, reportNextFix: false)
+        case .malformed(let problem, let now):
+            let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
+            guard let job = problem.job else { return [.log(description)] }
+            return [.log(description), .reply(JobReply(job: job, re: problem.topic, reply: .invalid, reason: problem.reason, t: now))]
+        case .timerFired(.heartbeat, let now):
+            return positions.heartbeatDue(now: now, state: reportingState)
+        case .timerFired(.offerDeadline(let job), let now):
+            guard case .offered(let offer) = state, offer.job.id == job else {
+                return [.log("offer deadline for \(job) no longer pending")]
+            }
+            return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
+        case .resumed(let now):
+            guard case .offered(let offer) = state else { return [] }
+            if offer.deadline <= now {
+                return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
+            }
+            return [.startTimer(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)]
         }
+    }
+
+    // MARK: GPS
+
+    /// The reporting policy's key: the state, or `panic` while an alarm is open.
+    var reportingState: String { snapshot.panic == nil ? state.name.rawValue : "panic" }
+
+    private mutating func handleGPS(_ report: GPSSample, at sample: ClockSample) -> [UnitAction] {
+        guard var (fix, actions) = positions.handle(report, at: sample, state: reportingState) else { return [] }
+        lastFix = fix
+        if actions.contains(where: \.isZoneChange) { actions.append(.statusChanged(status)) }
+        if case .enRoute(let job) = state, Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.arrivalRadiusM {
+            actions += transition(
+                to: .atPickup(job, arrivedAt: fix.time), now: fix.time, reason: "arrived_by_gps",
+                tell: "Arrived at \(job.pickup.label). Passenger on board?")
+        }
+        return actions
+    }
+
+    // MARK: Driver
+
+    private mutating func handleDriver(_ input: DriverInput, now: Int64) -> [UnitAction] {
+        switch (input, state) {
+        case (.sos, _):
+            snapshot.panic = Panic(raisedAt: now)
+            // Nothing obvious on the terminal: no tellDriver.
+            return [.persist(snapshot), .sos(SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix.map { PositionPoint($0) }))]
+                + positions.stateChanged(to: reportingState)
+
+        case (.duty, .offDuty):
+            return transition(to: .available, now: now, tell: "On duty, available")
+        case (.duty, .available), (.duty, .paused):
+            return transition(to: .offDuty, now: now, tell: "Off duty")
+        case (.duty, .offered(let offer)):
+            return answerOffer(.reject, reason: "off_duty", now: now, then: .offDuty, tell: "Job \(offer.job.id) refused; off duty")
+        case (.duty, .enRoute), (.duty, .atPickup), (.duty, .onBoard):
+            return refuse("Finish the job first")
+
+        case (.accept, .offered(let offer)):
+            return answerOffer(.accept, reason: nil, now: now, then: .enRoute(offer.job), tell: "Job \(offer.job.id) accepted, sent. Go to \(offer.job.pickup.label)")
+        case (.reject(let reason), .offered(let offer)):
+            return answerOffer(.reject, reason: reason, now: now, then: .available, tell: "Job \(offer.job.id) refused, sent")
+        case (.accept, _), (.reject, _):
+            return refuse("No offer to answer")
+
+        case (.arrived, .enRoute(let job)):
+            return transition(to: .atPickup(job, arrivedAt: now), now: now, tell: "At pickup. Passenger on board?")
+        case (.arrived, _):
+            return refuse("Not on the way to a pickup")
+
+        case (.passengersOnBoard(let count), .atPickup(let job, _)):
+            var job = job
+            let passengers = count ?? job.passengers
+            guard passengers <= settings.seats else { return refuse("Only \(settings.seats) seats") }
+            job.passengers = passengers
+            let start = RideStart(time: now, fix: lastFix)
+            return transition(to: .onBoard(job, since: start), now: now, tell: "\(passengers) on board")
+        case (.passengersOnBoard, _):
+            return refuse("Not at a pickup")
+
+        case (.noShow, .atPickup(let job, let arrivedAt)):
+            let waitMs = Int64(settings.noShowWaitS * 1000)
+            guard now - arrivedAt >= waitMs else {
+                let left = Int(((arrivedAt + waitMs - now) + 999) / 1000)
+                return refuse("Wait \(left) s more before a no-show")
+            }
+            guard let fix = lastFix else { return refuse("No position to show you are at the pickup") }
+            guard Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.noShowRadiusM else {
+                return refuse("Too far from the pickup for a no-show")
+            }
+            return transition(to: .available, now: now, reason: "no_show", tell: "No-show recorded, available")
+        case (.noShow, _):
+            return refuse("Not at a pickup")
+
+        case (.clear, .onBoard(let job, let since)):
+            let ride = RideSummary(
+                job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix)
+            var actions = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
+            actions.insert(.recordRide(ride), at: 1)
+            return actions
+        case (.clear, _):
+            return refuse("No passenger on board")
+
+        case (.pause(let reason), .available):
+            return transition(to: .paused(reason), now: now, reason: reason.rawValue, tell: "Paused (\(reason.rawValue))")
+        case (.pause, .paused):
+            return refuse("Already paused")
+        case (.pause, _):
+            return refuse("Pause only when available")
+
+        case (.resume, .paused):
+            return transition(to: .available, now: now, tell: "Available")
+        case (.resume, _):
+            return refuse("Not paused")
+        }
+    }
+
+    // MARK: Dispatcher
+
+    private mutating func handleOffer(_ offer: JobOffer, receivedAt: Int64) -> [UnitAction] {
+        if let answered = snapshot.answeredOffers.last(where: { $0.job == offer.job }) {
+            guard let reply = answered.reply else { return [.log("offer \(offer.job) was withdrawn; redelivery ignored")] }
+            return [.log("offer \(offer.job) delivered again; same answer"), .reply(reply)]
+        }
+        if case .offered(let pending) = state, pending.job.id == offer.job {
+            return [.log("offer \(offer.job) delivered again while the driver decides")]
+        }
+        let windowMs = Int64((offer.respondWithinS ?? settings.offerTimeoutS) * 1000)
+        if let sent = offer.t, sent + windowMs <= receivedAt {
+            return remember(JobReply(job: offer.job, reply: .expired, reason: "answer window over on arrival", t: receivedAt))
+        }
+        guard case .available = state else {
+            return remember(JobReply(job: offer.job, reply: .busy, reason: state.name.rawValue, t: receivedAt))
+        }
+        let job = Job(offer)
+        guard job.passengers <= settings.seats else {
+            return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(settings.seats) seats", t: receivedAt))
+        }
+        let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt + windowMs)
+        var actions = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, windowMs: windowMs))
+        actions.append(.startTimer(.offerDeadline(job: job.id), fireAt: pending.deadline))
+        return actions
+    }
+
+    private func offerText(_ job: Job, windowMs: Int64) -> String {
+        var text = "Job \(job.id): \(job.pickup.label), \(job.passengers) pax"
+        if job.meetingTime != nil { text += ", reservation" }
+        if job.shared { text += ", shared" }
+        if let note = job.note { text += " (\(note))" }
+        return text + ". Accept within \(windowMs / 1000) s?"
+    }
+
+    private mutating func handleCancel(_ cancel: JobCancel, now: Int64) -> [UnitAction] {
+        guard let job = state.job, job.id == cancel.job else {
+            return [.log("cancel for unknown job \(cancel.job) ignored")]
+        }
+        let why = cancel.reason.map { ": \($0)" } ?? ""
+        switch state {
+        case .offered:
+            snapshot.answeredOffers.append(AnsweredOffer(job: job.id, reply: nil))
+            trimMemory()
+            var actions = transition(to: .available, now: now, reason: "cancelled", tell: "Job \(job.id) cancelled by dispatch\(why)")
+            actions.append(.cancelTimer(.offerDeadline(job: job.id)))
+            return actions
+        case .enRoute, .atPickup:
+            return transition(to: .available, now: now, reason: "cancelled", tell: "Job \(job.id) cancelled by dispatch\(why)")
+        default:
+            return [.log("cancel for job \(job.id) ignored: passenger on board")]
+        }
+    }
+
+    private mutating func handleUpdate(_ update: JobUpdate, now: Int64) -> [UnitAction] {
+        guard var job = state.job, job.id == update.job else {
+            return [.log("update for unknown job \(update.job) ignored")]
+        }
+        var told: [String] = []
+        var passengers = update.passengers ?? job.passengers
+        if let added = update.addPickup {
+            passengers += added.passengers ?? 1
+            told.append("extra pickup at \(added.place.label)")
+        }
+        guard passengers <= settings.seats else {
+            return [
+                .log("update for job \(job.id) refused: \(passengers) passengers exceed \(settings.seats) seats"),
+                .reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: "\(passengers) passengers exceed \(settings.seats) seats", t: now)),
+            ]
+        }
+        if passengers != job.passengers { told.append("\(passengers) pax") }
+        job.passengers = passengers
+        if let added = update.addPickup {
+            job.addedPickups.append(added.place)
+            job.shared = true
+        }
+        if let note = update.note {
+            job.note = note
+            told.append(note)
+        }
+        snapshot.state = state.replacingJob(job)
+        return [.persist(snapshot), .statusChanged(status), .tellDriver("Job \(job.id) changed: " + told.joined(separator: ", "))]
+    }
+
+    // MARK: Helpers
+
+    /// Moves to `next`: persist, event, status, then what the driver is told.
+    private mutating func transition(to next: DriverState, now: Int64, reason: String? = nil, tell: String) -> [UnitAction] {
+        let from = state
+        snapshot.state = next
+        let job = next.job?.id ?? from.job?.id
+        return [
+            .persist(snapshot),
+            .event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason)),
+            .statusChanged(status),
+            .tellDriver(tell),
+        ] + (from.name == next.name ? [] : positions.stateChanged(to: reportingState))
+    }
+
+    /// Answers the pending offer once and for all, remembering the answer for redeliveries.
+    private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: Int64, then next: DriverState, tell: String) -> [UnitAction] {
+        guard case .offered(let offer) = state else { return [] }
+        let reply = JobReply(job: offer.job.id, reply: code, reason: reason, t: now)
+        snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply))
+        trimMemory()
+        var actions = transition(to: next, now: now, reason: code.rawValue, tell: tell)
+        actions.insert(.reply(reply), at: 1)
+        if code != .timeout { actions.append(.cancelTimer(.offerDeadline(job: offer.job.id))) }
+        return actions
+    }
+
+    /// Answers an offer that never reached the driver; the state does not change.
+    private mutating func remember(_ reply: JobReply) -> [UnitAction] {
+        snapshot.answeredOffers.append(AnsweredOffer(job: reply.job, reply: reply))
+        trimMemory()
+        return [.persist(snapshot), .reply(reply)]
+    }
+
+    private mutating func trimMemory() {
+        let excess = snapshot.answeredOffers.count - settings.answeredOfferMemory
+        if excess > 0 { snapshot.answeredOffers.removeFirst(excess) }
+    }
+
+    private func refuse(_ why: String) -> [UnitAction] {
+        [.tellDriver(why)]
     }
 }
 

@@ -15,7 +15,15 @@ public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
 public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
+    /// Fleet → unit: this unit's configuration document (retained), and commands.
+    case config
+    case cmd
+    /// Unit → fleet: the answers to those.
+    case configAck = "config/ack"
+    case cmdReply = "cmd/reply"
+    case jobReply = "job/reply"
     case event
+    case sos
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -61,22 +69,36 @@ public struct PositionMessage: Sendable, Equatable, Codable {
 public struct StatusMessage: Sendable, Equatable, Codable {
     public var online: Bool
     public var unit: String
-    public var state: DutyState
-    /// Unit clock, ms since the Unix epoch.
-    public var t: Int64?
+    public var state: StateName
+    /// Why the driver paused; only while `paused`.
+    public var reason: PauseReason?
+    /// The open or offered job.
+    public var job: String?
     /// The zone the taxi is in; omitted outside every zone.
     public var zone: String?
+    public var seatsLeft: Int
+    /// Unit clock, ms since the Unix epoch.
+    public var t: Int64?
 
-    public init(online: Bool, unit: String, state: DutyState, t: Int64?, zone: String? = nil) {
+    enum CodingKeys: String, CodingKey {
+        case online, unit, state, reason, job, zone, t
+        case seatsLeft = "seats_left"
+    }
+
+    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?) {
         self.online = online
         self.unit = unit
-        self.state = state
-        self.t = t
+        state = status.state
+        reason = status.pauseReason
+        job = status.job
         self.zone = zone
+        seatsLeft = status.seatsLeft
+        self.t = t
     }
 }
 
-/// On `event`: the taxi entered a zone, left one, or both.
+/// On `event`: the taxi entered a zone, left one, or both. State transitions share the topic; this
+/// has `type` and no `from`/`to`.
 public struct ZoneEventMessage: Sendable, Equatable, Codable {
     public var type = "zone"
     public var unit: String
@@ -87,7 +109,12 @@ public struct ZoneEventMessage: Sendable, Equatable, Codable {
     /// The zone entered; omitted when the taxi left every zone.
     public var zone: String?
     /// The zone left; omitted when the taxi was in none.
-    public var from: String?
+    public var zoneLeft: String?
+
+    enum CodingKeys: String, CodingKey {
+        case type, unit, seq, id, t, zone
+        case zoneLeft = "zone_left"
+    }
 
     public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange) {
         self.unit = unit
@@ -95,7 +122,7 @@ public struct ZoneEventMessage: Sendable, Equatable, Codable {
         self.id = id
         self.t = t
         zone = change.to
-        from = change.from
+        zoneLeft = change.from
     }
 }
 

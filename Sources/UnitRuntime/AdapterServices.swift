@@ -3,45 +3,27 @@ import GPSReader
 import MQTTLink
 import ServiceLifecycle
 
-/// Each adapter owns a thread; as a `Service` it starts with the group and stops on graceful shutdown.
-public struct GPSDService: Service {
-    let connection: GPSDConnection
-
-    public init(connection: GPSDConnection) {
-        self.connection = connection
-    }
-
-    public func run() async throws {
-        connection.start()
-        try? await gracefulShutdown()
-        connection.stop()
-    }
+/// An adapter that owns a thread of its own: started with the service group, stopped (and joined)
+/// on graceful shutdown.
+public protocol BackgroundAdapter: Sendable {
+    func start() throws
+    func stop()
 }
 
-public struct MQTTService: Service {
-    let connection: MQTTConnection
+extension GPSDConnection: BackgroundAdapter {}
+extension MQTTConnection: BackgroundAdapter {}
+extension ControlServer: BackgroundAdapter {}
 
-    public init(connection: MQTTConnection) {
-        self.connection = connection
+public struct AdapterService<Adapter: BackgroundAdapter>: Service {
+    let adapter: Adapter
+
+    public init(_ adapter: Adapter) {
+        self.adapter = adapter
     }
 
     public func run() async throws {
-        connection.start()
+        try adapter.start()
         try? await gracefulShutdown()
-        connection.stop()
-    }
-}
-
-public struct ControlService: Service {
-    let server: ControlServer
-
-    public init(server: ControlServer) {
-        self.server = server
-    }
-
-    public func run() async throws {
-        try server.start()
-        try? await gracefulShutdown()
-        server.stop()
+        adapter.stop()
     }
 }

@@ -3,7 +3,8 @@ import MQTTLink
 /// Which outbox rows libmosquitto currently holds for us, by (session, mid). A row is only marked
 /// delivered on its PUBACK; when the session ends the map is dropped and the rows are sent again.
 struct OutboxPump {
-    let maxInFlight: Int
+    /// The fleet may change it ([mqtt] max_inflight) without a reconnect.
+    var maxInFlight: Int
     private var session: MQTTSessionID?
     private var rowsByTicket: [MQTTPublishTicket: Int64] = [:]
 

@@ -1,4 +1,7 @@
 import ControlSocket
+import DriverDevices
+import DriverDisplay
+import FleetControl
 import Foundation
 import GPSReader
 import LocalCache
@@ -11,48 +14,71 @@ import UnitCore
 /// Everything that can happen to the unit, in the one order the engine sees it.
 enum EngineInput: Sendable {
     case gps(GPSDEvent)
-    case mqtt(MQTTEvent)
+    case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
-    /// `generation` tells a timer that was replaced, but had already fired, from the current one.
-    case timerFired(UnitTimer, generation: Int)
+    /// A button or the serial terminal.
+    case driver(DriverPress)
+    /// `generation` tells a restarted timer from a stale firing of the one it replaced.
+    case timerFired(TimerID, generation: UInt64)
     case shutdownRequested
     case shutdownDeadline
+    case fleetRollbackDue
 }
 
 /// The imperative shell: feeds `UnitStateMachine` with events from gpsd, the broker and the control
 /// socket, one at a time, and performs its actions against SQLite and MQTT.
 public final class UnitEngine: Service, @unchecked Sendable {
-    private let configuration: UnitConfiguration
-    private let store: LocalCache
-    private let mqtt: MQTTConnection
+    let store: LocalCache
+    let mqtt: BrokerLink
     private let gpsd: GPSDConnection
-    private let logger: Logger
+    let logger: Logger
     private let inputs: AsyncStream<EngineInput>
-    private let inputSink: AsyncStream<EngineInput>.Continuation
+    let inputSink: AsyncStream<EngineInput>.Continuation
 
     // Owned by the `run()` loop only.
-    private var machine: UnitStateMachine
-    private var outbox: OutboxPump
+    /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
+    var configuration: UnitConfiguration
+    var machine: UnitStateMachine
+    var outbox: OutboxPump
     private var gpsConnected = false
-    private var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
-    private var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
+    var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
+    var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
+    var fleetConfig: FleetConfigMachine
+    var fleetCommands: CommandGate
+    var rollbackTimer: Task<Void, Never>?
+    /// Which `BrokerLink` connection is current; events from replaced ones are dropped.
+    var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
-    private var timers: [UnitTimer: (task: Task<Void, Never>, generation: Int)] = [:]
-    private var timerGenerations = 0
     private var stopping = false
+    private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
+    private var timerGeneration: UInt64 = 0
+    /// The zone the taxi is in, from the state machine's zone tracker.
+    private var zone: String? { machine.positions.zones.current }
+    let devices: DriverDeviceSet?
+    private var panel = DriverPanel()
+    private var shownView: DriverView?
 
     static let snapshotKey = "unit_snapshot"
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
-    public init(configuration: UnitConfiguration, store: LocalCache, mqtt: MQTTConnection, gpsd: GPSDConnection, logger: Logger) throws {
+    /// `local` is the validated local file; fleet documents stored in `store` are laid over it.
+    /// `devices`: the driver's buttons and terminal; their presses come in, the terminal is shown
+    /// every new `DriverView`.
+    public init(
+        local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
+    ) throws {
+        fleetConfig = try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
+        fleetCommands = CommandGate(trust: fleetConfig.trust, executed: try store.executedCommands(now: Self.clockMs()))
+        let configuration = fleetConfig.configuration
         self.configuration = configuration
         self.store = store
         self.mqtt = mqtt
         self.gpsd = gpsd
         self.logger = logger
+        self.devices = devices
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings)
+        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
         (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
     }
@@ -72,6 +98,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     public func run() async throws {
+        startFleetControl()
+        // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
+        // The fleet's config in force may have set another language than the local file.
+        devices?.useLanguage(of: configuration)
+        step(.resumed(at: clockMs()))
+        refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [gpsd, inputSink] in
@@ -80,9 +112,17 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 group.addTask { [mqtt, inputSink] in
                     for await event in mqtt.events { inputSink.yield(.mqtt(event)) }
                 }
-                for await input in inputs {
-                    if handle(input) == .finished { break }
+                for presses in devices?.presses ?? [] {
+                    group.addTask { [inputSink] in
+                        for await press in presses { inputSink.yield(.driver(press)) }
+                    }
                 }
+                for await input in inputs {
+                    let outcome = handle(input)
+                    refreshDriverView()
+                    if outcome == .finished { break }
+                }
+                for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
         } onGracefulShutdown: { [inputSink] in
@@ -96,19 +136,27 @@ public final class UnitEngine: Service, @unchecked Sendable {
         switch input {
         case .gps(let event):
             handleGPS(event)
-        case .mqtt(let event):
-            return handleMQTT(event)
+        case .mqtt(let linked):
+            guard linked.generation == linkGeneration else { return .running }
+            return handleMQTT(linked.event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
-        case .timerFired(let timer, let generation):
-            guard timers[timer]?.generation == generation else { break }
-            timers[timer] = nil
-            perform(machine.handle(.timerFired(timer, at: SystemClock.sample())))
+        case .driver(let press):
+            if case .failure(let problem) = driverInput(press.input) {
+                logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
+            }
+        case .timerFired(let id, let generation):
+            guard timers[id]?.generation == generation else { break }
+            timers[id] = nil
+            step(.timerFired(id, at: clockMs()))
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
             logger.warning("broker did not acknowledge the offline status in time; stopping anyway")
             return .finished
+        case .fleetRollbackDue:
+            // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
+            if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
         }
         return .running
     }
@@ -125,7 +173,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            perform(machine.handle(.gps(sample, at: SystemClock.sample())))
+            step(.gps(sample, at: SystemClock.sample()))
         }
     }
 
@@ -137,7 +185,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             broker = .init(connected: true, since: clockMs(), lastError: nil)
             logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
             outbox.sessionStarted(session)
+            subscribeInbound()
             publishStatus()
+            subscribeToFleet()
+            perform(fleetConfig.handle(.brokerConnected))
             pumpOutbox()
         case .connectFailed(let reason):
             if broker.lastError != reason { logger.warning("cannot connect to broker", metadata: ["reason": "\(reason)"]) }
@@ -157,13 +208,44 @@ public final class UnitEngine: Service, @unchecked Sendable {
             }
             pumpOutbox()
         case .message(let message):
-            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            if handleFleetMessage(message) { break }
+            receive(message)
         }
         return .running
     }
 
+    /// QoS 1 on a persistent session: offers sent while we were away are queued by the broker.
+    private func subscribeInbound() {
+        for topic in InboundTopic.allCases {
+            do {
+                try mqtt.subscribe(configuration.unitTopicBase + topic.rawValue, qos: 1)
+            } catch {
+                logger.error("cannot subscribe", metadata: ["topic": "\(topic.rawValue)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func receive(_ message: MQTTMessage) {
+        let base = configuration.unitTopicBase
+        guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {
+            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            return
+        }
+        let now = clockMs()
+        switch InboundMessage.decode(topic: topic, payload: message.payload) {
+        case .success(let inbound):
+            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
+            step(.inbound(inbound, receivedAt: now))
+        case .failure(let problem):
+            logger.warning("malformed message", metadata: [
+                "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
+            ])
+            step(.malformed(problem, at: now))
+        }
+    }
+
     /// Hands the oldest undelivered messages to libmosquitto, up to the in-flight limit.
-    private func pumpOutbox() {
+    func pumpOutbox() {
         guard !stopping, let free = outbox.freeSlots, free > 0 else { return }
         let pending: [OutboxMessage]
         do {
@@ -185,8 +267,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func publishStatus(online: Bool = true) {
-        let status = StatusMessage(
-            online: online, unit: configuration.unit.id, state: machine.state, t: clockMs(), zone: machine.positions.zones.current)
+        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs())
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -199,63 +280,159 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     // MARK: Actions
 
-    private func perform(_ actions: [UnitAction]) {
+    /// Performs one step's actions: first everything durable in ONE transaction (snapshot, replies,
+    /// events, alarms, rides, fixes), fsync'd when it holds a promise; only then timers, status,
+    /// publishing and what the driver is told. Returns what the driver was told.
+    @discardableResult
+    private func perform(_ actions: [UnitAction]) -> [String] {
+        let stored: Bool
+        do {
+            stored = try storeDurable(actions)
+        } catch {
+            logger.error("cannot store the step; the driver is told", metadata: ["actions": "\(actions)", "error": "\(error)"])
+            let warning = "NOT SENT: the unit cannot store (\(error))"
+            return [warning]
+        }
+        var told: [String] = []
         for action in actions {
-            do {
-                try perform(action)
-            } catch {
-                logger.error("action failed", metadata: ["action": "\(action)", "error": "\(error)"])
+            switch action {
+            case .recordFix(let fix, _):
+                lastFix = (fix, .now)
+            case .persist, .reply, .event, .sos, .recordRide, .reportStale:
+                break
+            case .zoneChanged(let change, _):
+                logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
+            case .startTimer(let id, let fireAt):
+                startTimer(id, fireAt: fireAt)
+            case .cancelTimer(let id):
+                timers.removeValue(forKey: id)?.task.cancel()
+            case .statusChanged:
+                publishStatus()
+            case .tellDriver(let text):
+                logger.info("driver: \(text)")
+                told.append(text)
+            case .log(let text):
+                logger.notice("\(text)")
             }
+        }
+        if stored { pumpOutbox() }
+        return told
+    }
+
+    /// Returns whether anything was queued for the broker.
+    private func storeDurable(_ actions: [UnitAction]) throws -> Bool {
+        let promises = actions.contains {
+            switch $0 {
+            case .persist, .reply, .event, .sos, .recordRide: true
+            default: false
+            }
+        }
+        let fixes = actions.contains {
+            switch $0 {
+            case .recordFix, .reportStale, .zoneChanged: true
+            default: false
+            }
+        }
+        guard promises || fixes else { return false }
+        let unit = configuration.unit.id
+        let now = clockMs()
+        return try store.write(promises ? .full : .normal) { transaction in
+            var queued = false
+            for action in actions {
+                switch action {
+                case .recordFix(let fix, let report):
+                    try transaction.insertPosition(fix)
+                    if report {
+                        try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
+                            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
+                        }
+                        queued = true
+                    }
+                case .persist(let snapshot):
+                    try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
+                case .reply(let reply):
+                    try transaction.enqueue(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                    }
+                    queued = true
+                case .event(let transition):
+                    try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+                    }
+                    queued = true
+                case .sos(let alarm):
+                    try transaction.enqueue(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                    }
+                    queued = true
+                case .reportStale(let fix, let ageMs):
+                    try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
+                    }
+                    queued = true
+                case .zoneChanged(let change, let time):
+                    try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: time, change: change)))
+                    }
+                    queued = true
+                case .recordRide(let ride):
+                    let record = try transaction.insertRide(ride)
+                    logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(record.distanceM))"])
+                default:
+                    break
+                }
+            }
+            return queued
         }
     }
 
-    private func perform(_ action: UnitAction) throws {
-        switch action {
-        case .recordFix(let fix, let report):
-            lastFix = (fix, .now)
-            let unit = configuration.unit.id
-            try store.write { transaction in
-                try transaction.insertPosition(fix)
-                if report {
-                    try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: clockMs()) { seq, id in
-                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
-                    }
-                }
+    /// One task per timer; it only posts the id back into the loop, which re-checks it.
+    private func startTimer(_ id: TimerID, fireAt: Int64) {
+        timers[id]?.task.cancel()
+        timerGeneration += 1
+        let generation = timerGeneration
+        let delayMs = max(0, fireAt - clockMs())
+        let task = Task { [inputSink] in
+            do {
+                try await Task.sleep(for: .milliseconds(delayMs))
+            } catch {
+                return
             }
-            if report { pumpOutbox() }
-        case .statusChanged:
-            publishStatus()
-        case .persist(let snapshot):
-            try store.write(.full) { try $0.saveValue(snapshot, forKey: Self.snapshotKey) }
-        case .tellDriver(let text):
-            logger.info("driver: \(text)")
-        case .reportStale(let fix, let ageMs):
-            let unit = configuration.unit.id
-            try store.write { transaction in
-                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: clockMs()) { seq, id in
-                    try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
-                }
-            }
-            pumpOutbox()
-        case .zoneChanged(let change, let time):
-            logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
-            let unit = configuration.unit.id
-            try store.write { transaction in
-                try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: time) { seq, id in
-                    try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: time, change: change)))
-                }
-            }
-            pumpOutbox()
-        case .startTimer(let timer, let afterS):
-            timers[timer]?.task.cancel()
-            timerGenerations += 1
-            let generation = timerGenerations
-            let task = Task { [inputSink] in
-                guard (try? await Task.sleep(for: .seconds(afterS))) != nil else { return }
-                inputSink.yield(.timerFired(timer, generation: generation))
-            }
-            timers[timer] = (task, generation)
+            inputSink.yield(.timerFired(id, generation: generation))
         }
+        timers[id] = (task, generation)
+    }
+
+    // MARK: Driver
+
+    /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
+    /// Returns what the driver was told.
+    private func driverInput(_ text: String) -> Result<[String], DriverInput.ParseError> {
+        DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
+    }
+
+    /// Feeds one event to the state machine, performs its actions and notes what the driver should see.
+    @discardableResult
+    private func step(_ event: UnitEvent) -> [String] {
+        let before = machine.state
+        let actions = machine.handle(event)
+        let told = perform(actions)
+        panel.stepped(event, before: before, after: machine.state, actions: actions)
+        return told
+    }
+
+    /// Hands the terminal a new view when what it shows has changed.
+    private func refreshDriverView() {
+        guard let terminal = devices?.terminal else { return }
+        // The count of waiting messages is shown only offline: no store query while online.
+        let waiting = broker.connected ? 0 : ((try? store.undeliveredCount()) ?? 0)
+        let fix = machine.lastFix.map(Coordinate.init)
+        let view = panel.view(
+            state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
+            distance: { place in fix?.distance(to: place.coordinate) })
+        guard view != shownView else { return }
+        shownView = view
+        terminal.show(view)
     }
 
     // MARK: Control
@@ -265,31 +442,48 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .status:
             return ControlResponse(ok: true, status: currentStatus())
         case .press:
-            guard let input = request.input, let command = DriverCommand(rawValue: input) else {
-                let known = DriverCommand.allCases.map(\.rawValue).joined(separator: ", ")
-                return .failure("unknown input \"\(request.input ?? "")\"; known: \(known)")
+            switch driverInput(request.input ?? "") {
+            case .failure(let problem):
+                return .failure(problem.description)
+            case .success(let told):
+                return ControlResponse(ok: true, message: told.joined(separator: "; "))
             }
-            let actions = machine.handle(.driver(command))
-            perform(actions)
-            let told = actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
-            return ControlResponse(ok: true, message: told.joined(separator: "; "))
         }
     }
 
-    private func currentStatus() -> ControlStatus {
+    func currentStatus() -> ControlStatus {
         let depth = (try? store.undeliveredCount()) ?? -1
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
+        let status = machine.status
         return ControlStatus(
             unit: configuration.unit.id,
-            state: machine.state.rawValue,
+            state: status.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
-            clock: machine.positions.clock.reading(at: SystemClock.sample()).source.rawValue,
-            zone: machine.positions.zones.current,
             broker: broker,
             outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
-            storedPositions: stored
+            storedPositions: stored,
+            pauseReason: status.pauseReason?.rawValue,
+            job: jobStatus(),
+            seatsLeft: status.seatsLeft,
+            sosPending: machine.snapshot.panic != nil,
+            config: fleetConfigStatus,
+            clock: machine.positions.clock.reading(at: SystemClock.sample()).source.rawValue,
+            zone: zone
         )
+    }
+
+    /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
+    private func jobStatus() -> ControlStatus.Job? {
+        guard let job = machine.state.job else { return nil }
+        let now = clockMs()
+        func secondsUntil(_ time: Int64) -> Int { Int(max(0, time - now) / 1000) }
+        var offerSecondsLeft: Int?
+        if case .offered(let offer) = machine.state { offerSecondsLeft = secondsUntil(offer.deadline) }
+        return ControlStatus.Job(
+            id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
+            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime, meetingInS: job.meetingTime.map(secondsUntil),
+            shared: job.shared, note: job.note)
     }
 
     // MARK: Shutdown
@@ -308,8 +502,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     /// The unit's clock for messages, ms since the Unix epoch.
-    private func clockMs() -> Int64 {
-        machine.positions.clock.reading(at: SystemClock.sample()).milliseconds
+    /// The unit clock (system time when synchronised, else GPS time), ms.
+    func clockMs() -> Int64 { machine.positions.clock.reading(at: SystemClock.sample()).milliseconds }
+
+    static func clockMs() -> Int64 {
+        Int64(Date().timeIntervalSince1970 * 1000)
     }
 }
 

@@ -7,7 +7,7 @@ struct TaxiUnitCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxiunitctl",
         abstract: "Talk to a running taxiunitd over its control socket.",
-        subcommands: [Status.self, Press.self]
+        subcommands: [Status.self, Press.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {
@@ -40,23 +40,38 @@ struct TaxiUnitCtl: ParsableCommand {
             }
             let fixAge = status.gps.lastFixAgeS.map { String(format: "last fix %.1f s ago", $0) } ?? "no fix yet"
             print("unit      \(status.unit)")
-            print("state     \(status.state)")
+            print("state     \(status.state)\(status.pauseReason.map { " (\($0))" } ?? "")")
+            if let job = status.job {
+                var line = "job       \(job.id): \(job.pickup), \(job.passengers) pax"
+                if let left = job.offerSecondsLeft { line += ", \(left) s to answer" }
+                if let meeting = job.meetingInS { line += ", meeting in \(meeting / 60) min" }
+                if job.shared { line += ", shared" }
+                if let note = job.note { line += " (\(note))" }
+                print(line)
+            }
+            if let seats = status.seatsLeft { print("seats     \(seats) left") }
             print("gpsd      \(status.gps.connected ? "connected" : "disconnected"), \(fixAge)")
             print("clock     \(status.clock ?? "unknown")")
             print("zone      \(status.zone ?? "none")")
             print("broker    \(status.broker.connected ? "connected" : "disconnected")\(status.broker.lastError.map { " (\($0))" } ?? "")")
             print("outbox    \(status.outbox.depth) waiting, \(status.outbox.inFlight) in flight")
             print("positions \(status.storedPositions) stored")
+            if let config = status.config {
+                let versions = config.versions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }
+                let trial = config.onTrial.map { ", \($0) config on trial" } ?? ""
+                print("config    \(versions.isEmpty ? "local file only" : versions.joined(separator: ", "))\(trial)")
+            }
         }
     }
 
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input, e.g. duty.") var input: String
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos.")
+        var words: [String]
 
         func run() throws {
-            let response = try connection.send(ControlRequest(cmd: .press, input: input))
+            let response = try connection.send(ControlRequest(cmd: .press, input: words.joined(separator: " ")))
             guard response.ok else { throw ValidationErrorLine(response.error ?? "refused") }
             if let message = response.message, !message.isEmpty { print(message) }
         }

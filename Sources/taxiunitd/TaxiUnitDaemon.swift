@@ -4,10 +4,8 @@ import Foundation
 import GPSReader
 import LocalCache
 import Logging
-import MQTTLink
 import ServiceLifecycle
 import UnitConfig
-import UnitCore
 import UnitRuntime
 
 @main
@@ -29,14 +27,27 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
     var check = false
 
     func run() async throws {
+        let local: ConfigValue
         let settings: UnitConfiguration
         do {
-            settings = try UnitConfiguration.load(path: config)
+            local = try ConfigValue.loadTOML(path: config)
+            settings = try UnitConfiguration(document: local)
         } catch {
             for problem in error.problems { printToStandardError("\(config): \(problem)") }
             throw ExitCode(1)
         }
         if check {
+            // The language matters only to a terminal: without one, its catalogue need not exist here.
+            if settings.input.serial != nil {
+                do {
+                    let catalogue = try DriverDeviceSet.catalogue(settings)
+                    for key in catalogue.missingKeys { print("\(config): warning: catalogue \(catalogue.language) has no \(key.rawValue); English is shown") }
+                    for key in catalogue.unknownKeys { print("\(config): warning: catalogue \(catalogue.language) has an unknown text \(key)") }
+                } catch {
+                    for problem in error.problems { printToStandardError("\(config): \(problem)") }
+                    throw ExitCode(1)
+                }
+            }
             print("\(config): OK")
             return
         }
@@ -49,28 +60,25 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         let logger = Logger(label: "taxiunitd")
 
         let store = try LocalCache(path: settings.store.path)
-        let offline = try JSONEncoder().encode(OfflineStatusMessage())
-        let mqtt = MQTTConnection(
-            endpoint: MQTTEndpoint(
-                host: settings.mqtt.host, port: settings.mqtt.port, keepaliveS: settings.mqtt.keepaliveS,
-                clientID: "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)"),
-            will: MQTTWill(topic: settings.unitTopicBase + UnitTopic.status.rawValue, payload: Array(offline), qos: 1, retain: true),
-            backoff: ReconnectBackoff(minimumS: settings.mqtt.reconnectMinS, maximumS: settings.mqtt.reconnectMaxS),
-            logger: logger
-        )
+        // The engine connects it with the fleet's config in force, which may name another broker.
+        let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
-        let engine = try UnitEngine(configuration: settings, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger)
+        let devices = DriverDeviceSet(configuration: settings, logger: logger)
+        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger, devices: devices)
         let control = ControlServer(path: settings.control.socket) { request in await engine.handleControl(request) }
 
         // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: AdapterService(mqtt)),
+            .init(service: AdapterService(gpsd)),
+            .init(service: AdapterService(control)),
+        ]
+        if let buttons = devices.buttons { services.append(.init(service: AdapterService(buttons))) }
+        if let terminal = devices.terminal { services.append(.init(service: AdapterService(terminal))) }
+        services.append(.init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup))
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: MQTTService(connection: mqtt)),
-                    .init(service: GPSDService(connection: gpsd)),
-                    .init(service: ControlService(server: control)),
-                    .init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

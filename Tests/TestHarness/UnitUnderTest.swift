@@ -14,7 +14,7 @@ public final class UnitUnderTest: @unchecked Sendable {
     /// `extraTOML` is appended to the generated file; use it for sections the defaults do not cover.
     public init(
         unitID: String = "T1", fleet: String = "test", mqttPort: Int, gpsdPort: Int,
-        in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5
+        in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5, language: String = "en"
     ) throws {
         self.unitID = unitID
         self.fleet = fleet
@@ -26,6 +26,8 @@ public final class UnitUnderTest: @unchecked Sendable {
         [unit]
         id = "\(unitID)"
         fleet = "\(fleet)"
+        language = "\(language)"
+        catalogues = "\(Corpus.packageRoot)/share/taxiunitd/lang"
 
         [gpsd]
         host = "127.0.0.1"

@@ -33,6 +33,19 @@ import UnitCore
         #expect(config.mqtt.port == 1883)
         #expect(config.mqtt.keepaliveS == 30)
         #expect(config.unitTopicBase == "taxi/north/T7/")
+        #expect(config.unit.seats == 4)
+        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 60, arrivalRadiusM: 20, noShowWaitS: 300, noShowRadiusM: 100, seats: 4))
+    }
+
+    @Test func jobRulesAndSeatsAreReadAndChecked() throws {
+        let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\n")
+        #expect(config.unit.seats == 7)
+        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 2, arrivalRadiusM: 35, noShowWaitS: 0, noShowRadiusM: 50, seats: 7))
+        let bad = problems("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 0\n[job]\noffer_timeout_s = 0\nlate = 1\n")
+        #expect(bad.count == 3)
+        #expect(bad.contains("unknown key job.late"))
+        #expect(bad.contains { $0.hasPrefix("unit.seats") })
+        #expect(bad.contains { $0.hasPrefix("job.offer_timeout_s") })
     }
 
     @Test func unknownKeysAndSectionsAreNamed() {

@@ -1,36 +1,237 @@
 import Testing
 import UnitCore
 
-/// A board whose system clock is not synchronised; `monotonicS` advances with the test.
-func unsynchronised(_ monotonicS: Double) -> ClockSample {
-    ClockSample(systemS: 0, systemSynchronised: false, monotonicS: monotonicS)
+/// Shared fixtures: a pickup, fixes on it and far from it, and a machine put into any state the
+/// way the daemon would get there (by events, not by constructing snapshots).
+extension UnitEvent {
+    /// A report read while the system clock was synchronised and said the fix's own time.
+    static func gps(_ sample: GPSSample) -> UnitEvent {
+        .gps(sample, at: ClockSample(systemS: sample.time, systemSynchronised: true, monotonicS: sample.time))
+    }
+}
+
+extension UnitSettings {
+    /// Every state reports at `reportingIntervalS` (and by the default distance and heading rules).
+    init(reportingIntervalS: Double) {
+        var policy = ReportingPolicy()
+        for state in ReportingPolicy.stateNames { policy.rules[state]?.intervalS = reportingIntervalS }
+        self.init(positions: PositionSettings(reporting: policy))
+    }
+}
+
+enum Scenario {
+    static let pickup = Place(lat: 46.5, lon: 7.5, address: "Bahnhofplatz 1")
+    static let t0: Int64 = 1_800_000_000_000
+
+    static func sample(_ time: Double, lat: Double = 46.5, lon: Double = 7.5) -> GPSSample {
+        GPSSample(mode: 3, time: time, latitude: lat, longitude: lon)
+    }
+
+    static func offer(_ job: String, window: Double? = nil, passengers: Int? = nil, sentAt: Int64? = nil) -> JobOffer {
+        JobOffer(job: job, pickup: pickup, respondWithinS: window, passengers: passengers, t: sentAt)
+    }
+
+    /// A machine in `state` with job "J1" where the state has a job. Its last fix is 1 km north of
+    /// the pickup so GPS does not interfere; `t0` is well after any deadline of the setup.
+    static func machine(in state: StateName, settings: UnitSettings = UnitSettings()) -> UnitStateMachine {
+        var machine = UnitStateMachine(settings: settings)
+        _ = machine.handle(.gps(sample(Double(t0 / 1000) - 1000, lat: 46.509)))
+        let start = t0 - 600_000
+        func drive(_ events: UnitEvent...) {
+            for event in events { _ = machine.handle(event) }
+        }
+        switch state {
+        case .offDuty:
+            break
+        case .available:
+            drive(.driver(.duty, at: start))
+        case .paused:
+            drive(.driver(.duty, at: start), .driver(.pause(.refuel), at: start))
+        case .offered:
+            drive(.driver(.duty, at: start), .inbound(.offer(offer("J1", window: 3600)), receivedAt: start))
+        case .enRoute:
+            drive(.driver(.duty, at: start), .inbound(.offer(offer("J1")), receivedAt: start), .driver(.accept, at: start))
+        case .atPickup:
+            drive(
+                .driver(.duty, at: start), .inbound(.offer(offer("J1")), receivedAt: start), .driver(.accept, at: start),
+                .driver(.arrived, at: start))
+        case .onBoard:
+            drive(
+                .driver(.duty, at: start), .inbound(.offer(offer("J1")), receivedAt: start), .driver(.accept, at: start),
+                .driver(.arrived, at: start), .driver(.passengersOnBoard(2), at: start))
+        }
+        precondition(machine.state.name == state, "setup reached \(machine.state.name), not \(state)")
+        return machine
+    }
+
+    static func replies(_ actions: [UnitAction]) -> [JobReply] {
+        actions.compactMap { if case .reply(let reply) = $0 { reply } else { nil } }
+    }
+
+    static func told(_ actions: [UnitAction]) -> [String] {
+        actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
+    }
+}
+
+/// Every (state, event) pair has a defined outcome, and this table is it.
+@Suite struct StateEventTableTests {
+    enum Outcome: Equatable, CustomStringConvertible {
+        /// Moves to another state, answering the offer with `reply` if set.
+        case to(StateName, reply: ReplyCode? = nil)
+        /// Same state, but something happened (a reply, an alarm, a stored fix, a timer).
+        case stays(reply: ReplyCode? = nil)
+        /// Same state; only the driver is told why not (rule 17).
+        case refused
+        /// Same state; logged at most.
+        case ignored
+
+        var description: String {
+            switch self {
+            case .to(let state, let reply): "to \(state.rawValue)\(reply.map { " +\($0.rawValue)" } ?? "")"
+            case .stays(let reply): "stays\(reply.map { " +\($0.rawValue)" } ?? "")"
+            case .refused: "refused"
+            case .ignored: "ignored"
+            }
+        }
+    }
+
+    static func classify(before: UnitStateMachine, after: UnitStateMachine, _ actions: [UnitAction]) -> Outcome {
+        let reply = Scenario.replies(actions).first?.reply
+        if after.state.name != before.state.name { return .to(after.state.name, reply: reply) }
+        if actions.allSatisfy({ if case .log = $0 { true } else { false } }) { return .ignored }
+        if actions.count == 1, case .tellDriver = actions[0] { return .refused }
+        return .stays(reply: reply)
+    }
+
+    static let t = Scenario.t0
+    /// Columns: off_duty, available, paused, offered, en_route, at_pickup, on_board.
+    static let table: [(String, UnitEvent, [Outcome])] = [
+        ("duty", .driver(.duty, at: t), [.to(.available), .to(.offDuty), .to(.offDuty), .to(.offDuty, reply: .reject), .refused, .refused, .refused]),
+        ("accept", .driver(.accept, at: t), [.refused, .refused, .refused, .to(.enRoute, reply: .accept), .refused, .refused, .refused]),
+        ("reject", .driver(.reject(reason: "far"), at: t), [.refused, .refused, .refused, .to(.available, reply: .reject), .refused, .refused, .refused]),
+        ("arrived", .driver(.arrived, at: t), [.refused, .refused, .refused, .refused, .to(.atPickup), .refused, .refused]),
+        ("pob", .driver(.passengersOnBoard(nil), at: t), [.refused, .refused, .refused, .refused, .refused, .to(.onBoard), .refused]),
+        ("pob 9", .driver(.passengersOnBoard(9), at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
+        ("clear", .driver(.clear, at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .to(.available)]),
+        // The setup's last fix is 1 km from the pickup: a no-show is refused there (see NoShowTests).
+        ("noshow", .driver(.noShow, at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
+        ("pause", .driver(.pause(.break), at: t), [.refused, .to(.paused), .refused, .refused, .refused, .refused, .refused]),
+        ("resume", .driver(.resume, at: t), [.refused, .refused, .to(.available), .refused, .refused, .refused, .refused]),
+        ("sos", .driver(.sos, at: t), [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
+        ("offer J2", .inbound(.offer(Scenario.offer("J2")), receivedAt: t),
+         [.stays(reply: .busy), .to(.offered), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy)]),
+        // J1 is the setup's job: accepted in the job states, pending in `offered`, new elsewhere.
+        ("offer J1 again", .inbound(.offer(Scenario.offer("J1")), receivedAt: t),
+         [.stays(reply: .busy), .to(.offered), .stays(reply: .busy), .ignored, .stays(reply: .accept), .stays(reply: .accept), .stays(reply: .accept)]),
+        ("offer 7 passengers", .inbound(.offer(Scenario.offer("J4", passengers: 7)), receivedAt: t),
+         [.stays(reply: .busy), .stays(reply: .invalid), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy)]),
+        ("expired offer", .inbound(.offer(Scenario.offer("J3", window: 60, sentAt: t - 61_000)), receivedAt: t),
+         [.stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired)]),
+        ("cancel J1", .inbound(.cancel(JobCancel(job: "J1", reason: "withdrawn")), receivedAt: t),
+         [.ignored, .ignored, .ignored, .to(.available), .to(.available), .to(.available), .ignored]),
+        ("cancel unknown", .inbound(.cancel(JobCancel(job: "J9")), receivedAt: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        ("update J1 to 3 pax", .inbound(.update(JobUpdate(job: "J1", passengers: 3)), receivedAt: t),
+         [.ignored, .ignored, .ignored, .stays(), .stays(), .stays(), .stays()]),
+        ("update J1 to 5 pax", .inbound(.update(JobUpdate(job: "J1", passengers: 5)), receivedAt: t),
+         [.ignored, .ignored, .ignored, .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid)]),
+        ("update unknown", .inbound(.update(JobUpdate(job: "J9", passengers: 2)), receivedAt: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        ("sos/ack without alarm", .inbound(.sosAck(SOSAck()), receivedAt: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        ("malformed with job", .malformed(InboundProblem(topic: .jobOffer, job: "J5", reason: "pickup is missing"), at: t),
+         [.stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid)]),
+        ("malformed without job", .malformed(InboundProblem(topic: .jobCancel, job: nil, reason: "not JSON"), at: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        ("deadline J1", .timerFired(.offerDeadline(job: "J1"), at: t),
+         [.ignored, .ignored, .ignored, .to(.available, reply: .timeout), .ignored, .ignored, .ignored]),
+        ("stale deadline", .timerFired(.offerDeadline(job: "J7"), at: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        ("resumed before deadline", .resumed(at: t),
+         [.ignored, .ignored, .ignored, .stays(), .ignored, .ignored, .ignored]),
+        ("resumed after deadline", .resumed(at: t + 3_600_000),
+         [.ignored, .ignored, .ignored, .to(.available, reply: .timeout), .ignored, .ignored, .ignored]),
+        ("fix far away", .gps(Scenario.sample(Double(t / 1000), lat: 46.51)),
+         [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
+        ("fix at pickup", .gps(Scenario.sample(Double(t / 1000))),
+         [.stays(), .stays(), .stays(), .stays(), .to(.atPickup), .stays(), .stays()]),
+    ]
+
+    static let columns: [StateName] = [.offDuty, .available, .paused, .offered, .enRoute, .atPickup, .onBoard]
+
+    @Test func theTableCoversEveryState() {
+        #expect(Set(Self.columns) == Set(StateName.allCases))
+        for (name, _, outcomes) in Self.table { #expect(outcomes.count == Self.columns.count, "\(name)") }
+    }
+
+    @Test(arguments: StateName.allCases)
+    func everyEventHasItsOutcome(in state: StateName) {
+        let column = Self.columns.firstIndex(of: state)!
+        for (name, event, outcomes) in Self.table {
+            var machine = Scenario.machine(in: state)
+            let before = machine
+            let actions = machine.handle(event)
+            let outcome = Self.classify(before: before, after: machine, actions)
+            #expect(outcome == outcomes[column], "\(state.rawValue) + \(name): \(actions)")
+            Self.checkShape(before: before, after: machine, actions, name: "\(state.rawValue) + \(name)")
+        }
+    }
+
+    /// Panic is orthogonal: with an alarm pending, every pair has the same outcome, except that an
+    /// acknowledgement now has something to end.
+    @Test(arguments: StateName.allCases)
+    func panicChangesNoOutcome(in state: StateName) {
+        let column = Self.columns.firstIndex(of: state)!
+        for (name, event, outcomes) in Self.table {
+            var machine = Scenario.machine(in: state)
+            _ = machine.handle(.driver(.sos, at: Self.t - 1))
+            let before = machine
+            let actions = machine.handle(event)
+            let expected: Outcome = name == "sos/ack without alarm" ? .stays() : outcomes[column]
+            #expect(Self.classify(before: before, after: machine, actions) == expected, "\(state.rawValue) + \(name) in panic: \(actions)")
+            if case .inbound(.sosAck, _) = event { #expect(machine.snapshot.panic == nil) } else { #expect(machine.snapshot.panic != nil, "\(name)") }
+        }
+    }
+
+    /// Whatever happens: a step that changes the snapshot persists it before any reply, event or
+    /// alarm (the shell writes them in one transaction), a step that leaves it alone does not
+    /// persist, and the driver hears last.
+    static func checkShape(before: UnitStateMachine, after: UnitStateMachine, _ actions: [UnitAction], name: String) {
+        func index(_ matches: (UnitAction) -> Bool) -> Int? { actions.firstIndex(where: matches) }
+        let persist = index { if case .persist = $0 { true } else { false } }
+        if before.snapshot != after.snapshot {
+            let promise = index { if case .reply = $0 { true } else if case .event = $0 { true } else if case .sos = $0 { true } else { false } }
+            #expect(persist != nil && persist! < (promise ?? actions.count), "\(name): persist before what it explains: \(actions)")
+            #expect(actions.contains(.persist(after.snapshot)), "\(name): persists the new snapshot")
+        } else {
+            #expect(persist == nil, "\(name): nothing to persist: \(actions)")
+        }
+        if let event = index({ if case .event = $0 { true } else { false } }) {
+            #expect(persist != nil && persist! < event, "\(name)")
+            #expect(actions.contains(.statusChanged(after.status)), "\(name): a transition updates the status")
+        }
+        if let told = index({ if case .tellDriver = $0 { true } else { false } }) {
+            #expect(!actions[(told + 1)...].contains { if case .reply = $0 { true } else if case .persist = $0 { true } else { false } }, "\(name)")
+        }
+    }
 }
 
 @Suite struct UnitStateMachineTests {
-    static let t0 = 1_780_000_000.0
-
-    func sample(_ second: Double, latitude: Double = 46.5) -> GPSSample {
-        GPSSample(mode: 3, time: Self.t0 + second, latitude: latitude, longitude: 7.5)
-    }
-
-    /// Feeds one fix per second (fix time = monotonic time) and returns the actions per fix.
-    func feed(_ machine: inout UnitStateMachine, seconds: Range<Int>) -> [[UnitAction]] {
-        seconds.map { machine.handle(.gps(sample(Double($0)), at: unsynchronised(Double($0)))) }
-    }
-
-    func reportedSeconds(_ actions: [[UnitAction]], from first: Int = 0) -> [Int] {
-        actions.enumerated().compactMap { index, actions in
-            actions.contains { if case .recordFix(_, report: true) = $0 { true } else { false } } ? first + index : nil
-        }
-    }
+    func sample(_ time: Double) -> GPSSample { Scenario.sample(time) }
 
     @Test func startsOffDutyAndDutyToggles() {
         var machine = UnitStateMachine()
         #expect(machine.state == .offDuty)
-        let on = machine.handle(.driver(.duty))
-        #expect(on == [.persist(UnitSnapshot(state: .available)), .statusChanged(.available), .tellDriver("available")])
-        let off = machine.handle(.driver(.duty))
-        #expect(off == [.persist(UnitSnapshot(state: .offDuty)), .statusChanged(.offDuty), .tellDriver("off_duty")])
+        let on = machine.handle(.driver(.duty, at: 5))
+        #expect(on == [
+            .persist(UnitSnapshot(state: .available)), .event(Transition(t: 5, from: .offDuty, to: .available)),
+            .statusChanged(UnitStatus(state: .available, seatsLeft: 4)), .tellDriver("On duty, available"),
+        ])
+        let off = machine.handle(.driver(.duty, at: 6))
+        #expect(off == [
+            .persist(UnitSnapshot(state: .offDuty)), .event(Transition(t: 6, from: .available, to: .offDuty)),
+            .statusChanged(UnitStatus(state: .offDuty, seatsLeft: 4)), .tellDriver("Off duty"),
+        ])
     }
 
     @Test func restoresTheSnapshot() {
@@ -38,96 +239,4 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         #expect(machine.state == .available)
     }
 
-    @Test func everyValidFixIsRecordedButReportedByTheStatesPolicy() {
-        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
-        let actions = feed(&machine, seconds: 0..<65)
-        for (second, actions) in actions.enumerated() {
-            guard case .recordFix(let fix, _)? = actions.first else {
-                Issue.record("second \(second): expected recordFix first, got \(actions)")
-                continue
-            }
-            #expect(fix.time == Int64(Self.t0 + Double(second)) * 1000)
-        }
-        // Standing still while available: every 30 s.
-        #expect(reportedSeconds(actions) == [0, 30, 60])
-    }
-
-    @Test func aStateChangeReportsTheNextFixAndFollowsTheNewPolicy() {
-        var machine = UnitStateMachine()
-        _ = feed(&machine, seconds: 0..<10)
-        _ = machine.handle(.driver(.duty))
-        let available = feed(&machine, seconds: 10..<45)
-        #expect(reportedSeconds(available, from: 10) == [10, 40])
-    }
-
-    @Test func invalidSamplesDoNothing() {
-        var machine = UnitStateMachine()
-        #expect(machine.handle(.gps(GPSSample(mode: 1, time: Self.t0, latitude: .nan, longitude: .nan), at: unsynchronised(0))).isEmpty)
-        _ = machine.handle(.gps(sample(1), at: unsynchronised(1)))
-        #expect(machine.handle(.gps(sample(1), at: unsynchronised(1.2))).isEmpty)
-    }
-
-    @Test func aClockJumpBackwardsIsReportedAtOnce() {
-        var machine = UnitStateMachine()
-        _ = machine.handle(.gps(sample(5000), at: unsynchronised(0)))
-        let actions = machine.handle(.gps(sample(100), at: unsynchronised(1)))
-        #expect(actions == [.recordFix(Fix(time: Int64(Self.t0 + 100) * 1000, latitude: 46.5, longitude: 7.5), report: true)])
-    }
-
-    @Test func theFirstValidFixStartsTheHeartbeatAndAnchorsTheClock() {
-        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
-        #expect(machine.positions.clock.reading(at: unsynchronised(3)).source == .unsynchronised)
-        let actions = machine.handle(.gps(sample(0), at: unsynchronised(3)))
-        #expect(actions.contains(.startTimer(.heartbeat, afterS: 30)))
-        #expect(machine.positions.clock.reading(at: unsynchronised(4)) == ClockReading(time: Self.t0 + 1, source: .gps))
-        #expect(!machine.handle(.gps(sample(1), at: unsynchronised(4))).contains { if case .startTimer = $0 { true } else { false } })
-    }
-
-    @Test func aSilentReceiverGetsAStaleHeartbeatEveryInterval() {
-        var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
-        _ = feed(&machine, seconds: 0..<4)
-        let lastFix = Fix(time: Int64(Self.t0 + 3) * 1000, latitude: 46.5, longitude: 7.5)
-        // The timer started at second 0 fires at 30: the last fix is only 27 s old, so it waits 3 s more.
-        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(30))) == [.startTimer(.heartbeat, afterS: 3)])
-        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(33))) == [.reportStale(lastFix, ageMs: 30_000), .startTimer(.heartbeat, afterS: 30)])
-        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(63))) == [.reportStale(lastFix, ageMs: 60_000), .startTimer(.heartbeat, afterS: 30)])
-        // A valid fix again: the next timer finds it fresh and stays quiet.
-        _ = machine.handle(.gps(sample(70), at: unsynchronised(70)))
-        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(93))) == [.startTimer(.heartbeat, afterS: 7)])
-    }
-
-    @Test func aStateChangeRetimesTheHeartbeat() {
-        var machine = UnitStateMachine()
-        _ = feed(&machine, seconds: 0..<2)
-        let actions = machine.handle(.driver(.duty))
-        #expect(actions.last == .startTimer(.heartbeat, afterS: 0))
-        // Off duty waited 300 s; available waits 30 s from the last valid fix.
-        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(11))) == [.startTimer(.heartbeat, afterS: 20)])
-    }
-
-    @Test func noFixNoHeartbeat() {
-        var machine = UnitStateMachine()
-        #expect(!machine.handle(.driver(.duty)).contains { if case .startTimer = $0 { true } else { false } })
-        #expect(machine.handle(.timerFired(.heartbeat, at: unsynchronised(500))).isEmpty)
-    }
-
-    @Test func enteringAZoneIsAnEventAndChangesTheStatus() {
-        let rank = Zone(id: "rank-1", polygon: [
-            .init(latitude: 46.49, longitude: 7.49), .init(latitude: 46.49, longitude: 7.51),
-            .init(latitude: 46.51, longitude: 7.51), .init(latitude: 46.51, longitude: 7.49),
-        ])
-        var machine = UnitStateMachine(settings: UnitSettings(positions: PositionSettings(zones: [rank])))
-        _ = machine.handle(.gps(sample(0, latitude: 46.48), at: unsynchronised(0)))
-        let actions = machine.handle(.gps(sample(1, latitude: 46.5), at: unsynchronised(1)))
-        #expect(actions.contains(.zoneChanged(ZoneChange(from: nil, to: "rank-1"), at: Int64(Self.t0 + 1) * 1000)))
-        #expect(actions.last == .statusChanged(.offDuty))
-        #expect(machine.positions.zones.current == "rank-1")
-    }
-
-    @Test func inaccurateFixesAreDroppedByTheConfiguredLimit() {
-        var machine = UnitStateMachine(settings: UnitSettings(positions: PositionSettings(maxHorizontalErrorM: 20)))
-        var inaccurate = sample(0)
-        inaccurate.horizontalError = 25
-        #expect(machine.handle(.gps(inaccurate, at: unsynchronised(0))).isEmpty)
-    }
 }

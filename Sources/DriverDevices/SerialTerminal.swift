@@ -1,0 +1,155 @@
+import DriverDisplay
+import DriverKeys
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
+/// All of its unsafe code is here and in `DeviceLine`.
+public final class SerialTerminal: @unchecked Sendable {
+    public let presses: AsyncStream<DriverPress>
+    private let sink: AsyncStream<DriverPress>.Continuation
+    private let line: DeviceLine
+    private let baud: Int
+    private let keys: [TerminalKey: (name: String, input: String)]
+    private let noiseGuardMs: Int64
+
+    private let lock = NSLock()
+    private var view = DriverView()
+    private var presenter: TerminalPresenter
+
+    /// How often the screen is looked at while nothing happens: countdowns tick in seconds.
+    static let refreshMs: Int64 = 200
+    public static let baudRates: [Int: speed_t] = [
+        1200: speed_t(B1200), 2400: speed_t(B2400), 4800: speed_t(B4800), 9600: speed_t(B9600),
+        19200: speed_t(B19200), 38400: speed_t(B38400), 57600: speed_t(B57600), 115200: speed_t(B115200),
+    ]
+
+    /// `keys`: key name (see `TerminalKey(configName:)`) → driver input.
+    public init(
+        path: String, baud: Int, keys: [String: String], noiseGuardMs: Int, presenter: TerminalPresenter,
+        retryIntervalS: Double = 3, logger: Logger
+    ) {
+        var decoded: [TerminalKey: (String, String)] = [:]
+        for (name, input) in keys {
+            if let key = TerminalKey(configName: name) { decoded[key] = (name, input) }
+        }
+        self.keys = decoded
+        self.baud = baud
+        self.noiseGuardMs = Int64(noiseGuardMs)
+        self.presenter = presenter
+        line = DeviceLine(path: path, role: "serial terminal", retryIntervalS: retryIntervalS, logger: logger)
+        (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
+    }
+
+    /// The engine's latest view of the unit; drawn at once.
+    public func show(_ view: DriverView) {
+        lock.withLock { self.view = view }
+        line.wake()
+    }
+
+    /// The catalogue's language, as drawn now.
+    public var language: String {
+        lock.withLock { presenter.renderer.catalogue.language }
+    }
+
+    /// A fleet push changed the language: everything is drawn again in it.
+    public func setCatalogue(_ catalogue: MessageCatalogue) {
+        lock.withLock {
+            presenter.renderer.catalogue = catalogue
+            presenter.invalidate()
+        }
+        line.wake()
+    }
+
+    /// Starts the reader thread; it opens the device, or keeps trying.
+    public func start() {
+        line.start(name: "serial-terminal", open: open, serve: serve)
+    }
+
+    /// Returns once the thread has closed the device; `presses` then ends.
+    public func stop() {
+        line.stop()
+        sink.finish()
+    }
+
+    private func open(_ path: String) -> Result<Int32, DeviceError> {
+        let opened = DeviceLine.openDevice(path, flags: O_RDWR)
+        guard case .success(let fd) = opened else { return opened }
+        var settings = termios()
+        guard tcgetattr(fd, &settings) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            return .failure(DeviceError("not a serial port: \(reason)"))
+        }
+        cfmakeraw(&settings)
+        // 8N1, no flow control, ignore modem lines (a missing cable must not hang writes), ignore
+        // breaks and bytes with framing or parity errors (line noise).
+        settings.c_cflag &= ~(tcflag_t(PARENB | CSTOPB | CSIZE) | tcflag_t(CRTSCTS))
+        settings.c_cflag |= tcflag_t(CS8 | CLOCAL | CREAD)
+        settings.c_iflag &= ~tcflag_t(IXON | IXOFF | IXANY)
+        settings.c_iflag |= tcflag_t(IGNBRK | IGNPAR)
+        let speed = Self.baudRates[baud] ?? speed_t(B9600)
+        cfsetispeed(&settings, speed)
+        cfsetospeed(&settings, speed)
+        guard tcsetattr(fd, TCSANOW, &settings) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            return .failure(DeviceError("cannot configure the port: \(reason)"))
+        }
+        return .success(fd)
+    }
+
+    private func serve(_ fd: Int32) -> DeviceLine.Served {
+        var decoder = TerminalKeyDecoder(noiseGuardMs: noiseGuardMs)
+        var buffer = [UInt8](repeating: 0, count: 512)
+        lock.withLock { presenter.invalidate() }
+        while !line.stopping {
+            if let failure = draw(fd) { return .lost(failure) }
+            let now = DeviceLine.monotonicMs()
+            let deadline = min(decoder.nextDeadline ?? .max, now + Self.refreshMs)
+            switch line.wait(fd: fd, timeoutMs: Int(deadline - now)) {
+            case .failed(let reason): return .lost(reason)
+            case .woken: continue
+            case .timedOut: handle(decoder.tick(at: DeviceLine.monotonicMs()))
+            case .readable:
+                switch DeviceLine.read(fd, into: &buffer) {
+                case .failed(let reason): return .lost(reason)
+                // A tty that reads end-of-file has hung up (the USB adapter went away).
+                case .end: return .lost("hung up")
+                case .nothingYet: break
+                case .bytes(let count): handle(decoder.receive(buffer[..<count], at: DeviceLine.monotonicMs()))
+                }
+            }
+        }
+        return .stopped
+    }
+
+    private func handle(_ pressed: [TerminalKey]) {
+        for key in pressed {
+            if key == .redraw {
+                lock.withLock { presenter.invalidate() }
+            } else if let mapped = keys[key] {
+                sink.yield(DriverPress(input: mapped.input, source: "terminal \(mapped.name)"))
+            }
+        }
+    }
+
+    private func draw(_ fd: Int32) -> String? {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let offset = TimeZone.current.secondsFromGMT()
+        let bytes = lock.withLock { presenter.present(view, now: now, utcOffsetS: offset) }
+        guard !bytes.isEmpty else { return nil }
+        switch DeviceLine.write(fd, bytes) {
+        case .all: return nil
+        case .full:
+            // Half a screen went out: draw it all again once the line drains.
+            lock.withLock { presenter.invalidate() }
+            return nil
+        case .failed(let reason): return reason
+        }
+    }
+}

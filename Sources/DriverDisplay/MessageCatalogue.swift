@@ -1,0 +1,133 @@
+import Foundation
+import UnitConfig
+
+/// Every text the terminal shows, by key. A catalogue file gives each key a translation; `{name}`
+/// placeholders are filled in when the screen is drawn.
+public enum MessageKey: String, Sendable, CaseIterable {
+    case stateOffDuty = "state.off_duty"
+    case stateAvailable = "state.available"
+    /// `{reason}`: one of the `pause.*` words.
+    case statePaused = "state.paused"
+    case stateOffered = "state.offered"
+    case stateEnRoute = "state.en_route"
+    case stateAtPickup = "state.at_pickup"
+    case stateOnBoard = "state.on_board"
+
+    case pauseBreak = "pause.break"
+    case pauseRefuel = "pause.refuel"
+    case pausePersonal = "pause.personal"
+    case pauseOther = "pause.other"
+
+    /// `{zone}`
+    case statusZone = "status.zone"
+    /// `{n}` seats left
+    case statusSeats = "status.seats"
+    case statusOnline = "status.online"
+    /// `{n}` messages waiting
+    case statusOffline = "status.offline"
+    /// `{n}`: the short form on screens that have no row for the link.
+    case statusOfflineShort = "status.offline_short"
+
+    /// `{n}`: passengers on board, with room to spell it out.
+    case jobPassengers = "job.passengers"
+    /// `{n}`: passengers of an offer or a pickup, beside the distance: keep it short.
+    case pickupPassengers = "pickup.passengers"
+    /// `{time}`: a reservation's meeting time, on the offer.
+    case offerMeeting = "offer.meeting"
+    /// `{time}`, `{left}`: time to the meeting, `25m` or `3h`.
+    case jobMeeting = "job.meeting"
+    /// `{time}`: the meeting time has come.
+    case jobMeetingNow = "job.meeting_now"
+    case promptOnBoard = "prompt.on_board"
+
+    case hintAccept = "hint.accept"
+    case hintReject = "hint.reject"
+    case hintArrived = "hint.arrived"
+    case hintOnBoard = "hint.on_board"
+    case hintNoShow = "hint.noshow"
+    case hintClear = "hint.clear"
+
+    case noticeCancelled = "notice.cancelled"
+    case noticeUpdated = "notice.updated"
+    case noticeSent = "notice.sent"
+    case noticeTimedOut = "notice.timeout"
+    /// `{why}`: the state machine's short reason.
+    case noticeRefused = "notice.refused"
+
+    /// Between the integer and the fraction of a distance: `.` or `,`.
+    case decimalSeparator = "format.decimal_separator"
+}
+
+/// One language's texts, loaded from a TOML file (`share/taxiunitd/lang/<code>.toml`). Adding a
+/// language is adding a file; the code never lists languages.
+public struct MessageCatalogue: Sendable, Equatable {
+    public let language: String
+    private let texts: [MessageKey: String]
+    /// Texts the code does not know (a typo, or a catalogue for a newer version), for `--check`.
+    public let unknownKeys: [String]
+
+    /// Missing keys fall back to `fallback`'s text, then to the key itself, so a short catalogue
+    /// still draws a usable screen; `missingKeys` lists them for `--check`.
+    public init(language: String, texts: [MessageKey: String], fallback: MessageCatalogue? = nil, unknownKeys: [String] = []) {
+        self.language = language
+        var merged = fallback?.texts ?? [:]
+        merged.merge(texts) { $1 }
+        self.texts = merged
+        self.missingKeys = MessageKey.allCases.filter { texts[$0] == nil }
+        self.unknownKeys = unknownKeys
+    }
+
+    public let missingKeys: [MessageKey]
+
+    public func text(_ key: MessageKey, _ values: [String: String] = [:]) -> String {
+        var text = texts[key] ?? key.rawValue
+        for (name, value) in values {
+            text = text.replacingOccurrences(of: "{\(name)}", with: value)
+        }
+        return text
+    }
+
+    /// Parses a catalogue file's text: TOML tables of strings, `[state] available = "AVAILABLE"`.
+    public static func parse(_ toml: String, language: String, fallback: MessageCatalogue? = nil) throws(ConfigError) -> MessageCatalogue {
+        guard case .table(let root) = try ConfigValue.parseTOML(toml) else {
+            throw ConfigError(problems: ["a catalogue must be a table"])
+        }
+        var texts: [MessageKey: String] = [:]
+        var unknown: [String] = []
+        var problems: [String] = []
+        func walk(_ table: [String: ConfigValue], prefix: String) {
+            for (name, value) in table {
+                let path = prefix.isEmpty ? name : prefix + "." + name
+                switch value {
+                case .table(let inner): walk(inner, prefix: path)
+                case .string(let text):
+                    if let key = MessageKey(rawValue: path) { texts[key] = text } else { unknown.append(path) }
+                default: problems.append("\(path) must be a string")
+                }
+            }
+        }
+        walk(root, prefix: "")
+        guard problems.isEmpty else { throw ConfigError(problems: problems.sorted()) }
+        return MessageCatalogue(language: language, texts: texts, fallback: fallback, unknownKeys: unknown.sorted())
+    }
+
+    /// Loads `<directory>/<language>.toml`, with English from the same directory for missing keys.
+    public static func load(language: String, directory: String) throws(ConfigError) -> MessageCatalogue {
+        let english = language == "en" ? nil : try? load(file: directory + "/en.toml", language: "en", fallback: nil)
+        return try load(file: directory + "/\(language).toml", language: language, fallback: english)
+    }
+
+    static func load(file: String, language: String, fallback: MessageCatalogue?) throws(ConfigError) -> MessageCatalogue {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ConfigError(problems: ["cannot read catalogue \(file): \(error.localizedDescription)"])
+        }
+        do {
+            return try parse(text, language: language, fallback: fallback)
+        } catch {
+            throw ConfigError(problems: error.problems.map { "\(file): \($0)" })
+        }
+    }
+}

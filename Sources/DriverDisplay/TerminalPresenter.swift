@@ -1,0 +1,135 @@
+import Foundation
+
+/// What the serial terminal can display.
+public enum TerminalCharset: String, Sendable, CaseIterable {
+    /// Plain 7-bit: accents are dropped (`è` → `e`), anything else becomes `?`. What a VT100 shows.
+    case ascii
+    case utf8 = "utf-8"
+}
+
+/// Keeps a VT100 terminal showing the current `DriverView`: sends only the characters that changed,
+/// rings the bell for what needs attention, and hides notices after a while. Pure: the caller
+/// passes the time and writes the returned bytes to the line.
+public struct TerminalPresenter: Sendable {
+    public var renderer: ScreenRenderer
+    public let charset: TerminalCharset
+    public let noticeDurationMs: Int64
+    /// An unanswered offer rings again this often.
+    public let offerRingIntervalMs: Int64
+
+    /// What the terminal shows now; nil when unknown (just opened, or the driver pressed Ctrl-L).
+    private var painted: Screen?
+    private var noticeSeen: (serial: Int, at: Int64)?
+    private var lastRing: (alert: Alert, at: Int64)?
+
+    /// What rang the bell: a new one rings at once.
+    private enum Alert: Equatable {
+        case offer(deadline: Int64)
+        case arrival(address: String)
+        case notice(serial: Int)
+    }
+
+    static let bell: UInt8 = 0x07
+
+    public init(renderer: ScreenRenderer, charset: TerminalCharset, noticeDurationMs: Int64 = 8000, offerRingIntervalMs: Int64 = 10_000) {
+        self.renderer = renderer
+        self.charset = charset
+        self.noticeDurationMs = noticeDurationMs
+        self.offerRingIntervalMs = offerRingIntervalMs
+    }
+
+    /// The next `present` repaints everything.
+    public mutating func invalidate() {
+        painted = nil
+    }
+
+    /// Bytes that bring the terminal from what it shows to `view` at `now`; empty when nothing changed.
+    public mutating func present(_ view: DriverView, now: Int64, utcOffsetS: Int) -> [UInt8] {
+        if noticeSeen?.serial != view.noticeSerial, view.notice != nil {
+            noticeSeen = (view.noticeSerial, now)
+        }
+        let showNotice = noticeSeen.map { $0.serial == view.noticeSerial && now - $0.at < noticeDurationMs } ?? false
+        let screen = renderer.render(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice).screen
+        var bytes = paint(screen)
+        if let alert = alert(view, showNotice: showNotice), shouldRing(alert, now: now) {
+            lastRing = (alert, now)
+            bytes.append(Self.bell)
+        }
+        return bytes
+    }
+
+    private func alert(_ view: DriverView, showNotice: Bool) -> Alert? {
+        switch view.mode {
+        case .offered(_, let deadline): return .offer(deadline: deadline)
+        case .atPickup(let pickup): return .arrival(address: pickup.address)
+        default: break
+        }
+        if showNotice, let notice = view.notice, notice.alerts { return .notice(serial: view.noticeSerial) }
+        return nil
+    }
+
+    private func shouldRing(_ alert: Alert, now: Int64) -> Bool {
+        guard let last = lastRing, last.alert == alert else { return true }
+        if case .offer = alert { return now - last.at >= offerRingIntervalMs }
+        return false
+    }
+
+    private mutating func paint(_ screen: Screen) -> [UInt8] {
+        var bytes: [UInt8] = []
+        let before = painted
+        if before == nil {
+            // Reset attributes, clear, hide the cursor (ignored by terminals that cannot).
+            bytes += Array("\u{1b}[0m\u{1b}[2J\u{1b}[?25l".utf8)
+        }
+        for (index, line) in screen.lines.enumerated() {
+            let old = before.map { $0.lines[index] }
+            if let old, old == line { continue }
+            let spans: [Range<Int>]
+            if let old, old.alert == line.alert {
+                spans = Self.changedSpans(old.text, line.text)
+            } else {
+                spans = [0..<line.text.count]
+            }
+            for span in spans {
+                bytes += Array("\u{1b}[\(index + 1);\(span.lowerBound + 1)H".utf8)
+                if line.alert { bytes += Array("\u{1b}[5;7m".utf8) }
+                bytes += encode(line.text[span])
+                if line.alert { bytes += Array("\u{1b}[0m".utf8) }
+            }
+        }
+        painted = screen
+        return bytes
+    }
+
+    /// Runs of changed cells; runs closer than a cursor move costs are merged into one.
+    public static func changedSpans(_ old: [Character], _ new: [Character]) -> [Range<Int>] {
+        var spans: [Range<Int>] = []
+        var index = 0
+        while index < new.count {
+            guard old[index] != new[index] else { index += 1; continue }
+            var end = index + 1
+            while end < new.count && old[end] != new[end] { end += 1 }
+            if let last = spans.last, index - last.upperBound < 6 {
+                spans[spans.count - 1] = last.lowerBound..<end
+            } else {
+                spans.append(index..<end)
+            }
+            index = end
+        }
+        return spans
+    }
+
+    private func encode(_ characters: ArraySlice<Character>) -> [UInt8] {
+        switch charset {
+        case .utf8: return Array(String(characters).utf8)
+        case .ascii: return characters.map(Self.asciiByte)
+        }
+    }
+
+    public static func asciiByte(_ character: Character) -> UInt8 {
+        if let ascii = character.asciiValue, ascii >= 0x20, ascii < 0x7f { return ascii }
+        let folded = String(character).folding(options: [.diacriticInsensitive, .widthInsensitive], locale: nil)
+        if folded.count == 1, let ascii = folded.first?.asciiValue, ascii >= 0x20, ascii < 0x7f { return ascii }
+        return UInt8(ascii: "?")
+    }
+}

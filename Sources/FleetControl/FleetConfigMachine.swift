@@ -1,0 +1,232 @@
+import UnitConfig
+import UnitCore
+
+public enum FleetConfigEvent: Sendable, Equatable {
+    /// A message on `{prefix}/{fleet}/config` (fleet scope) or `{prefix}/{fleet}/{unit}/config`;
+    /// `retained` when the broker sent its stored copy rather than a message published just now.
+    case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool)
+    case brokerConnected
+    /// The rollback timer ran out before a broker accepted the unit.
+    case rollbackDue(lastError: String?)
+}
+
+/// The `config/ack` the unit sends for a document.
+public struct ConfigAck: Sendable, Equatable {
+    public enum Result: String, Sendable, Codable {
+        case applied
+        case rejected
+        case rolledBack = "rolled_back"
+    }
+
+    public var scope: ConfigScope
+    /// Omitted when the document's version could not be read.
+    public var version: Int?
+    public var result: Result
+    public var reason: String?
+    public var errors: [String]
+
+    public init(scope: ConfigScope, version: Int?, result: Result, reason: String? = nil, errors: [String] = []) {
+        self.scope = scope
+        self.version = version
+        self.result = result
+        self.reason = reason
+        self.errors = errors
+    }
+}
+
+public enum FleetConfigAction: Sendable, Equatable {
+    /// Store the scope's record and queue the ack (if any) in one transaction, before anything else.
+    case commit(ConfigScope, ConfigScopeRecord, ack: ConfigAck?)
+    /// Queue an ack that changes nothing stored.
+    case acknowledge(ConfigAck)
+    /// Run with this configuration from now on; `reconnect` when [mqtt] changed.
+    case use(UnitConfiguration, reconnect: Bool)
+    case startRollbackTimer(seconds: Double)
+    case cancelRollbackTimer
+    /// Nothing to do or say: a retained copy of the document in force, or an empty retained message.
+    case ignore(ConfigScope, because: String)
+}
+
+/// Decides what to do with fleet configuration documents: authenticity, version ordering, the
+/// merge of local file ⊕ fleet ⊕ unit scopes, validation, and rollback of [mqtt] changes that
+/// cannot reach a broker. Pure: the shell stores, swaps, publishes and runs the timer.
+public struct FleetConfigMachine: Sendable {
+    public let local: ConfigValue
+    public let trust: FleetTrust
+    public private(set) var records: [ConfigScope: ConfigScopeRecord]
+    /// What the unit runs with: the local file with the applied scopes laid over it.
+    public private(set) var configuration: UnitConfiguration
+    /// Problems found restoring stored documents; those documents were set aside.
+    public private(set) var restoreProblems: [String] = []
+    private var settings: [ConfigScope: ConfigValue] = [:]
+
+    /// `local` must be a valid configuration document (the unit refuses to start otherwise).
+    public init(local: ConfigValue, restoring records: [ConfigScope: ConfigScopeRecord]) throws(ConfigError) {
+        let localConfiguration = try UnitConfiguration(document: local)
+        self.local = local
+        self.trust = FleetTrust(localConfiguration)
+        self.records = records
+        configuration = localConfiguration
+        for scope in ConfigScope.allCases {
+            guard let document = records[scope]?.applied else { continue }
+            switch Self.settings(of: document.payload) {
+            case .success(let value): settings[scope] = value
+            case .failure(let error): restoreProblems.append("stored \(scope.rawValue) config version \(document.version): \(error.problems.joined(separator: "; "))")
+            }
+        }
+        do {
+            configuration = try effective()
+        } catch {
+            restoreProblems.append("the stored fleet config no longer fits the local file; running on the local file alone: \(error.problems.joined(separator: "; "))")
+            settings = [:]
+        }
+        // Set aside in memory only: the versions stay seen, and the next restart tries them again.
+        for scope in ConfigScope.allCases where settings[scope] == nil {
+            self.records[scope]?.applied = nil
+            self.records[scope]?.probation = nil
+        }
+    }
+
+    /// What the shell does right after starting: resume a rollback timer cut short by a restart.
+    public var startupActions: [FleetConfigAction] {
+        onProbation == nil ? [] : [.startRollbackTimer(seconds: configuration.fleet.rollbackAfterS)]
+    }
+
+    public var versions: [ConfigScope: Int] { records.compactMapValues { $0.applied?.version } }
+
+    /// The fleet's settings in force: the unit scope laid over the fleet scope.
+    public var remoteSettings: ConfigValue {
+        (settings[.fleet] ?? .table([:])).overlaid(by: settings[.unit] ?? .table([:]))
+    }
+
+    public var onProbation: ConfigScope? { ConfigScope.allCases.first { records[$0]?.probation != nil } }
+
+    public mutating func handle(_ event: FleetConfigEvent) -> [FleetConfigAction] {
+        switch event {
+        case .received(let scope, let topic, let payload, let retained):
+            return receive(scope, topic: topic, payload: payload, retained: retained)
+        case .brokerConnected:
+            guard let scope = onProbation, var record = records[scope] else { return [] }
+            record.probation = nil
+            records[scope] = record
+            return [.cancelRollbackTimer, .commit(scope, record, ack: nil)]
+        case .rollbackDue(let lastError):
+            return rollBack(lastError: lastError)
+        }
+    }
+
+    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8], retained: Bool) -> [FleetConfigAction] {
+        // Deleting a retained document is how a fleet stops sending it; the unit keeps what it has.
+        if payload.isEmpty { return [.ignore(scope, because: "empty message (retained document cleared)")] }
+        let document: JSONDocument
+        switch FleetMessage.parse(payload) {
+        case .success(let parsed): document = parsed
+        case .failure(let rejection): return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
+        }
+        let version = FleetMessage.integer("version", in: document)
+        if let rejection = FleetMessage.authenticate(document, topic: topic, trust: trust) {
+            return [.acknowledge(Self.rejected(scope, version: version, rejection))]
+        }
+        guard let version, version >= 1 else {
+            let rejection = FleetRejection(.invalid, ["version must be an integer of at least 1"])
+            return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
+        }
+        let record = records[scope] ?? ConfigScopeRecord()
+        if version == record.seenVersion {
+            return [.ignore(scope, because: "version \(version) is the one held")]
+        }
+        // The broker's stored copy of an older document comes with every connection: not news.
+        if version < record.seenVersion && retained {
+            return [.ignore(scope, because: "retained version \(version) is older than version \(record.seenVersion) held")]
+        }
+        if version < record.seenVersion {
+            let rejection = FleetRejection(.stale, ["version \(version) is older than version \(record.seenVersion) held for the \(scope.rawValue) scope"])
+            return [.acknowledge(Self.rejected(scope, version: version, rejection))]
+        }
+        if let busy = onProbation {
+            let rejection = FleetRejection(.busy, ["the \(busy.rawValue) config's [mqtt] change is still being tried; send again after it settles"])
+            return [.acknowledge(Self.rejected(scope, version: version, rejection))]
+        }
+
+        var problems = FleetMessage.unknownMembers(of: document, allowed: ["version", "settings"])
+        var candidate = ConfigValue.table([:])
+        switch Self.settings(of: document) {
+        case .success(let value): candidate = value
+        case .failure(let error): problems += error.problems
+        }
+        var next = settings
+        next[scope] = candidate
+        var nextConfiguration: UnitConfiguration?
+        do {
+            nextConfiguration = try Self.effective(local: local, settings: next)
+        } catch {
+            problems += error.problems
+        }
+        guard let nextConfiguration, problems.isEmpty else {
+            return [.acknowledge(Self.rejected(scope, version: version, FleetRejection(.invalid, problems)))]
+        }
+
+        let reconnect = !nextConfiguration.mqtt.isSameConnection(as: configuration.mqtt)
+        let trial = !nextConfiguration.mqtt.isSameBroker(as: configuration.mqtt)
+        var updated = record
+        updated.seenVersion = version
+        updated.applied = AppliedConfigDocument(version: version, payload: payload)
+        updated.probation = trial ? .init(lastGood: record.applied) : nil
+        // The trial runs on the last good config's clock: a push cannot lengthen its own trial.
+        let trialS = configuration.fleet.rollbackAfterS
+        records[scope] = updated
+        settings = next
+        configuration = nextConfiguration
+        var actions: [FleetConfigAction] = [
+            .commit(scope, updated, ack: ConfigAck(scope: scope, version: version, result: .applied)),
+            .use(nextConfiguration, reconnect: reconnect),
+        ]
+        if trial { actions.append(.startRollbackTimer(seconds: trialS)) }
+        return actions
+    }
+
+    private mutating func rollBack(lastError: String?) -> [FleetConfigAction] {
+        guard let scope = onProbation, var record = records[scope], let probation = record.probation else { return [] }
+        let tried = record.applied
+        let broker = "\(configuration.mqtt.host):\(configuration.mqtt.port)"
+        record.applied = probation.lastGood
+        record.probation = nil
+        records[scope] = record
+        settings[scope] = probation.lastGood.flatMap { try? Self.settings(of: $0.payload).get() }
+        configuration = (try? effective()) ?? configuration
+        let why = "could not reach the broker \(broker) within \(configuration.fleet.rollbackAfterS) s" + (lastError.map { ": \($0)" } ?? "")
+        let ack = ConfigAck(scope: scope, version: tried?.version, result: .rolledBack, reason: "unreachable", errors: [why])
+        return [.commit(scope, record, ack: ack), .use(configuration, reconnect: true)]
+    }
+
+    private func effective() throws(ConfigError) -> UnitConfiguration {
+        try Self.effective(local: local, settings: settings)
+    }
+
+    /// local ⊕ fleet ⊕ unit, validated.
+    private static func effective(local: ConfigValue, settings: [ConfigScope: ConfigValue]) throws(ConfigError) -> UnitConfiguration {
+        try UnitConfiguration.overlay(ConfigScope.allCases.compactMap { settings[$0] }, on: local)
+    }
+
+    private static func settings(of payload: [UInt8]) -> Result<ConfigValue, ConfigError> {
+        do {
+            return settings(of: try JSONDocument.parse(payload))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func settings(of document: JSONDocument) -> Result<ConfigValue, ConfigError> {
+        guard let value = document["settings"] else { return .failure(ConfigError(problems: ["settings is missing"])) }
+        guard case .object = value else { return .failure(ConfigError(problems: ["settings must be an object"])) }
+        do {
+            return .success(try value.configValue())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func rejected(_ scope: ConfigScope, version: Int?, _ rejection: FleetRejection) -> ConfigAck {
+        ConfigAck(scope: scope, version: version, result: .rejected, reason: rejection.reason.rawValue, errors: rejection.errors)
+    }
+}

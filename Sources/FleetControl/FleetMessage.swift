@@ -1,0 +1,94 @@
+import UnitConfig
+
+/// Whom the unit trusts to change it: from the local file, never from the fleet.
+public struct FleetTrust: Sendable, Equatable {
+    public var publicKeys: [[UInt8]]
+    public var requireSigned: Bool
+
+    public init(publicKeys: [[UInt8]], requireSigned: Bool) {
+        self.publicKeys = publicKeys
+        self.requireSigned = requireSigned
+    }
+
+    public init(_ configuration: UnitConfiguration) {
+        self.init(publicKeys: configuration.fleet.configPubkeys, requireSigned: configuration.fleet.requireSigned)
+    }
+}
+
+/// Why an inbound fleet message was refused; the `reason` field of acks and replies.
+public enum RejectionReason: String, Sendable, Codable {
+    /// Larger than `FleetMessage.maximumBytes`.
+    case tooLarge = "too_large"
+    /// Not a JSON object.
+    case notJSON = "not_json"
+    /// Unsigned while signatures are required, or a signature that does not verify.
+    case signature
+    /// Wrong types, ranges, unknown or local-only keys.
+    case invalid
+    /// A version older than the one the unit holds.
+    case stale
+    /// A config arrived while an [mqtt] change is still being tried.
+    case busy
+}
+
+/// A refused message: the reason, one human line per problem, and what could be read of it.
+public struct FleetRejection: Error, Sendable, Equatable {
+    public var reason: RejectionReason
+    public var errors: [String]
+
+    public init(_ reason: RejectionReason, _ errors: [String]) {
+        self.reason = reason
+        self.errors = errors
+    }
+}
+
+/// The checks every inbound fleet message passes first, in this order: size, JSON, signature.
+public enum FleetMessage {
+    /// Nothing the fleet sends needs more; a larger payload is refused before it is parsed.
+    public static let maximumBytes = 64 * 1024
+
+    public static func parse(_ payload: [UInt8]) -> Result<JSONDocument, FleetRejection> {
+        guard payload.count <= maximumBytes else {
+            return .failure(FleetRejection(.tooLarge, ["payload is \(payload.count) bytes, more than the limit of \(maximumBytes)"]))
+        }
+        let document: JSONDocument
+        do {
+            document = try JSONDocument.parse(payload)
+        } catch {
+            return .failure(FleetRejection(.notJSON, error.problems))
+        }
+        guard case .object = document else {
+            return .failure(FleetRejection(.notJSON, ["the payload must be a JSON object"]))
+        }
+        return .success(document)
+    }
+
+    public static func authenticate(_ document: JSONDocument, topic: String, trust: FleetTrust) -> FleetRejection? {
+        switch FleetSignature.check(document, topic: topic, trusting: trust.publicKeys) {
+        case .valid:
+            return nil
+        case .missing:
+            return trust.requireSigned ? FleetRejection(.signature, ["the document is not signed"]) : nil
+        case .invalid(let why):
+            return FleetRejection(.signature, [why])
+        }
+    }
+
+    /// The top-level integer `key`, if there is one.
+    static func integer(_ key: String, in document: JSONDocument) -> Int? {
+        guard case .number(let literal)? = document[key] else { return nil }
+        return Int(literal)
+    }
+
+    static func string(_ key: String, in document: JSONDocument) -> String? {
+        guard case .string(let text)? = document[key] else { return nil }
+        return text
+    }
+
+    /// Top-level members other than `allowed` and the signature.
+    static func unknownMembers(of document: JSONDocument, allowed: Set<String>) -> [String] {
+        guard case .object(let members) = document else { return [] }
+        return members.map(\.key).filter { !allowed.contains($0) && $0 != FleetSignature.member }
+            .map { "unknown key \($0)" }
+    }
+}

@@ -1,0 +1,112 @@
+import DriverKeys
+
+/// `[input.buttons]` and `[input.serial]`: the driver's buttons and serial terminal. A section that
+/// is absent means the unit has no such device.
+public struct InputConfiguration: Sendable, Equatable {
+    public struct Buttons: Sendable, Equatable {
+        /// An evdev device, e.g. `/dev/input/by-path/platform-gpio-keys-event`.
+        public var device: String
+        public var debounceMs: Int
+        /// How long the key mapped to `sos` must be held.
+        public var sosHoldMs: Int
+        /// Key name (`KEY_F1`, or a decimal code) → driver input (`accept`, `pob 2`, `sos`).
+        public var keys: [String: String]
+    }
+
+    public struct Serial: Sendable, Equatable {
+        public var device: String
+        public var baud: Int
+        public var columns: Int
+        public var rows: Int
+        /// `ascii` or `utf-8`.
+        public var charset: String
+        /// A key counts only with this much silence on the line before and after it (line noise comes in bursts).
+        public var noiseGuardMs: Int
+        /// Key (`a`, `ENTER`, `PF1`, ...) → driver input.
+        public var keys: [String: String]
+    }
+
+    public var buttons: Buttons?
+    public var serial: Serial?
+
+    public static let defaultButtonKeys = [
+        "KEY_F1": "accept", "KEY_F2": "reject", "KEY_F3": "arrived", "KEY_F4": "pob", "KEY_F5": "clear",
+        "KEY_F6": "duty", "KEY_F10": "sos",
+    ]
+
+    public static let defaultSerialKeys: [String: String] = {
+        var keys = [
+            "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
+            "d": "duty", "p": "pause", "u": "resume",
+        ]
+        for count in 1...8 { keys["\(count)"] = "pob \(count)" }
+        return keys
+    }()
+
+    public static let baudRates = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200]
+    public static let charsets = ["ascii", "utf-8"]
+
+    /// Reads `[input]`; `isDriverInput` tells whether a mapped text is something the driver can do.
+    init(value: ConfigValue?, isDriverInput: (String) -> String?, problems: inout [String]) {
+        var section = SectionReader(path: "input", value: value, problems: &problems)
+        let buttonsValue = section.table("buttons")
+        let serialValue = section.table("serial")
+        section.finish(into: &problems)
+
+        if let buttonsValue {
+            var reader = SectionReader(path: "input.buttons", value: .table(buttonsValue), problems: &problems)
+            let device = reader.string("device", default: nil) ?? ""
+            let debounceMs = reader.integer("debounce_ms", default: 30, in: 0...1000)
+            let sosHoldMs = reader.integer("sos_hold_ms", default: 2000, in: 500...10000)
+            let keys = Self.keyMap(reader.table("keys"), path: "input.buttons.keys", default: Self.defaultButtonKeys,
+                                   isKey: { EvdevKeyNames.code(named: $0) != nil }, keyHelp: "a KEY_... name or a decimal code",
+                                   isDriverInput: isDriverInput, problems: &problems)
+            reader.finish(into: &problems)
+            buttons = Buttons(device: device, debounceMs: debounceMs, sosHoldMs: sosHoldMs, keys: keys)
+        }
+
+        if let serialValue {
+            var reader = SectionReader(path: "input.serial", value: .table(serialValue), problems: &problems)
+            let device = reader.string("device", default: nil) ?? ""
+            let baud = reader.integer("baud", default: 9600, in: 1...1_000_000)
+            if !Self.baudRates.contains(baud) {
+                reader.reject("baud must be one of \(Self.baudRates.map(String.init).joined(separator: ", ")), found \(baud)")
+            }
+            let columns = reader.integer("columns", default: 20, in: 16...132)
+            let rows = reader.integer("rows", default: 4, in: 4...48)
+            let charset = reader.oneOf("charset", default: "ascii", allowed: Self.charsets)
+            let noiseGuardMs = reader.integer("noise_guard_ms", default: 3, in: 0...100)
+            let keys = Self.keyMap(reader.table("keys"), path: "input.serial.keys", default: Self.defaultSerialKeys,
+                                   isKey: { TerminalKey(configName: $0) != nil },
+                                   keyHelp: "one printable character, ENTER, UP, DOWN, LEFT, RIGHT or PF1-PF4",
+                                   isDriverInput: isDriverInput, problems: &problems)
+            reader.finish(into: &problems)
+            serial = Serial(device: device, baud: baud, columns: columns, rows: rows, charset: charset, noiseGuardMs: noiseGuardMs, keys: keys)
+        }
+    }
+
+    /// A `keys` table replaces the default map as a whole, so what the file says is all there is.
+    private static func keyMap(
+        _ table: [String: ConfigValue]?, path: String, default fallback: [String: String], isKey: (String) -> Bool, keyHelp: String,
+        isDriverInput: (String) -> String?, problems: inout [String]
+    ) -> [String: String] {
+        guard let table else { return fallback }
+        var keys: [String: String] = [:]
+        for (key, value) in table.sorted(by: { $0.key < $1.key }) {
+            guard isKey(key) else {
+                problems.append("\(path).\(key): unknown key; use \(keyHelp)")
+                continue
+            }
+            guard case .string(let input) = value else {
+                problems.append("\(path).\(key) must be a string, found \(value.typeName)")
+                continue
+            }
+            if let problem = isDriverInput(input) {
+                problems.append("\(path).\(key): \(problem)")
+                continue
+            }
+            keys[key] = input
+        }
+        return keys
+    }
+}

@@ -1,0 +1,76 @@
+/// Why a driver is unavailable while in service.
+public enum PauseReason: String, Sendable, Codable, CaseIterable {
+    case `break`
+    case refuel
+    case personal
+    case other
+}
+
+/// What the driver can do. Buttons, the serial terminal and `taxiunitctl press` all parse their
+/// words with `DriverInput.parse`, so every input path means the same thing.
+public enum DriverInput: Sendable, Equatable, Codable {
+    case duty
+    case accept
+    case reject(reason: String?)
+    case arrived
+    /// nil: the job's announced passenger count.
+    case passengersOnBoard(Int?)
+    case clear
+    case noShow
+    case pause(PauseReason)
+    case resume
+    case sos
+
+    /// The first word of every input, for help texts.
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos"]
+
+    public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        case empty
+        case unknown(String)
+        case badArgument(input: String, problem: String)
+        case unexpectedArgument(input: String)
+
+        public var description: String {
+            switch self {
+            case .empty: "no input given; known: \(DriverInput.words.joined(separator: ", "))"
+            case .unknown(let word): "unknown input \"\(word)\"; known: \(DriverInput.words.joined(separator: ", "))"
+            case .badArgument(let input, let problem): "\(input): \(problem)"
+            case .unexpectedArgument(let input): "\(input) takes no argument"
+            }
+        }
+    }
+
+    /// Parses `"pob 3"`, `"reject too far"`, `"pause refuel"`, … Words are case-insensitive.
+    public static func parse(_ text: String) -> Result<DriverInput, ParseError> {
+        let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard let first = words.first else { return .failure(.empty) }
+        let word = first.lowercased()
+        let rest = words.dropFirst().joined(separator: " ")
+        let simple: [String: DriverInput] = [
+            "duty": .duty, "accept": .accept, "arrived": .arrived, "clear": .clear, "noshow": .noShow,
+            "resume": .resume, "sos": .sos,
+        ]
+        if let input = simple[word] {
+            return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))
+        }
+        switch word {
+        case "reject":
+            return .success(.reject(reason: rest.isEmpty ? nil : rest))
+        case "pob":
+            guard !rest.isEmpty else { return .success(.passengersOnBoard(nil)) }
+            guard let count = Int(rest), count >= 1 else {
+                return .failure(.badArgument(input: word, problem: "passengers must be a whole number from 1, found \"\(rest)\""))
+            }
+            return .success(.passengersOnBoard(count))
+        case "pause":
+            guard !rest.isEmpty else { return .success(.pause(.other)) }
+            guard let reason = PauseReason(rawValue: rest.lowercased()) else {
+                let known = PauseReason.allCases.map(\.rawValue).joined(separator: ", ")
+                return .failure(.badArgument(input: word, problem: "reason must be one of \(known), found \"\(rest)\""))
+            }
+            return .success(.pause(reason))
+        default:
+            return .failure(.unknown(first))
+        }
+    }
+}

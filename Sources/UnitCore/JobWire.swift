@@ -1,0 +1,385 @@
+import Foundation
+
+/// Job messages on the wire (docs/protocol.md, "Jobs"). Inbound types are validated here, before
+/// the state machine sees them, so the machine only ever handles well-formed requests.
+
+/// Topic suffixes below `{prefix}/{fleet}/{unit}/` that the unit subscribes to.
+public enum InboundTopic: String, Sendable, Codable, CaseIterable {
+    case jobOffer = "job/offer"
+    case jobCancel = "job/cancel"
+    case jobUpdate = "job/update"
+    case sosAck = "sos/ack"
+}
+
+public struct Coordinate: Sendable, Equatable, Codable {
+    public var lat: Double
+    public var lon: Double
+
+    public init(lat: Double, lon: Double) {
+        self.lat = lat
+        self.lon = lon
+    }
+
+    public init(_ fix: Fix) {
+        self.init(lat: fix.latitude, lon: fix.longitude)
+    }
+
+    /// Great-circle distance in metres (haversine; plenty for taxi distances).
+    public func distance(to other: Coordinate) -> Double {
+        let radians = Double.pi / 180
+        let dLat = (other.lat - lat) * radians
+        let dLon = (other.lon - lon) * radians
+        let a = sin(dLat / 2) * sin(dLat / 2) + cos(lat * radians) * cos(other.lat * radians) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * 6_371_000 * atan2(a.squareRoot(), (1 - a).squareRoot())
+    }
+
+    /// Length of the path through `points`, in order.
+    public static func pathLength(_ points: [Coordinate]) -> Double {
+        zip(points, points.dropFirst()).reduce(0) { $0 + $1.0.distance(to: $1.1) }
+    }
+}
+
+/// A place to pick someone up.
+public struct Place: Sendable, Equatable, Codable {
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+
+    public init(lat: Double, lon: Double, address: String? = nil) {
+        self.lat = lat
+        self.lon = lon
+        self.address = address
+    }
+
+    public var coordinate: Coordinate { Coordinate(lat: lat, lon: lon) }
+
+    var label: String { address ?? "\(lat), \(lon)" }
+}
+
+/// `job/offer`: the dispatcher proposes a job.
+public struct JobOffer: Sendable, Equatable, Codable {
+    public var job: String
+    public var pickup: Place
+    /// The answer window; the unit's `[job] offer_timeout_s` when absent.
+    public var respondWithinS: Double?
+    public var passengers: Int?
+    /// Reservations: when the customer expects the taxi, ms since the epoch.
+    public var meetingTime: Int64?
+    public var shared: Bool?
+    public var note: String?
+    /// Dispatcher clock when the offer was made, ms; lets the unit recognise an offer that waited
+    /// in the broker longer than its answer window.
+    public var t: Int64?
+
+    enum CodingKeys: String, CodingKey {
+        case job, pickup, passengers, shared, note, t
+        case respondWithinS = "respond_within_s"
+        case meetingTime = "meeting_time"
+    }
+
+    public init(
+        job: String, pickup: Place, respondWithinS: Double? = nil, passengers: Int? = nil, meetingTime: Int64? = nil,
+        shared: Bool? = nil, note: String? = nil, t: Int64? = nil
+    ) {
+        self.job = job
+        self.pickup = pickup
+        self.respondWithinS = respondWithinS
+        self.passengers = passengers
+        self.meetingTime = meetingTime
+        self.shared = shared
+        self.note = note
+        self.t = t
+    }
+}
+
+/// `job/cancel`: the passenger withdrew.
+public struct JobCancel: Sendable, Equatable, Codable {
+    public var job: String
+    public var reason: String?
+
+    public init(job: String, reason: String? = nil) {
+        self.job = job
+        self.reason = reason
+    }
+}
+
+/// `job/update`: shared rides. Either field may be given, or both.
+public struct JobUpdate: Sendable, Equatable, Codable {
+    public var job: String
+    /// The job's new passenger count.
+    public var passengers: Int?
+    /// A further pickup; its passengers add to the job's.
+    public var addPickup: AddedPickup?
+    public var note: String?
+
+    public struct AddedPickup: Sendable, Equatable, Codable {
+        public var lat: Double
+        public var lon: Double
+        public var address: String?
+        public var passengers: Int?
+
+        public init(lat: Double, lon: Double, address: String? = nil, passengers: Int? = nil) {
+            self.lat = lat
+            self.lon = lon
+            self.address = address
+            self.passengers = passengers
+        }
+
+        public var place: Place { Place(lat: lat, lon: lon, address: address) }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case job, passengers, note
+        case addPickup = "add_pickup"
+    }
+
+    public init(job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil) {
+        self.job = job
+        self.passengers = passengers
+        self.addPickup = addPickup
+        self.note = note
+    }
+}
+
+/// `sos/ack`: the dispatcher has seen the alarm. Every field is optional.
+public struct SOSAck: Sendable, Equatable, Codable {
+    /// The `id` of the `sos` message acknowledged.
+    public var id: String?
+    public var note: String?
+
+    public init(id: String? = nil, note: String? = nil) {
+        self.id = id
+        self.note = note
+    }
+}
+
+public enum InboundMessage: Sendable, Equatable {
+    case offer(JobOffer)
+    case cancel(JobCancel)
+    case update(JobUpdate)
+    case sosAck(SOSAck)
+}
+
+/// Why an inbound payload was refused. `job` is set when the job id could still be read, so the
+/// dispatcher can be answered `invalid`.
+public struct InboundProblem: Error, Sendable, Equatable {
+    public var topic: InboundTopic
+    public var job: String?
+    public var reason: String
+
+    public init(topic: InboundTopic, job: String?, reason: String) {
+        self.topic = topic
+        self.job = job
+        self.reason = reason
+    }
+}
+
+extension InboundMessage {
+    /// Decodes and checks a payload received on `topic`. Job ids may be JSON strings or integers;
+    /// an integer id is handled as its decimal string.
+    public static func decode(topic: InboundTopic, payload: [UInt8]) -> Result<InboundMessage, InboundProblem> {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) as? [String: Any] else {
+            return .failure(InboundProblem(topic: topic, job: nil, reason: "payload is not a JSON object"))
+        }
+        let job = jobID(object["job"])
+        func problem(_ reason: String) -> Result<InboundMessage, InboundProblem> {
+            .failure(InboundProblem(topic: topic, job: job, reason: reason))
+        }
+        if topic != .sosAck {
+            guard object["job"] != nil else { return problem("job is missing") }
+            guard let job, !job.isEmpty else { return problem("job must be a non-empty string or an integer") }
+        }
+        var normalised = object
+        if let job { normalised["job"] = job }
+        let data: Data
+        do {
+            data = try JSONSerialization.data(withJSONObject: normalised)
+        } catch {
+            return problem("payload cannot be read: \(error)")
+        }
+        do {
+            switch topic {
+            case .jobOffer:
+                let offer = try JSONDecoder().decode(JobOffer.self, from: data)
+                if let reason = check(offer) { return problem(reason) }
+                return .success(.offer(offer))
+            case .jobCancel:
+                return .success(.cancel(try JSONDecoder().decode(JobCancel.self, from: data)))
+            case .jobUpdate:
+                let update = try JSONDecoder().decode(JobUpdate.self, from: data)
+                if let reason = check(update) { return problem(reason) }
+                return .success(.update(update))
+            case .sosAck:
+                return .success(.sosAck(try JSONDecoder().decode(SOSAck.self, from: data)))
+            }
+        } catch let error as DecodingError {
+            return problem(describe(error))
+        } catch {
+            return problem("\(error)")
+        }
+    }
+
+    static func jobID(_ value: Any?) -> String? {
+        switch value {
+        case let text as String: text
+        // JSONSerialization gives NSNumber for numbers and booleans; only integers are ids.
+        case let number as NSNumber where !(value is Bool) && ["q", "i", "l", "s"].contains(String(cString: number.objCType)):
+            number.stringValue
+        default: nil
+        }
+    }
+
+    static func check(_ offer: JobOffer) -> String? {
+        if let reason = checkCoordinate(lat: offer.pickup.lat, lon: offer.pickup.lon, field: "pickup") { return reason }
+        if let window = offer.respondWithinS, !(window > 0 && window.isFinite) { return "respond_within_s must be positive" }
+        if let passengers = offer.passengers, passengers < 1 { return "passengers must be at least 1" }
+        return nil
+    }
+
+    static func check(_ update: JobUpdate) -> String? {
+        if update.passengers == nil && update.addPickup == nil && update.note == nil {
+            return "update has none of passengers, add_pickup, note"
+        }
+        if let passengers = update.passengers, passengers < 1 { return "passengers must be at least 1" }
+        if let added = update.addPickup {
+            if let reason = checkCoordinate(lat: added.lat, lon: added.lon, field: "add_pickup") { return reason }
+            if let passengers = added.passengers, passengers < 1 { return "add_pickup.passengers must be at least 1" }
+        }
+        return nil
+    }
+
+    static func checkCoordinate(lat: Double, lon: Double, field: String) -> String? {
+        guard lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else {
+            return "\(field) lat/lon out of range"
+        }
+        return nil
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let parent = path(context)
+            return "\(parent.isEmpty ? "" : parent + ".")\(key.stringValue) is missing"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return "\(path(context)) must be \(type == String.self ? "a string" : type == Bool.self ? "a boolean" : "a number")"
+        case .dataCorrupted(let context):
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}
+
+// MARK: Outbound
+
+/// The answer to an offer. `invalid` also answers a malformed job message whose job id was readable.
+public enum ReplyCode: String, Sendable, Codable, CaseIterable {
+    case accept, reject, timeout, busy, expired, invalid
+}
+
+/// What the state machine decides to answer; the shell adds `unit`, `seq` and `id` on enqueue.
+public struct JobReply: Sendable, Equatable, Codable {
+    public var job: String
+    /// The kind of message answered: `job/offer` for the answer to an offer, `job/update` (or
+    /// another topic) for an `invalid` answer to a refused message about the job.
+    public var re: InboundTopic
+    public var reply: ReplyCode
+    public var reason: String?
+    /// Unit clock when the answer was decided, ms.
+    public var t: Int64
+
+    public init(job: String, re: InboundTopic = .jobOffer, reply: ReplyCode, reason: String? = nil, t: Int64) {
+        self.job = job
+        self.re = re
+        self.reply = reply
+        self.reason = reason
+        self.t = t
+    }
+}
+
+/// One state transition, published on `event`.
+public struct Transition: Sendable, Equatable, Codable {
+    public var t: Int64
+    public var from: StateName
+    public var to: StateName
+    public var job: String?
+    /// Why: pause reason, reply code, `cancelled`, `no_show`, `arrived_by_gps`, …
+    public var reason: String?
+
+    public init(t: Int64, from: StateName, to: StateName, job: String? = nil, reason: String? = nil) {
+        self.t = t
+        self.from = from
+        self.to = to
+        self.job = job
+        self.reason = reason
+    }
+}
+
+/// The panic alarm as decided by the state machine.
+public struct SOSAlarm: Sendable, Equatable, Codable {
+    public var t: Int64
+    public var state: StateName
+    public var job: String?
+    /// The last fix the unit had, if any.
+    public var fix: PositionPoint?
+
+    public init(t: Int64, state: StateName, job: String?, fix: PositionPoint?) {
+        self.t = t
+        self.state = state
+        self.job = job
+        self.fix = fix
+    }
+}
+
+/// An outgoing message: the unit's id, the topic's `seq` and a unique `id`, then the body's own
+/// fields at the same level (`{"unit","seq","id",...body}`).
+public struct Envelope<Body: Encodable & Sendable>: Encodable, Sendable {
+    public var unit: String
+    public var seq: Int64
+    public var id: String
+    public var body: Body
+
+    public init(_ body: Body, unit: String, seq: Int64, id: String) {
+        self.body = body
+        self.unit = unit
+        self.seq = seq
+        self.id = id
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case unit, seq, id
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(unit, forKey: .unit)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(id, forKey: .id)
+        try body.encode(to: encoder)
+    }
+}
+
+/// A finished ride, kept on the unit (table `rides`). The shell measures the distance over the
+/// fixes it stored from the pickup fix to the drop fix.
+public struct RideSummary: Sendable, Equatable, Codable {
+    public var job: String
+    public var passengers: Int
+    /// Unit clock, ms.
+    public var pickupTime: Int64
+    public var dropTime: Int64
+    /// The last fix when the passengers got in and out; nil without a fix.
+    public var pickupFix: Fix?
+    public var dropFix: Fix?
+
+    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupFix: Fix?, dropFix: Fix?) {
+        self.job = job
+        self.passengers = passengers
+        self.pickupTime = pickupTime
+        self.dropTime = dropTime
+        self.pickupFix = pickupFix
+        self.dropFix = dropFix
+    }
+}

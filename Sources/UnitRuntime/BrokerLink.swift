@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import MQTTLink
+import UnitConfig
+import UnitCore
+
+/// The unit's one broker connection, replaceable: a fleet config that changes [mqtt] gets a fresh
+/// `MQTTConnection` for the new endpoint, and a rollback gets one for the old. Events carry the
+/// generation of the connection they came from, so the engine can drop what a replaced one said.
+public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
+    public struct Event: Sendable {
+        public var generation: Int
+        public var event: MQTTEvent
+    }
+
+    public let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let logger: Logger
+    /// Guards `current`, `generation` and `stopped`.
+    private let lock = NSLock()
+    private var current: MQTTConnection?
+    private var generation = 0
+    private var stopped = false
+
+    public init(logger: Logger) {
+        self.logger = logger
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Connections start when the engine knows which configuration is in force.
+    public func start() {}
+
+    public func stop() {
+        let connection = lock.withLock {
+            stopped = true
+            return current.take()
+        }
+        connection?.stop()
+        eventSink.finish()
+    }
+
+    /// Closes the current connection (cleanly: no last will) and opens one for `configuration`.
+    /// Returns the new connection's generation.
+    @discardableResult
+    func connect(_ configuration: UnitConfiguration) -> Int {
+        let connection = MQTTConnection(
+            endpoint: MQTTEndpoint(
+                host: configuration.mqtt.host, port: configuration.mqtt.port, keepaliveS: configuration.mqtt.keepaliveS,
+                clientID: "taxiunitd-\(configuration.unit.fleet)-\(configuration.unit.id)"),
+            will: MQTTWill(
+                topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
+                payload: (try? Array(JSONEncoder.wire.encode(OfflineStatusMessage()))) ?? [], qos: 1, retain: true),
+            backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
+            logger: logger
+        )
+        let (previous, newGeneration, isStopped) = lock.withLock {
+            generation += 1
+            let previous = current
+            if !stopped { current = connection }
+            return (previous, generation, stopped)
+        }
+        // Stopping joins the old loop thread, which may sit in a TCP connect to an unreachable host
+        // for minutes: not on the engine's loop.
+        if let previous { Thread.detachNewThread { previous.stop() } }
+        guard !isStopped else { return newGeneration }
+        Task { [eventSink] in
+            for await event in connection.events { eventSink.yield(Event(generation: newGeneration, event: event)) }
+        }
+        connection.start()
+        return newGeneration
+    }
+
+    private var connection: MQTTConnection? { lock.withLock { current } }
+
+    func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket {
+        guard let connection else { throw .notConnected }
+        return try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+    }
+
+    func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError) {
+        guard let connection else { throw .notConnected }
+        try connection.subscribe(pattern, qos: qos)
+    }
+
+    func dropConnection() {
+        connection?.dropConnection()
+    }
+}

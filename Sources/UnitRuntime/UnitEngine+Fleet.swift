@@ -1,0 +1,191 @@
+import ControlSocket
+import FleetControl
+import Foundation
+import LocalCache
+import Logging
+import MQTTLink
+import UnitConfig
+import UnitCore
+
+/// Fleet configuration and commands over MQTT: the engine performs what `FleetConfigMachine` and
+/// `CommandGate` decide.
+extension UnitEngine {
+    /// Connects with the configuration in force and resumes a rollback trial cut short by a restart.
+    func startFleetControl() {
+        for problem in fleetConfig.restoreProblems { logger.error("\(problem)") }
+        linkGeneration = mqtt.connect(configuration)
+        perform(fleetConfig.startupActions)
+    }
+
+    var fleetTopic: String { "\(configuration.mqtt.topicPrefix)/\(configuration.unit.fleet)/\(UnitTopic.config.rawValue)" }
+
+    func subscribeToFleet() {
+        let base = configuration.unitTopicBase
+        for topic in [fleetTopic, base + UnitTopic.config.rawValue, base + UnitTopic.cmd.rawValue] {
+            do {
+                try mqtt.subscribe(topic, qos: 1)
+            } catch {
+                logger.warning("cannot subscribe; retried on the next connection", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// True when the message was the fleet's (handled, answered where there is someone to answer).
+    func handleFleetMessage(_ message: MQTTMessage) -> Bool {
+        let base = configuration.unitTopicBase
+        switch message.topic {
+        case fleetTopic:
+            perform(fleetConfig.handle(.received(.fleet, topic: message.topic, payload: message.payload, retained: message.retained)))
+        case base + UnitTopic.config.rawValue:
+            perform(fleetConfig.handle(.received(.unit, topic: message.topic, payload: message.payload, retained: message.retained)))
+        case base + UnitTopic.cmd.rawValue:
+            handleCommand(message)
+        default:
+            return false
+        }
+        return true
+    }
+
+    var fleetConfigStatus: ControlStatus.Config {
+        ControlStatus.Config(
+            versions: Dictionary(uniqueKeysWithValues: fleetConfig.versions.map { ($0.key.rawValue, $0.value) }),
+            onTrial: fleetConfig.onProbation?.rawValue,
+            broker: "\(configuration.mqtt.host):\(configuration.mqtt.port)",
+            remoteSettings: String(decoding: JSONDocument(fleetConfig.remoteSettings).canonicalBytes, as: UTF8.self)
+        )
+    }
+
+    // MARK: Configuration
+
+    func perform(_ actions: [FleetConfigAction]) {
+        for action in actions {
+            do {
+                try perform(action)
+            } catch {
+                logger.error("fleet config action failed", metadata: ["action": "\(action)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func perform(_ action: FleetConfigAction) throws {
+        switch action {
+        case .commit(let scope, let record, let ack):
+            let now = clockMs()
+            try store.write(.full) { transaction in
+                try transaction.saveFleetConfig(record, for: scope, at: now)
+                if let ack { try enqueue(ack, in: transaction, at: now) }
+            }
+            if let ack { log(ack) }
+            pumpOutbox()
+        case .acknowledge(let ack):
+            let now = clockMs()
+            try store.write { try enqueue(ack, in: $0, at: now) }
+            log(ack)
+            pumpOutbox()
+        case .use(let next, let reconnect):
+            if next.unit.language != configuration.unit.language { devices?.useLanguage(of: next) }
+            configuration = next
+            machine.settings = next.unitSettings
+            outbox.maxInFlight = next.mqtt.maxInflight
+            if reconnect {
+                logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(next.mqtt.host):\(next.mqtt.port)"])
+                outbox.sessionEnded()
+                broker = .init(connected: false, since: clockMs(), lastError: nil)
+                linkGeneration = mqtt.connect(next)
+            }
+        case .startRollbackTimer(let seconds):
+            rollbackTimer?.cancel()
+            rollbackTimer = Task { [inputSink] in
+                guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
+                inputSink.yield(.fleetRollbackDue)
+            }
+        case .cancelRollbackTimer:
+            rollbackTimer?.cancel()
+            rollbackTimer = nil
+        case .ignore(let scope, let why):
+            logger.debug("fleet config ignored", metadata: ["scope": "\(scope.rawValue)", "why": "\(why)"])
+        }
+    }
+
+    private func enqueue(_ ack: ConfigAck, in transaction: LocalCache.Transaction, at now: Int64) throws {
+        let unit = configuration.unit.id
+        try transaction.enqueue(topic: UnitTopic.configAck.rawValue, messageClass: .event, createdAt: now) { seq, id in
+            try Array(JSONEncoder.wire.encode(ConfigAckMessage(ack, unit: unit, seq: seq, messageID: id, t: now)))
+        }
+    }
+
+    private func log(_ ack: ConfigAck) {
+        let metadata: Logger.Metadata = [
+            "scope": "\(ack.scope.rawValue)", "version": "\(ack.version.map(String.init) ?? "?")",
+            "result": "\(ack.result.rawValue)", "errors": "\(ack.errors.joined(separator: "; "))",
+        ]
+        if ack.result == .applied { logger.notice("fleet config applied", metadata: metadata) }
+        else { logger.warning("fleet config \(ack.result.rawValue)", metadata: metadata) }
+    }
+
+    // MARK: Commands
+
+    private func handleCommand(_ message: MQTTMessage) {
+        let now = clockMs()
+        let reply = { (result: CommandReplyMessage.Result, id: String?, name: String?) in
+            CommandReplyMessage(unit: self.configuration.unit.id, seq: 0, messageID: "", t: now, id: id, cmd: name, result: result)
+        }
+        do {
+            switch fleetCommands.admit(message.payload, topic: message.topic, now: now) {
+            case .ignore(let id):
+                logger.notice("replayed command ignored", metadata: ["id": "\(id)"])
+            case .refuse(let refusal):
+                logger.warning("command refused", metadata: ["id": "\(refusal.id ?? "?")", "result": "\(refusal.result.rawValue)", "errors": "\(refusal.errors.joined(separator: "; "))"])
+                var answer = reply(CommandReplyMessage.Result(rawValue: refusal.result.rawValue) ?? .rejected, refusal.id, refusal.name)
+                answer.reason = refusal.reason
+                answer.errors = refusal.errors
+                try store.write { try enqueueReply(answer, in: $0) }
+            case .execute(let command):
+                logger.notice("executing fleet command", metadata: ["id": "\(command.id)", "cmd": "\(command.name)"])
+                try execute(command, reply: reply(.ok, command.id, command.name), now: now)
+            }
+        } catch {
+            logger.error("cannot answer a fleet command", metadata: ["error": "\(error)"])
+        }
+        pumpOutbox()
+    }
+
+    private func execute(_ command: FleetCommand, reply: CommandReplyMessage, now: Int64) throws {
+        var answer = reply
+        let unit = configuration.unit.id
+        // Read before the write transaction: the status reads the store itself.
+        if command.action == .status { answer.status = currentStatus() }
+        try store.write(.full) { transaction in
+            try transaction.rememberCommand(command.id, expiresAt: command.expiresAt, now: now)
+            switch command.action {
+            case .report:
+                guard let fix = lastFix?.fix else {
+                    answer.result = .failed
+                    answer.errors = ["no fix yet"]
+                    break
+                }
+                let point = PositionPoint(fix)
+                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [point])))
+                }
+                answer.position = point
+            case .status, .reconnect:
+                break
+            case .purge(let days):
+                answer.deleted = try transaction.deletePositions(before: now - Int64(days) * 86_400_000)
+            }
+            try enqueueReply(answer, in: transaction)
+        }
+        // The reply waits in the outbox and goes out on the new connection.
+        if command.action == .reconnect { mqtt.dropConnection() }
+    }
+
+    private func enqueueReply(_ reply: CommandReplyMessage, in transaction: LocalCache.Transaction) throws {
+        try transaction.enqueue(topic: UnitTopic.cmdReply.rawValue, messageClass: .event, createdAt: reply.t) { seq, id in
+            var numbered = reply
+            numbered.seq = seq
+            numbered.messageID = id
+            return try Array(JSONEncoder.wire.encode(numbered))
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import DriverDisplay
+import Foundation
+import TestHarness
+import Testing
+
+let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
+
+/// Every language file shipped, found on disk: a new file is tested without touching this code.
+let shippedLanguages: [String] = {
+    let files = (try? FileManager.default.contentsOfDirectory(atPath: catalogueDirectory)) ?? []
+    return files.filter { $0.hasSuffix(".toml") }.map { String($0.dropLast(5)) }.sorted()
+}()
+
+let defaultKeyLabels = ["accept": "a", "reject": "r", "arrived": "h", "pob": "1-8", "noshow": "n", "clear": "c"]
+
+func renderer(_ language: String = "en", size: ScreenSize = ScreenSize(columns: 20, rows: 4)) throws -> ScreenRenderer {
+    ScreenRenderer(catalogue: try MessageCatalogue.load(language: language, directory: catalogueDirectory), size: size, keyLabels: defaultKeyLabels)
+}
+
+/// 14:30 UTC on a day in 2026, ms.
+let halfPastTwo: Int64 = 1_795_271_400_000
+
+@Suite struct ScreenRendererTests {
+    let pickup = DriverView.Pickup(address: "Via Roma 12, Milano", distanceM: 1234, passengers: 2, meetingTime: nil)
+
+    @Test func theAvailableScreen() throws {
+        let view = DriverView(mode: .available, zone: "Z3", seatsLeft: 4, online: true)
+        let rendered = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true)
+        #expect(rendered.screen.rows == [
+            "AVAILABLE           ",
+            "Zone Z3             ",
+            "Free seats 4        ",
+            "Online              ",
+        ])
+        #expect(rendered.overflow == [])
+        #expect(!rendered.screen.lines.contains { $0.alert })
+    }
+
+    @Test func offlineShowsTheMessagesWaiting() throws {
+        let view = DriverView(mode: .offDuty, zone: nil, seatsLeft: 4, online: false, waiting: 17)
+        let rows = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows
+        #expect(rows == ["OFF DUTY            ", "Zone -              ", "Free seats 4        ", "Offline 17 waiting  "])
+    }
+
+    @Test func anOfferShowsPickupDistancePassengersAndTheCountdownBlinking() throws {
+        let view = DriverView(mode: .offered(pickup, deadline: 45_000), online: true)
+        let screen = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(screen.rows == [
+            "NEW JOB          45s",
+            "Via Roma 12, Milano ",
+            "1.2 km  2 pax       ",
+            "a=Accept r=Reject   ",
+        ])
+        #expect(screen.lines[0].alert)
+        // The countdown rounds up: 44.001 s left still shows 45.
+        let later = try renderer().render(view, now: 999, utcOffsetS: 0, showNotice: true).screen
+        #expect(later.rows[0].hasSuffix("45s"))
+        #expect(try renderer().render(view, now: 1000, utcOffsetS: 0, showNotice: true).screen.rows[0].hasSuffix("44s"))
+        #expect(try renderer().render(view, now: 90_000, utcOffsetS: 0, showNotice: true).screen.rows[0].hasSuffix(" 0s"))
+    }
+
+    @Test func aReservationShowsTheMeetingTimeInLocalTimeAndCountsDownToIt() throws {
+        var reservation = pickup
+        reservation.meetingTime = halfPastTwo
+        let offer = DriverView(mode: .offered(reservation, deadline: halfPastTwo), online: true)
+        let rows = try renderer().render(offer, now: halfPastTwo - 25 * 60_000, utcOffsetS: 3600, showNotice: true).screen.rows
+        #expect(rows[2] == "1.2 km  2 pax @15:30")
+        let enRoute = DriverView(mode: .enRoute(reservation), online: true)
+        let r = try renderer()
+        #expect(r.render(enRoute, now: halfPastTwo - 25 * 60_000, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 25m   ")
+        #expect(r.render(enRoute, now: halfPastTwo - 25 * 60_000 + 1, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 25m   ")
+        #expect(r.render(enRoute, now: halfPastTwo - 3 * 3600_000, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 3h    ")
+        #expect(r.render(enRoute, now: halfPastTwo, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 NOW      ")
+    }
+
+    @Test func jobScreens() throws {
+        let r = try renderer()
+        #expect(r.render(DriverView(mode: .enRoute(pickup), online: true), now: 0, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "TO PICKUP           ", "Via Roma 12, Milano ", "1.2 km  2 pax       ", "h=Arrived           ",
+        ])
+        let atPickup = r.render(DriverView(mode: .atPickup(pickup), online: false, waiting: 3), now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(atPickup.rows == ["AT PICKUP      OFF 3", "Passengers on board?", "Via Roma 12, Milano ", "1-8=Aboard n=No-show"])
+        #expect(atPickup.lines[1].alert)
+        #expect(r.render(DriverView(mode: .onBoard(passengers: 2), seatsLeft: 2, online: true), now: 0, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "ON BOARD            ", "2 passengers        ", "Free seats 2        ", "c=Clear             ",
+        ])
+    }
+
+    @Test func distances() throws {
+        let r = try renderer()
+        #expect(r.formatDistance(0) == "0 m")
+        #expect(r.formatDistance(999.4) == "999 m")
+        #expect(r.formatDistance(999.6) == "1.0 km")
+        #expect(r.formatDistance(9_949) == "9.9 km")
+        #expect(r.formatDistance(9_951) == "10 km")
+        #expect(r.formatDistance(123_456) == "123 km")
+        #expect(try renderer("it").formatDistance(1234) == "1,2 km")
+    }
+
+    @Test func noticesTakeTheBottomRowAndAlertsBlink() throws {
+        var view = DriverView(mode: .available, seatsLeft: 4, online: true, notice: .cancelled, noticeSerial: 1)
+        let shown = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(shown.rows[3] == "JOB CANCELLED       ")
+        #expect(shown.lines[3].alert)
+        #expect(try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: false).screen.rows[3] == "Online              ")
+        view.notice = .refused(why: "no offer")
+        let refused = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(refused.rows[3] == "no offer            ")
+        #expect(!refused.lines[3].alert)
+    }
+
+    @Test func anAcknowledgedSOSIsOneDotNothingMore() throws {
+        let quiet = DriverView(mode: .available, seatsLeft: 4, online: true)
+        var acknowledged = quiet
+        acknowledged.sosAcknowledged = true
+        let before = try renderer().render(quiet, now: 0, utcOffsetS: 0, showNotice: true).screen.rows
+        let after = try renderer().render(acknowledged, now: 0, utcOffsetS: 0, showNotice: true).screen.rows
+        #expect(after[0..<3] == before[0..<3])
+        #expect(after[3] == "Online             .")
+    }
+
+    @Test func dataThatDoesNotFitIsCutAndControlCharactersNeverReachTheLine() throws {
+        let long = DriverView.Pickup(address: "Strada\u{1b}[2J Provinciale\n 123 per Monte Bianco", distanceM: nil, passengers: 1, meetingTime: nil)
+        let rendered = try renderer().render(DriverView(mode: .enRoute(long), online: true), now: 0, utcOffsetS: 0, showNotice: true)
+        #expect(rendered.screen.rows[1] == "Strada [2J Provincia")
+        #expect(rendered.overflow == [], "addresses are data: cutting them is expected")
+        for line in rendered.screen.lines { #expect(line.text.count == 20) }
+    }
+
+    @Test func largerScreensArePaddedWithBlankRows() throws {
+        let rendered = try renderer(size: ScreenSize(columns: 40, rows: 6)).render(DriverView(mode: .available), now: 0, utcOffsetS: 0, showNotice: true)
+        #expect(rendered.screen.lines.count == 6)
+        #expect(rendered.screen.rows[5] == String(repeating: " ", count: 40))
+    }
+}
+
+/// Every view the terminal can show, with the longest values each field takes.
+func worstCaseViews() -> [DriverView] {
+    let pickup = DriverView.Pickup(address: "A", distanceM: 9_949, passengers: 8, meetingTime: halfPastTwo + 9 * 3600_000 + 29 * 60_000)
+    var modes: [DriverView.Mode] = [.offDuty, .available, .offered(pickup, deadline: halfPastTwo + 60_000), .enRoute(pickup),
+                                   .atPickup(pickup), .onBoard(passengers: 8)]
+    var noMeeting = pickup
+    noMeeting.meetingTime = nil
+    modes += [.enRoute(noMeeting), .offered(noMeeting, deadline: halfPastTwo + 60_000)]
+    modes += ["break", "refuel", "personal", "other"].map { DriverView.Mode.paused(reason: $0) }
+    var meetingSoon = pickup
+    meetingSoon.meetingTime = halfPastTwo + 99 * 60_000
+    modes += [.enRoute(meetingSoon)]
+    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut]
+    var views: [DriverView] = []
+    for mode in modes {
+        for online in [true, false] {
+            for notice in notices {
+                views.append(DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, notice: notice, noticeSerial: 1, sosAcknowledged: true))
+            }
+        }
+    }
+    return views
+}
+
+@Suite struct CatalogueTests {
+    @Test func theThreeRequiredLanguagesShip() {
+        for language in ["en", "it", "zu"] { #expect(shippedLanguages.contains(language)) }
+    }
+
+    @Test(arguments: shippedLanguages)
+    func everyCatalogueIsCompleteAndKnowsNoStrayKeys(language: String) throws {
+        let catalogue = try MessageCatalogue.load(language: language, directory: catalogueDirectory)
+        #expect(catalogue.missingKeys == [])
+        #expect(catalogue.unknownKeys == [])
+    }
+
+    @Test(arguments: shippedLanguages)
+    func everyScreenFits20x4WithoutCuttingAWord(language: String) throws {
+        let r = try renderer(language)
+        for view in worstCaseViews() {
+            let rendered = r.render(view, now: halfPastTwo, utcOffsetS: 0, showNotice: true)
+            #expect(rendered.overflow == [], "\(language): \(view.mode)")
+            #expect(rendered.screen.lines.count == 4)
+            for line in rendered.screen.lines { #expect(line.text.count == 20) }
+        }
+    }
+
+    @Test func aMissingTextFallsBackToEnglishThenToItsKey() throws {
+        let english = try MessageCatalogue.load(language: "en", directory: catalogueDirectory)
+        let partial = try MessageCatalogue.parse("[state]\navailable = \"LIBRE\"\n", language: "xx", fallback: english)
+        #expect(partial.text(.stateAvailable) == "LIBRE")
+        #expect(partial.text(.stateOffDuty) == "OFF DUTY")
+        #expect(partial.missingKeys.contains(.stateOffDuty))
+        let bare = try MessageCatalogue.parse("", language: "xx")
+        #expect(bare.text(.stateOffDuty) == "state.off_duty")
+    }
+
+    @Test func aBadCatalogueSaysWhatIsWrong() throws {
+        #expect(throws: (any Error).self) { try MessageCatalogue.parse("[state\n", language: "xx") }
+        do {
+            _ = try MessageCatalogue.parse("[state]\navailable = 3\n", language: "xx")
+            Issue.record("a number is not a text")
+        } catch {
+            #expect(error.problems == ["state.available must be a string"])
+        }
+        #expect(try MessageCatalogue.parse("[state]\navailabel = \"x\"\n", language: "xx").unknownKeys == ["state.availabel"])
+        do {
+            _ = try MessageCatalogue.load(language: "xx", directory: catalogueDirectory)
+            Issue.record("no such file")
+        } catch {
+            #expect(error.problems.first?.contains("xx.toml") == true)
+        }
+    }
+
+    @Test func aNewLanguageIsJustAFile() throws {
+        let scratch = try ScratchDirectory()
+        try FileManager.default.copyItem(atPath: catalogueDirectory + "/en.toml", toPath: scratch.file("en.toml"))
+        try "[state]\navailable = \"LIBRE\"\n".write(toFile: scratch.file("fr.toml"), atomically: true, encoding: .utf8)
+        let french = try MessageCatalogue.load(language: "fr", directory: scratch.path)
+        #expect(french.text(.stateAvailable) == "LIBRE")
+        #expect(french.text(.stateOffDuty) == "OFF DUTY")
+    }
+}
+
+@Suite struct KeyLabelTests {
+    @Test func hintsShowTheConfiguredKeys() {
+        var keys = ["a": "accept", "PF1": "accept", "r": "reject", "ENTER": "pob", "c": "clear"]
+        for count in 1...8 { keys["\(count)"] = "pob \(count)" }
+        let labels = ScreenRenderer.keyLabels(for: keys)
+        #expect(labels == ["accept": "a", "reject": "r", "pob": "1-8", "clear": "c"])
+        #expect(ScreenRenderer.keyLabels(for: ["ENTER": "pob", "x": "pause refuel"]) == ["pob": "ENTER", "pause": "x"])
+        #expect(ScreenRenderer.keyLabels(for: ["1": "pob 1", "3": "pob 3"])["pob"] == "1", "not a range")
+    }
+}

@@ -1,0 +1,93 @@
+import FleetControl
+import Testing
+
+@Suite struct CommandGateTests {
+    let fleet = FleetFixture()
+    let now: Int64 = 1_800_000_000_000
+
+    func gate(requireSigned: Bool = true) -> CommandGate {
+        CommandGate(trust: FleetTrust(publicKeys: [Array(fleet.key.publicKey.rawRepresentation)], requireSigned: requireSigned))
+    }
+
+    func command(_ json: String) throws -> [UInt8] {
+        try fleet.signed(json, topic: fleet.commandTopic)
+    }
+
+    @Test func aSignedCommandIsExecutedOnceAndItsReplayDoesNothing() throws {
+        var gate = gate()
+        let payload = try command(#"{"id":"c1","cmd":"purge","days":30,"expires_at":\#(now + 60_000)}"#)
+        #expect(gate.admit(payload, topic: fleet.commandTopic, now: now)
+            == .execute(FleetCommand(id: "c1", name: "purge", action: .purge(days: 30), expiresAt: now + 60_000)))
+        #expect(gate.admit(payload, topic: fleet.commandTopic, now: now + 1000) == .ignore(id: "c1"))
+        #expect(gate.executed == ["c1": now + 60_000])
+    }
+
+    @Test func executedIdsAreForgottenOnlyOnceTheyHaveExpired() throws {
+        var gate = CommandGate(trust: gate().trust, executed: ["old": now - 1, "live": now + 5])
+        _ = gate.admit(Array("{}".utf8), topic: fleet.commandTopic, now: now)
+        #expect(gate.executed == ["live": now + 5])
+    }
+
+    @Test func anExpiredCommandIsRefusedEvenWithAFreshId() throws {
+        var gate = gate()
+        let payload = try command(#"{"id":"c2","cmd":"report","expires_at":\#(now)}"#)
+        guard case .refuse(let refusal) = gate.admit(payload, topic: fleet.commandTopic, now: now) else { Issue.record("admitted"); return }
+        #expect(refusal.result == .expired && refusal.id == "c2" && refusal.name == "report")
+        #expect(gate.executed.isEmpty)
+    }
+
+    @Test func aCommandValidForMoreThanADayIsRefused() throws {
+        var gate = gate()
+        let payload = try command(#"{"id":"c3","cmd":"report","expires_at":\#(now + CommandGate.longestValidityMs + 1)}"#)
+        guard case .refuse(let refusal) = gate.admit(payload, topic: fleet.commandTopic, now: now) else { Issue.record("admitted"); return }
+        #expect(refusal.result == .rejected && refusal.reason == "invalid")
+    }
+
+    @Test func everyKnownCommandIsRecognised() throws {
+        var gate = gate()
+        for (name, action) in [("report", FleetCommand.Action.report), ("status", .status), ("reconnect", .reconnect)] {
+            let payload = try command(#"{"id":"\#(name)","cmd":"\#(name)","expires_at":\#(now + 1000)}"#)
+            #expect(gate.admit(payload, topic: fleet.commandTopic, now: now) == .execute(FleetCommand(id: name, name: name, action: action, expiresAt: now + 1000)))
+        }
+    }
+
+    @Test func anUnknownCommandIsAnsweredUnknownAndNotRemembered() throws {
+        var gate = gate()
+        let payload = try command(#"{"id":"c4","cmd":"selfdestruct","expires_at":\#(now + 1000)}"#)
+        guard case .refuse(let refusal) = gate.admit(payload, topic: fleet.commandTopic, now: now) else { Issue.record("admitted"); return }
+        #expect(refusal.result == .unknown)
+        #expect(refusal.errors == [#"unknown command "selfdestruct"; known: report, status, purge, reconnect"#])
+        #expect(gate.executed.isEmpty)
+    }
+
+    @Test func unsignedTamperedAndMisaddressedCommandsAreRefused() throws {
+        var gate = gate()
+        let unsigned = Array(#"{"id":"c5","cmd":"report","expires_at":\#(now + 1000)}"#.utf8)
+        let signed = try command(#"{"id":"c6","cmd":"purge","days":30,"expires_at":\#(now + 1000)}"#)
+        let tampered = Array(String(decoding: signed, as: UTF8.self).replacingOccurrences(of: "30", with: "0").utf8)
+        for (payload, topic) in [(unsigned, fleet.commandTopic), (tampered, fleet.commandTopic), (signed, "taxi/north/T8/cmd")] {
+            guard case .refuse(let refusal) = gate.admit(payload, topic: topic, now: now) else { Issue.record("admitted"); continue }
+            #expect(refusal.result == .rejected && refusal.reason == "signature")
+        }
+        #expect(gate.executed.isEmpty)
+    }
+
+    @Test func malformedCommandsGetTheirProblemNamed() throws {
+        var gate = gate(requireSigned: false)
+        let cases: [(String, String)] = [
+            (#"{"cmd":"report","expires_at":\#(now + 1000)}"#, "id must be a non-empty string of at most 128 bytes"),
+            (#"{"id":"a","cmd":"report"}"#, "expires_at must be an integer (ms since the Unix epoch)"),
+            (#"{"id":"b","expires_at":\#(now + 1000)}"#, "cmd must be a string"),
+            (#"{"id":"c","cmd":"purge","days":-1,"expires_at":\#(now + 1000)}"#, "days must be an integer between 0 and 36500"),
+            (#"{"id":"d","cmd":"report","days":1,"expires_at":\#(now + 1000)}"#, "unknown key days"),
+            ("{\"id\":\"e\",", "not valid JSON at byte 10: expected a key"),
+        ]
+        for (json, problem) in cases {
+            guard case .refuse(let refusal) = gate.admit(Array(json.utf8), topic: fleet.commandTopic, now: now) else { Issue.record("admitted \(json)"); continue }
+            #expect(refusal.errors == [problem], "\(json)")
+        }
+        let huge = Array(repeating: UInt8(ascii: "x"), count: FleetMessage.maximumBytes + 1)
+        guard case .refuse(let refusal) = gate.admit(huge, topic: fleet.commandTopic, now: now) else { Issue.record("admitted"); return }
+        #expect(refusal.reason == "too_large" && refusal.id == nil)
+    }
+}

@@ -1,0 +1,416 @@
+import ControlSocket
+import Foundation
+import LocalCache
+import MQTTLink
+import TestHarness
+import Testing
+import UnitCore
+
+/// The driver's job lifecycle on the real parts: mosquitto, the daemon binary, taxiunitctl, SQLite.
+@Suite(.serialized) struct JobFlowTests {
+    /// A broker, a recorder on everything the unit says, and the unit itself. gpsd is a port with
+    /// nobody listening unless a test needs fixes.
+    struct Rig {
+        let scratch: ScratchDirectory
+        let broker: MosquittoBroker
+        let unit: UnitUnderTest
+        let recorder: MQTTRecorder
+        let gps: FakeGPS?
+
+        init(extraTOML: String = "", withGPS: Bool = false, reportingIntervalS: Double = 0.5) async throws {
+            scratch = try ScratchDirectory()
+            broker = try MosquittoBroker(in: scratch)
+            gps = withGPS ? try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.05) : nil
+            unit = try UnitUnderTest(
+                mqttPort: broker.port, gpsdPort: try gps?.port ?? Loopback.freePort(), in: scratch, extraTOML: extraTOML,
+                reportingIntervalS: reportingIntervalS)
+            recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])
+            try await unit.start()
+            try await unit.waitForStatus("broker connected") { $0.broker.connected }
+        }
+
+        /// `taxiunitctl press …`: what the driver is told, or the error.
+        @discardableResult
+        func press(_ words: String...) throws -> String {
+            let (output, code) = try runCommand(
+                Corpus.binary("taxiunitctl"), ["press", "--socket", unit.controlSocket] + words.flatMap { $0.split(separator: " ").map(String.init) })
+            guard code == 0 else { throw HarnessError("press \(words) failed (\(code)): \(output)") }
+            return output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        func publish(_ suffix: String, _ json: String) throws {
+            try recorder.publish(unit.topicBase + suffix, json)
+        }
+
+        func offer(_ job: String, extra: String = "") throws {
+            try publish("job/offer", #"{"job":"\#(job)","pickup":{"lat":46.5,"lon":7.5,"address":"Bahnhofplatz 1"},"passengers":1\#(extra)}"#)
+        }
+
+        /// Replies on `job/reply`, first arrivals only (QoS 1 may deliver a message twice).
+        func replies(job: String? = nil) -> [[String: Any]] {
+            var seen = Set<String>()
+            return recorder.messages(onTopic: unit.topicBase + "job/reply").compactMap(\.json).filter { json in
+                guard let id = json["id"] as? String, seen.insert(id).inserted else { return false }
+                return job == nil || json["job"] as? String == job
+            }
+        }
+
+        @discardableResult
+        func waitForReply(_ job: String, _ reply: String, timeoutS: Double = 15) async throws -> [String: Any] {
+            try await recorder.waitFor("\(reply) for \(job)", timeoutS: timeoutS) { _ in
+                replies(job: job).contains { $0["reply"] as? String == reply }
+            }
+            return replies(job: job).first { $0["reply"] as? String == reply }!
+        }
+
+        func events() -> [[String: Any]] {
+            recorder.messages(onTopic: unit.topicBase + "event").compactMap(\.json)
+        }
+
+        func goOnDuty() async throws {
+            #expect(try press("duty") == "On duty, available")
+            try await unit.waitForStatus("available") { $0.state == "available" }
+        }
+
+        func stop() {
+            unit.stop()
+            recorder.stop()
+        }
+    }
+
+    @Test func anOfferAcceptedWithTaxiunitctlIsAnsweredOnTheBroker() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.offer("J1", extra: #","meeting_time":4102444800000,"note":"2 bags""#)
+        let offered = try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        let job = try #require(offered.job)
+        #expect(job.id == "J1")
+        #expect(job.pickup == "Bahnhofplatz 1")
+        #expect((55...60).contains(job.offerSecondsLeft ?? -1), "countdown from the default 60 s")
+        #expect(job.meetingTime == 4_102_444_800_000)
+        #expect((job.meetingInS ?? 0) > 0)
+
+        #expect(try rig.press("accept") == "Job J1 accepted, sent. Go to Bahnhofplatz 1")
+        let reply = try await rig.waitForReply("J1", "accept")
+        #expect(reply["unit"] as? String == rig.unit.unitID)
+        #expect(reply["seq"] as? Int == 1)
+        #expect(reply["re"] as? String == "job/offer")
+        #expect((reply["id"] as? String)?.count == 36)
+        #expect(reply["t"] is Int)
+        #expect(reply["reason"] == nil)
+
+        let status = try await rig.unit.waitForStatus("en route") { $0.state == "en_route" }
+        #expect(status.job?.offerSecondsLeft == nil)
+        try await rig.recorder.waitFor("retained status en_route") { messages in
+            messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["state"] as? String == "en_route"
+        }
+        let retained = try #require(rig.recorder.messages(onTopic: rig.unit.topicBase + "status").last?.json)
+        #expect(retained["job"] as? String == "J1")
+        #expect(retained["seats_left"] as? Int == 4)
+        #expect(retained["online"] as? Bool == true)
+
+        try await rig.recorder.waitFor("three transitions") { _ in rig.events().count >= 3 }
+        let transitions = rig.events().map { "\($0["from"] as? String ?? "?")>\($0["to"] as? String ?? "?")" }
+        #expect(transitions == ["off_duty>available", "available>offered", "offered>en_route"])
+        #expect(rig.events().map { $0["seq"] as? Int } == [1, 2, 3])
+
+        // Rule 17 over the same path: an input that makes no sense says why.
+        #expect(try rig.press("accept") == "No offer to answer")
+        rig.stop()
+    }
+
+    @Test func silenceIsATimeoutAfterTheWindow() async throws {
+        let rig = try await Rig(extraTOML: "[job]\noffer_timeout_s = 2\n")
+        try await rig.goOnDuty()
+        let sent = ContinuousClock.now
+        try rig.offer("J1")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        let reply = try await rig.waitForReply("J1", "timeout", timeoutS: 10)
+        let elapsed = ContinuousClock.now - sent
+        #expect(elapsed >= .milliseconds(1900), "not before the window: \(elapsed)")
+        #expect(elapsed < .seconds(6), "soon after the window: \(elapsed)")
+        #expect(reply["reason"] == nil)
+        try await rig.unit.waitForStatus("available again") { $0.state == "available" }
+        #expect(try rig.press("accept") == "No offer to answer")
+        #expect(rig.replies(job: "J1").count == 1)
+        rig.stop()
+    }
+
+    @Test func aSecondOfferIsBusyAndTheFirstJobStays() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.offer("J1")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.offer("J2")
+        let busy = try await rig.waitForReply("J2", "busy")
+        #expect(busy["reason"] as? String == "offered")
+        try rig.press("accept")
+        try await rig.waitForReply("J1", "accept")
+        try rig.offer("J3")
+        #expect(try await rig.waitForReply("J3", "busy")["reason"] as? String == "en_route")
+        let status = try rig.unit.status()
+        #expect(status.state == "en_route")
+        #expect(status.job?.id == "J1")
+        rig.stop()
+    }
+
+    @Test func aCancelEndsTheJobAndTellsTheDriver() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.offer("J1")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.press("accept")
+        #expect(try rig.press("arrived") == "At pickup. Passenger on board?")
+        try rig.publish("job/cancel", #"{"job":"J1","reason":"passenger withdrew"}"#)
+        try await rig.unit.waitForStatus("available after cancel") { $0.state == "available" && $0.job == nil }
+        try await rig.recorder.waitFor("the cancel transition") { _ in
+            rig.events().contains { $0["from"] as? String == "at_pickup" && $0["to"] as? String == "available" && $0["reason"] as? String == "cancelled" }
+        }
+        #expect(rig.unit.log.contains("Job J1 cancelled by dispatch: passenger withdrew"))
+        // A cancel for a job the unit does not have is logged and changes nothing.
+        try rig.publish("job/cancel", #"{"job":"J77"}"#)
+        try await waitUntil("the unknown cancel logged", timeoutS: 10) { rig.unit.log.contains("cancel for unknown job J77 ignored") }
+        #expect(try rig.unit.status().state == "available")
+        #expect(rig.replies().map { $0["reply"] as? String } == ["accept"])
+        rig.stop()
+    }
+
+    @Test func aKilledUnitStillTimesOutItsOfferExactlyOnce() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.offer("J1", extra: #","respond_within_s":3"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        rig.unit.killHard()
+        // The deadline passes while the unit is down.
+        try await Task.sleep(for: .seconds(4))
+        try await rig.unit.start()
+        try await rig.waitForReply("J1", "timeout")
+        try await rig.unit.waitForStatus("available after restart") { $0.state == "available" }
+        // Give a duplicate every chance to show up.
+        try await Task.sleep(for: .seconds(2))
+        #expect(rig.replies(job: "J1").count == 1)
+        rig.stop()
+    }
+
+    @Test func aKilledUnitResumesItsOfferAndAcceptsExactlyOnce() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.offer("J1", extra: #","respond_within_s":30"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        rig.unit.killHard()
+        try await rig.unit.start()
+        let resumed = try await rig.unit.waitForStatus("offered after restart") { $0.state == "offered" }
+        #expect((1...30).contains(resumed.job?.offerSecondsLeft ?? -1), "the original deadline, not a new one")
+        #expect(try rig.press("accept") == "Job J1 accepted, sent. Go to Bahnhofplatz 1")
+        try await rig.waitForReply("J1", "accept")
+        // The broker may redeliver the offer after the restart; it must not produce a second answer.
+        try rig.offer("J1", extra: #","respond_within_s":30"#)
+        try await rig.recorder.waitFor("the redelivery answered") { _ in rig.replies(job: "J1").count >= 2 }
+        try await Task.sleep(for: .seconds(1))
+        let answers = rig.replies(job: "J1")
+        #expect(answers.count == 2)
+        #expect(Set(answers.map { "\($0["reply"]!) \($0["t"]!)" }).count == 1, "re-answered identically: \(answers)")
+        #expect(try rig.unit.status().state == "en_route")
+        rig.stop()
+    }
+
+    @Test func aDuplicateOfferIsReansweredIdentically() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.offer("J1")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        #expect(try rig.press("reject", "too far") == "Job J1 refused, sent")
+        let first = try await rig.waitForReply("J1", "reject")
+        #expect(first["reason"] as? String == "too far")
+        try rig.offer("J1")
+        try await rig.recorder.waitFor("the second answer") { _ in rig.replies(job: "J1").count == 2 }
+        let second = rig.replies(job: "J1")[1]
+        for key in ["job", "re", "reply", "reason", "t", "unit"] {
+            #expect("\(first[key]!)" == "\(second[key]!)", "\(key)")
+        }
+        #expect(second["id"] as? String != first["id"] as? String, "a new message")
+        #expect(second["seq"] as? Int == (first["seq"] as? Int ?? 0) + 1)
+        #expect(try rig.unit.status().state == "available", "the redelivery is not shown")
+        rig.stop()
+    }
+
+    @Test func malformedInboundIsLoggedAndAnsweredInvalidWhenTheJobIsKnown() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        try rig.publish("job/offer", #"{"job":"J9","pickup":"the station"}"#)
+        let invalid = try await rig.waitForReply("J9", "invalid")
+        #expect(invalid["reason"] as? String == "pickup must be a number")
+        #expect(invalid["re"] as? String == "job/offer")
+        try rig.publish("job/update", #"{"job":42}"#)
+        let update = try await rig.waitForReply("42", "invalid")
+        #expect(update["re"] as? String == "job/update")
+        try rig.publish("job/offer", "garbage{")
+        try rig.publish("sos/ack", "[]")
+        try await waitUntil("both logged", timeoutS: 10) {
+            rig.unit.log.contains("payload is not a JSON object") && rig.unit.log.components(separatedBy: "malformed message").count - 1 >= 4
+        }
+        #expect(rig.replies().count == 2, "no answer without a job id")
+        let status = try rig.unit.status()
+        #expect(status.state == "available")
+        #expect(rig.unit.process?.isRunning == true)
+        rig.stop()
+    }
+
+    @Test func sosGoesOutAtOnceWithTheLastFixAndSpeedsUpReporting() async throws {
+        let rig = try await Rig(withGPS: true, reportingIntervalS: 30)
+        try await rig.unit.waitForStatus("a fix") { $0.gps.lastFixTime != nil }
+        let before = rig.recorder.messages(onTopic: rig.unit.topicBase + "pos").count
+        #expect(try rig.press("sos") == "", "nothing obvious for the driver")
+        let messages = try await rig.recorder.waitFor("the alarm", timeoutS: 5) { $0.contains { $0.topic == rig.unit.topicBase + "sos" } }
+        let alarm = try #require(messages.first { $0.topic == rig.unit.topicBase + "sos" }?.json)
+        #expect(alarm["state"] as? String == "off_duty")
+        #expect(alarm["seq"] as? Int == 1)
+        let fix = try #require(alarm["fix"] as? [String: Any])
+        #expect(fix["lat"] is Double && fix["lon"] is Double)
+        #expect(try rig.unit.status().sosPending)
+
+        // Positions every second instead of every 30 s.
+        try await rig.recorder.waitFor("fast positions", timeoutS: 10) { _ in
+            rig.recorder.messages(onTopic: rig.unit.topicBase + "pos").count >= before + 4
+        }
+        try rig.publish("sos/ack", #"{"id":"\#(alarm["id"] as? String ?? "")"}"#)
+        try await rig.unit.waitForStatus("alarm acknowledged") { !$0.sosPending }
+        try await Task.sleep(for: .milliseconds(1500))
+        let afterAck = rig.recorder.messages(onTopic: rig.unit.topicBase + "pos").count
+        try await Task.sleep(for: .seconds(4))
+        #expect(rig.recorder.messages(onTopic: rig.unit.topicBase + "pos").count == afterAck, "back to the 30 s interval")
+        rig.stop()
+    }
+
+    @Test func sharedRideUpdatesKeepSeatsRightAndPausesCarryAReason() async throws {
+        let rig = try await Rig()
+        try await rig.goOnDuty()
+        #expect(try rig.press("pause", "refuel") == "Paused (refuel)")
+        let paused = try await rig.unit.waitForStatus("paused") { $0.state == "paused" }
+        #expect(paused.pauseReason == "refuel")
+        try await rig.recorder.waitFor("retained paused status") { messages in
+            messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["reason"] as? String == "refuel"
+        }
+        let (refused, code) = try runCommand(Corpus.binary("taxiunitctl"), ["press", "pause", "nap", "--socket", rig.unit.controlSocket])
+        #expect(code != 0)
+        #expect(refused.contains("reason must be one of break, refuel, personal, other"))
+        #expect(try rig.press("resume") == "Available")
+
+        try rig.offer("J1", extra: #","shared":true"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.press("accept")
+        try rig.press("arrived")
+        try rig.press("pob 2")
+        try await rig.unit.waitForStatus("two on board") { $0.seatsLeft == 2 }
+        try rig.publish("job/update", #"{"job":"J1","add_pickup":{"lat":46.51,"lon":7.5,"address":"Markt 3","passengers":1}}"#)
+        try await rig.unit.waitForStatus("three on board") { $0.seatsLeft == 1 && $0.job?.passengers == 3 }
+        try await rig.recorder.waitFor("retained seats_left 1") { messages in
+            messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["seats_left"] as? Int == 1
+        }
+        #expect(rig.unit.log.contains("Job J1 changed: extra pickup at Markt 3, 3 pax"))
+        try rig.publish("job/update", #"{"job":"J1","passengers":5}"#)
+        let invalid = try await rig.waitForReply("J1", "invalid")
+        #expect(invalid["re"] as? String == "job/update")
+        #expect(invalid["reason"] as? String == "5 passengers exceed 4 seats")
+        #expect(try rig.unit.status().seatsLeft == 1)
+        rig.stop()
+    }
+
+    @Test func anAlarmPressedOfflineLeavesWithinFiveSecondsOfARestart() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
+        let recorder = try await MQTTRecorder(
+            port: broker.port, subscribe: [unit.topicBase + "sos"], clientID: "recorder-sos", persistentSession: true)
+        try await unit.start()
+        try await unit.waitForStatus("broker connected") { $0.broker.connected }
+        broker.stop()
+        try await unit.waitForStatus("broker lost") { !$0.broker.connected }
+        let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["press", "sos", "--socket", unit.controlSocket])
+        #expect(code == 0)
+        #expect(output.isEmpty)
+        #expect(try unit.status().outbox.depth >= 1, "stored before anything else")
+        unit.killHard()
+
+        try broker.start()
+        let restarted = ContinuousClock.now
+        try await unit.start()
+        try await recorder.waitFor("the alarm after the restart", timeoutS: 5) { !$0.isEmpty }
+        #expect(ContinuousClock.now - restarted < .seconds(5))
+        #expect(recorder.messages.first?.json?["seq"] as? Int == 1)
+        #expect(try unit.status().sosPending, "the alarm stays pending until acknowledged")
+        unit.stop()
+        recorder.stop()
+    }
+
+    @Test func aFixAtThePickupMeansArrived() async throws {
+        let rig = try await Rig(withGPS: true)
+        try await rig.goOnDuty()
+        // The replayed receiver sits within a few metres of this point.
+        try rig.publish("job/offer", #"{"job":"J1","pickup":{"lat":46.49829,"lon":7.56741,"address":"Kirchgasse"}}"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.press("accept")
+        try await rig.unit.waitForStatus("at the pickup by itself") { $0.state == "at_pickup" }
+        try await rig.recorder.waitFor("the arrival event") { _ in
+            rig.events().contains { $0["to"] as? String == "at_pickup" && $0["reason"] as? String == "arrived_by_gps" }
+        }
+        #expect(rig.unit.log.contains("Arrived at Kirchgasse. Passenger on board?"))
+        rig.stop()
+    }
+
+    @Test func aClearedRideIsKeptWithItsDistance() async throws {
+        let rig = try await Rig(withGPS: true)
+        try await rig.goOnDuty()
+        try rig.offer("J1")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        try rig.press("accept")
+        try rig.press("arrived")
+        try await rig.unit.waitForStatus("a fix for the pickup position") { $0.gps.lastFixTime != nil }
+        #expect(try rig.press("pob 5") == "Only 4 seats")
+        #expect(try rig.press("pob 2") == "2 on board")
+        let onBoard = try await rig.unit.waitForStatus("on board") { $0.state == "on_board" }
+        #expect(onBoard.seatsLeft == 2)
+        let pickupFix = try #require(onBoard.gps.lastFixTime)
+        try await rig.unit.waitForStatus("driving on") { ($0.gps.lastFixTime ?? 0) > pickupFix + 5000 }
+        #expect(try rig.press("clear") == "Ride complete, available")
+        try await rig.unit.waitForStatus("available") { $0.state == "available" && $0.seatsLeft == 4 }
+
+        let rides = try LocalCache(path: rig.unit.storePath).rides()
+        let ride = try #require(rides.first)
+        #expect(rides.count == 1)
+        #expect(ride.job == "J1")
+        #expect(ride.passengers == 2)
+        #expect(ride.dropTime >= ride.pickupTime)
+        #expect(ride.pickupPosition != nil && ride.dropPosition != nil)
+        #expect(ride.distanceM > 0, "the log is of a moving receiver")
+        rig.stop()
+    }
+}
+
+/// The rides table on a real SQLite file, without a daemon.
+@Suite struct RideStoreTests {
+    @Test func theDistanceFollowsTheStoredFixesBetweenPickupAndDrop() throws {
+        let scratch = try ScratchDirectory()
+        let store = try LocalCache(path: scratch.file("unit.sqlite"))
+        let fixes = [
+            Fix(time: 1000, latitude: 46.49, longitude: 7.5), // before the pickup: not counted
+            Fix(time: 2000, latitude: 46.50, longitude: 7.5),
+            Fix(time: 3000, latitude: 46.51, longitude: 7.5),
+            Fix(time: 2500, latitude: 46.51, longitude: 7.51), // the receiver's clock jumped back
+        ]
+        let record = try store.write(.full) { transaction in
+            for fix in fixes { try transaction.insertPosition(fix) }
+            return try transaction.insertRide(RideSummary(
+                job: "J1", passengers: 3, pickupTime: 10, dropTime: 20, pickupFix: fixes[1], dropFix: fixes[3]))
+        }
+        let expected = Coordinate.pathLength(fixes[1...].map(Coordinate.init))
+        #expect(abs(record.distanceM - expected) < 1e-6)
+        #expect(expected > 1800, "1.1 km north, then 0.77 km east")
+        #expect(try store.rides() == [record])
+        #expect(try store.lastPosition() == fixes[3])
+        // Without fixes there is nothing to measure.
+        let blind = try store.write { try $0.insertRide(RideSummary(job: "J2", passengers: 1, pickupTime: 30, dropTime: 40, pickupFix: nil, dropFix: nil)) }
+        #expect(blind.distanceM == 0)
+        #expect(try store.rides().map(\.job) == ["J1", "J2"])
+    }
+}

@@ -1,0 +1,100 @@
+import Testing
+import UnitConfig
+
+@Suite struct InputConfigurationTests {
+    let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
+
+    /// The same readers as the rest of the configuration's tests, with a valid [unit] in front.
+    let reader = UnitConfigurationTests()
+
+    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration { try reader.parse(unit + text) }
+
+    func problems(_ text: String) -> [String] { reader.problems(unit + text) }
+
+    @Test func noSectionsNoDevicesAndEnglish() throws {
+        let config = try parse("")
+        #expect(config.input.buttons == nil)
+        #expect(config.input.serial == nil)
+        #expect(config.unit.language == "en")
+        #expect(config.unit.catalogues == "/usr/share/taxiunitd/lang")
+    }
+
+    @Test func defaultsForADeviceGivenByPathOnly() throws {
+        let config = try parse("[input.buttons]\ndevice = \"/dev/input/event3\"\n[input.serial]\ndevice = \"/dev/ttyUSB0\"\n")
+        let buttons = try #require(config.input.buttons)
+        #expect(buttons.debounceMs == 30)
+        #expect(buttons.sosHoldMs == 2000)
+        #expect(buttons.keys == InputConfiguration.defaultButtonKeys)
+        let serial = try #require(config.input.serial)
+        #expect(serial.baud == 9600)
+        #expect(serial.columns == 20 && serial.rows == 4)
+        #expect(serial.charset == "ascii")
+        #expect(serial.noiseGuardMs == 3)
+        #expect(serial.keys["a"] == "accept" && serial.keys["r"] == "reject" && serial.keys["2"] == "pob 2" && serial.keys["8"] == "pob 8")
+    }
+
+    @Test func aKeysTableReplacesTheDefaults() throws {
+        let config = try parse("""
+            [input.buttons]
+            device = "/dev/input/event3"
+            [input.buttons.keys]
+            BTN_0 = "accept"
+            260 = "sos"
+            [input.serial]
+            device = "/dev/ttyS1"
+            baud = 19200
+            [input.serial.keys]
+            PF1 = "accept"
+            x = "pause refuel"
+            """)
+        #expect(config.input.buttons?.keys == ["BTN_0": "accept", "260": "sos"])
+        #expect(config.input.serial?.keys == ["PF1": "accept", "x": "pause refuel"])
+        #expect(config.input.serial?.baud == 19200)
+    }
+
+    @Test func everyProblemIsNamed() {
+        let found = problems("""
+            [input]
+            mouse = 1
+            [input.buttons]
+            debounce_ms = 5000
+            [input.buttons.keys]
+            KEY_NOPE = "accept"
+            KEY_F1 = "dance"
+            KEY_F2 = 3
+            [input.serial]
+            device = "/dev/ttyS0"
+            baud = 9601
+            columns = 10
+            charset = "ebcdic"
+            [input.serial.keys]
+            ab = "accept"
+            """)
+        #expect(found.count == 10)
+        #expect(Set(found) == [
+            "unknown key input.mouse",
+            "input.buttons.debounce_ms must be between 0 and 1000, found 5000",
+            "input.buttons.keys.KEY_F1: unknown input \"dance\"; known: duty, accept, reject, arrived, pob, clear, noshow, pause, resume, sos",
+            "input.buttons.keys.KEY_F2 must be a string, found integer",
+            "input.buttons.keys.KEY_NOPE: unknown key; use a KEY_... name or a decimal code",
+            "input.buttons.device is missing",
+            "input.serial.columns must be between 16 and 132, found 10",
+            "input.serial.charset must be one of ascii, utf-8, found \"ebcdic\"",
+            "input.serial.keys.ab: unknown key; use one printable character, ENTER, UP, DOWN, LEFT, RIGHT or PF1-PF4",
+            "input.serial.baud must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, found 9601",
+        ])
+    }
+
+    func languageProblems(_ code: String) -> [String] {
+        reader.problems("[unit]\nid = \"T\"\nfleet = \"f\"\nlanguage = \"\(code)\"\n")
+    }
+
+    @Test func languageCodesNameAFileAndNothingElse() {
+        for good in ["en", "it", "zu", "pt-BR", "xho"] {
+            #expect(languageProblems(good) == [], "\(good)")
+        }
+        for bad in ["EN", "../etc/passwd", "e", "english", "en_US", ""] {
+            #expect(languageProblems(bad).count == 1, "\(bad)")
+        }
+    }
+}
