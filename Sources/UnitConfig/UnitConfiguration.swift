@@ -41,6 +41,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     public struct GPS: Sendable, Equatable {
         public var maxEphM: Double
         public var zoneHysteresisM: Double
+        /// Use the system clock even when the kernel does not call it synchronised (a battery-backed
+        /// real-time clock, a test machine) instead of falling back to GPS time.
+        public var trustSystemClock: Bool
     }
 
     public struct Log: Sendable, Equatable {
@@ -143,7 +146,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         var gpsSection = SectionReader(path: "gps", value: root["gps"], problems: &problems)
         let gps = GPS(
             maxEphM: gpsSection.number("max_eph_m", default: 50, in: 1...100_000),
-            zoneHysteresisM: gpsSection.number("zone_hysteresis_m", default: 30, in: 0...10_000)
+            zoneHysteresisM: gpsSection.number("zone_hysteresis_m", default: 30, in: 0...10_000),
+            trustSystemClock: gpsSection.bool("trust_system_clock", default: false)
         )
         gpsSection.finish(into: &problems)
 

@@ -4,8 +4,11 @@ import UnitCore
 
 /// The machine's clocks, read for the core (which has none).
 enum SystemClock {
-    static func sample() -> ClockSample {
-        ClockSample(systemS: Date().timeIntervalSince1970, systemSynchronised: isSynchronised, monotonicS: ProcessInfo.processInfo.systemUptime)
+    /// `trustSystem`: treat the system clock as synchronised whatever the kernel says.
+    static func sample(trustSystem: Bool) -> ClockSample {
+        ClockSample(
+            systemS: Date().timeIntervalSince1970, systemSynchronised: trustSystem || isSynchronised,
+            monotonicS: ProcessInfo.processInfo.systemUptime)
     }
 
     /// What `timedatectl` calls "System clock synchronized": the kernel's NTP state, set by chrony,

@@ -173,7 +173,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            step(.gps(sample, at: SystemClock.sample()))
+            step(.gps(sample, at: clockSample()))
         }
     }
 
@@ -468,7 +468,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             seatsLeft: status.seatsLeft,
             sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus,
-            clock: machine.positions.clock.reading(at: SystemClock.sample()).source.rawValue,
+            clock: machine.positions.clock.reading(at: clockSample()).source.rawValue,
             zone: zone
         )
     }
@@ -502,8 +502,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     /// The unit's clock for messages, ms since the Unix epoch.
+    private func clockSample() -> ClockSample {
+        SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
+    }
+
     /// The unit clock (system time when synchronised, else GPS time), ms.
-    func clockMs() -> Int64 { machine.positions.clock.reading(at: SystemClock.sample()).milliseconds }
+    func clockMs() -> Int64 { machine.positions.clock.reading(at: clockSample()).milliseconds }
 
     static func clockMs() -> Int64 {
         Int64(Date().timeIntervalSince1970 * 1000)

@@ -23,7 +23,7 @@ import UnitCore
         #expect(config.unit.fleet == "demo")
         #expect(config.mqtt.topicPrefix == "taxi")
         #expect(config.reporting == ReportingPolicy())
-        #expect(config.gps.maxEphM == 50 && config.gps.zoneHysteresisM == 30)
+        #expect(config.gps.maxEphM == 50 && config.gps.zoneHysteresisM == 30 && !config.gps.trustSystemClock)
         #expect(config.zones.isEmpty)
     }
 

@@ -63,7 +63,7 @@ import UnitCore
     @Test func theHeartbeatFollowsTheIntervalButNeverRunsWild() {
         #expect(policy.heartbeatIntervalS(for: "off_duty") == 300)
         #expect(policy.heartbeatIntervalS(for: "available") == 30)
-        #expect(policy.heartbeatIntervalS(for: "panic") == 5)
+        #expect(policy.heartbeatIntervalS(for: "panic") == 1)
         var everyFix = ReportingPolicy()
         everyFix.rules["en_route"]?.intervalS = 0
         #expect(everyFix.heartbeatIntervalS(for: "en_route") == ReportingPolicy.shortestHeartbeatS)
