@@ -92,19 +92,12 @@ import UnitCore
 
 @Suite struct PositionConfigurationTests {
     let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
+    let base = UnitConfigurationTests()
 
-    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration {
-        try UnitConfiguration(document: ConfigValue.parseTOML(unit + text))
-    }
+    /// `text` below a valid [unit] section.
+    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration { try base.parse(unit + text) }
 
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try parse(text)
-            return []
-        } catch {
-            return error.problems
-        }
-    }
+    func problems(_ text: String) -> [String] { base.problems(unit + text) }
 
     @Test func reportingKeysApplyToEveryStateAndStateTablesOverrideThem() throws {
         let config = try parse("""
