@@ -42,8 +42,9 @@ import UnitCore
         let withFixes = outcomes.filter { $0.fixes > 0 }
         print("gps corpus: \(outcomes.count) logs, \(withFixes.count) with valid fixes, \(withFixes.map(\.fixes).reduce(0, +)) fixes, \(ContinuousClock.now - started)")
         #expect(outcomes.count == logs.count)
-        // The comparison means something only if much of the corpus has fixes.
-        #expect(withFixes.count >= logs.count / 2)
+        // The comparison means something only if much of the corpus has fixes: 91 logs do with the GPS
+        // clock, 53 with a synchronised 2026 clock (older logs fall to the rollover guard).
+        #expect(withFixes.count >= 40)
     }
 
     static func replay(_ log: String) async -> Outcome {
@@ -63,7 +64,8 @@ import UnitCore
         let fake = try await FakeGPS.held(log: Corpus.log(log), in: scratch, cycleS: cycleS)
         defer { fake.process.signal(SIGKILL) }
         // No broker: positions are stored and wait in the outbox, which is all this test looks at.
-        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: fake.port, in: scratch)
+        // The production default clock: GPS time unless the kernel says the system clock is synchronised.
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: fake.port, in: scratch, trustSystemClock: false)
         defer { unit.process?.signal(SIGKILL) }
         try await unit.start()
         let before = try await unit.waitForStatus("the unit watching gpsd") { $0.gps.connected }

@@ -14,7 +14,8 @@ public final class UnitUnderTest: @unchecked Sendable {
     /// `extraTOML` is appended to the generated file; use it for sections the defaults do not cover.
     public init(
         unitID: String = "T1", fleet: String = "test", mqttPort: Int, gpsdPort: Int,
-        in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5, language: String = "en"
+        in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5, language: String = "en",
+        trustSystemClock: Bool = true
     ) throws {
         self.unitID = unitID
         self.fleet = fleet
@@ -36,7 +37,7 @@ public final class UnitUnderTest: @unchecked Sendable {
         [gps]
         # Replayed logs are years old and the test machine's clock is right even where the kernel
         # does not call it synchronised: the unit clock must not become the replay's GPS time.
-        trust_system_clock = true
+        trust_system_clock = \(trustSystemClock)
 
         [mqtt]
         host = "127.0.0.1"
