@@ -1,15 +1,24 @@
 # taxiunitd — `make demo` runs the whole system live, `make test` runs every test on the real parts.
 SWIFT ?= swift
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+DOCDIR ?= $(PREFIX)/share/doc/taxiunitd
+# Where install-files takes the binaries from.
+BUILT ?= .build/release
 APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosquitto-dev \
-	libsqlite3-dev socat libsystemd-dev
+	libsqlite3-dev socat libsystemd-dev sqlite3 systemd openssl python3
+# The demo's screen is split by tmux.
+DEMO_PACKAGES := tmux
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo clean
+.PHONY: deps build test demo bench-drain bench-fleet clean release install install-files
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		$(SUDO) apt-get update -qq && \
@@ -24,8 +33,41 @@ test: build
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-demo: build
+release: deps
+	$(SWIFT) build -c release
+
+# DESTDIR-aware; an existing /etc/taxiunitd/taxiunitd.toml is never overwritten.
+install: release install-files
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo "next: systemd-sysusers && systemctl daemon-reload && systemctl enable --now taxiunitd"; \
+	fi
+
+# The config holds no secrets (password and key live in files of their own): readable by the daemon.
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DOCDIR)
+	install -d -m 755 $(DESTDIR)$(SYSCONFDIR)/taxiunitd
+	install -m 755 $(BUILT)/taxiunitd $(BUILT)/taxiunitctl $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/taxiunitd/|$(SYSCONFDIR)/taxiunitd/|g' \
+		-e 's|/usr/local/share/doc/taxiunitd/|$(DOCDIR)/|g' \
+		systemd/taxiunitd.service > $(DESTDIR)$(UNITDIR)/taxiunitd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/taxiunitd.service
+	install -m 644 systemd/taxiunitd.sysusers $(DESTDIR)$(SYSUSERSDIR)/taxiunitd.conf
+	install -m 644 README.md docs/protocol.md etc/mosquitto-acl.example $(DESTDIR)$(DOCDIR)/
+	test -e $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml || \
+		install -m 644 etc/taxiunitd.toml $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml
+
+demo:
+	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"
 	scripts/demo.sh
+
+# Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
+bench-drain: deps
+	$(SWIFT) build -c release
+	bench/drain.sh
+
+# N real units against dispatchsim (bench/README.md); e.g. make bench-fleet ARGS="--units 200 --duration 120".
+bench-fleet:
+	bench/fleet.sh $(ARGS)
 
 clean:
 	rm -rf .build

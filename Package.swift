@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "dispatchsim", targets: ["dispatchsim"]),
         .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
@@ -22,6 +23,7 @@ let package = Package(
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
         .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // The kernel's clock synchronisation state (sys/timex.h is not in Swift's Glibc module).
         .target(name: "CSystemClock"),
@@ -38,20 +40,28 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
+        // Heartbeats of the adapters' library threads, read by the systemd watchdog.
+        .target(name: "Liveness"),
+        // stderr lines with syslog priority prefixes for journald, bursts of repeats rate-limited.
+        .target(name: "JournalLog", dependencies: [
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // One adapter per outside thing.
+        .target(name: "SystemdNotify", dependencies: ["CSystemd"]),
         .target(name: "GPSReader", dependencies: [
-            "CGPS", "UnitCore",
+            "CGPS", "UnitCore", "Liveness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MQTTLink", dependencies: [
-            "CMosquitto",
+            "CMosquitto", "Liveness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalCache", dependencies: [
             "UnitCore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "ControlSocket"),
+        .target(name: "ControlSocket", dependencies: ["Liveness"]),
 
         // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
         .target(name: "DriverKeys"),
@@ -64,13 +74,13 @@ let package = Package(
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
             "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
-            "DriverDisplay", "CSystemClock",
+            "DriverDisplay", "SystemdNotify", "Liveness", "CSystemClock",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         .executableTarget(name: "taxiunitd", dependencies: [
-            "UnitRuntime", "UnitConfig",
+            "UnitRuntime", "UnitConfig", "JournalLog",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -81,9 +91,19 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
+        // benchmark): a pure core and a small shell on the project's MQTT adapter.
+        .target(name: "DispatchCore", dependencies: ["UnitCore"]),
+        .executableTarget(name: "dispatchsim", dependencies: [
+            "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "UnitRuntime",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
-            "MQTTLink", "ControlSocket",
+            "MQTTLink", "ControlSocket", "UnitCore",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 
@@ -98,6 +118,8 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
         .testTarget(name: "DriverKeysTests", dependencies: [
             "DriverKeys",
             .product(name: "PropertyBased", package: "swift-property-based"),
@@ -105,7 +127,16 @@ let package = Package(
         .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
+        .testTarget(name: "SystemServiceTests", dependencies: [
+            "JournalLog", "Liveness", "ControlSocket",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
+        .testTarget(name: "LocalCacheTests", dependencies: [
+            "LocalCache", "UnitCore", "TestHarness",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Runs the whole system live on this machine: mosquitto, gpsd fed by gpsfake with a real receiver's
-# log, and taxiunitd; prints every message the unit publishes. Ctrl-C stops everything it started.
+# Runs the whole system live: mosquitto; gpsd fed by gpsfake replaying a taxi's loop through Midtown
+# Manhattan in real time (demo/manhattan-midtown.nmea); dispatchsim offering a job every minute
+# (demo/scenario.toml); one taxiunitd whose serial terminal is on your console. tmux shows the
+# unit's 20x4 terminal (top left: your keys go to the unit), the dispatcher's log (right) and the
+# MQTT traffic (bottom left). Ctrl-C in the terminal pane stops everything and removes its files.
+#
+# DEMO_DETACHED=1 runs it without attaching (for scripted tests: tmux send-keys / capture-pane on
+# the session it prints).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "$root" && swift build --show-bin-path)
-# nmea-rtk.log: gpsd dates it 2020 on every loop (bu303-moving.log loops into 2005, dropped as week rollover).
-log=${DEMO_GPS_LOG:-$root/../shared/gpsd-logs/nmea-rtk.log}
 work=$(mktemp -d /tmp/taxiunitd-demo-XXXXXX)
+session=taxiunitd-demo-$$
 pids=()
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 cleanup() {
-    trap - EXIT
-    echo; echo "stopping..."
+    trap - EXIT INT TERM
+    echo "stopping the demo..."
+    tmux kill-session -t "$session" 2>/dev/null || true
     for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-    sleep 1
+    for _ in $(seq 50); do
+        alive=0
+        for pid in "${pids[@]}"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
+        [ "$alive" = 0 ] && break
+        sleep 0.1
+    done
     for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,14 +42,20 @@ gpsd_port=$(free_port)
 cat > "$work/mosquitto.conf" <<CONF
 listener $mqtt_port 127.0.0.1
 allow_anonymous true
+$( [ "$(id -u)" = 0 ] && echo "user root" )
 CONF
 start mosquitto -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1
-start gpsfake -q -P "$gpsd_port" -c 0.2 "$log" > "$work/gpsfake.log" 2>&1
+# 1 Hz GGA + RMC: two sentences a second is real time.
+start gpsfake -q -P "$gpsd_port" -c 0.5 "$root/demo/manhattan-midtown.nmea" > "$work/gpsfake.log" 2>&1
+
+# A PTY pair joined by socat is the serial cable: the unit opens one end, your console the other.
+start socat "pty,raw,echo=0,link=$work/unit-tty" "pty,raw,echo=0,link=$work/console-tty"
 
 cat > "$work/taxiunitd.toml" <<CONF
 [unit]
 id = "T042"
 fleet = "demo"
+catalogues = "$root/share/taxiunitd/lang"
 [gpsd]
 port = $gpsd_port
 [mqtt]
@@ -48,14 +66,34 @@ path = "$work/unit.sqlite"
 [control]
 socket = "$work/control.sock"
 [reporting]
-interval_s = 2
+interval_s = 5
+[input.serial]
+device = "$work/unit-tty"
 CONF
+# escape=0x03: Ctrl-C ends the console instead of going down the cable.
+console="socat -,raw,echo=0,escape=0x03 $work/console-tty,raw,echo=0"
 
-sleep 1
-echo "broker 127.0.0.1:$mqtt_port, gpsd 127.0.0.1:$gpsd_port, replaying $(basename "$log")"
-echo "try:  $bin/taxiunitctl --socket $work/control.sock status   (in another terminal)"
-echo "----- MQTT traffic (topic payload) -----"
-start mosquitto_sub -h 127.0.0.1 -p "$mqtt_port" -t 'taxi/#' -v
-start "$bin/taxiunitd" --config "$work/taxiunitd.toml" 2> "$work/taxiunitd.log"
-wait "${pids[-1]}" || true
-echo "taxiunitd exited; its log:"; tail -20 "$work/taxiunitd.log"
+for _ in $(seq 50); do [ -e "$work/unit-tty" ] && (exec 3<>"/dev/tcp/127.0.0.1/$mqtt_port") 2>/dev/null && break; sleep 0.1; done
+start "$bin/taxiunitd" --config "$work/taxiunitd.toml" > "$work/taxiunitd.log" 2>&1
+start "$bin/dispatchsim" --zones "$root/demo/zones.toml" --scenario "$root/demo/scenario.toml" \
+    --port "$mqtt_port" --fleet demo > "$work/dispatchsim.log" 2>&1
+
+mqtt_view="mosquitto_sub -h 127.0.0.1 -p $mqtt_port -v -t 'taxi/#' -t 'dispatchsim/#' -F '@H:@M:@S %t %p' | sed -u 's# taxi/demo/# #'"
+tmux new-session -d -s "$session" -x 200 -y 50 "$console"
+# Whichever pane ends (Ctrl-C in the console), the demo ends.
+tmux set-hook -t "$session" pane-exited "kill-session -t $session"
+tmux split-window -h -t "$session:0.0" "tail -n +1 -f $work/dispatchsim.log"
+tmux split-window -v -t "$session:0.0" -l 30 "$mqtt_view"
+tmux set -t "$session" pane-border-status top
+tmux select-pane -t "$session:0.0" -T "unit T042's 20x4 terminal: d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  Ctrl-L repaint  Ctrl-C stop"
+tmux select-pane -t "$session:0.1" -T "MQTT traffic"
+tmux select-pane -t "$session:0.2" -T "dispatchsim: a request a minute"
+tmux select-pane -t "$session:0.0"
+echo "demo running: broker 127.0.0.1:$mqtt_port, gpsd 127.0.0.1:$gpsd_port, tmux session $session"
+echo "logs in $work (removed on exit)"
+
+if [ -t 0 ] && [ -z "${DEMO_DETACHED:-}" ]; then
+    tmux attach -t "$session" || true
+else
+    while tmux has-session -t "$session" 2>/dev/null; do sleep 1; done
+fi

@@ -3,15 +3,22 @@ public struct ControlRequest: Sendable, Equatable, Codable {
     public enum Command: String, Sendable, Codable {
         case status
         case press
+        /// The ride history, newest first.
+        case jobs
+        /// The messages waiting in the outbox, per class.
+        case outbox
     }
 
     public var cmd: Command
     /// For `press`: the driver input as words, e.g. `duty`, `pob 2`, `reject too far`.
     public var input: String?
+    /// For `jobs` and `outbox`: at most this many entries (per class for `outbox`).
+    public var limit: Int?
 
-    public init(cmd: Command, input: String? = nil) {
+    public init(cmd: Command, input: String? = nil, limit: Int? = nil) {
         self.cmd = cmd
         self.input = input
+        self.limit = limit
     }
 }
 
@@ -43,13 +50,28 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     }
 
     public struct Outbox: Sendable, Equatable, Codable {
-        /// Messages stored and not yet acknowledged by the broker.
+        /// Messages stored and not yet acknowledged by the broker (positions count points).
         public var depth: Int
         public var inFlight: Int
+        public var alarm: Int
+        public var reply: Int
+        public var event: Int
+        public var position: Int
+        /// Positions the bounded store thinned away or dropped, since the store was created.
+        public var positionsThinned: Int
+        public var positionsDropped: Int
 
-        public init(depth: Int, inFlight: Int) {
+        public init(
+            depth: Int, inFlight: Int, alarm: Int, reply: Int, event: Int, position: Int, positionsThinned: Int, positionsDropped: Int
+        ) {
             self.depth = depth
             self.inFlight = inFlight
+            self.alarm = alarm
+            self.reply = reply
+            self.event = event
+            self.position = position
+            self.positionsThinned = positionsThinned
+            self.positionsDropped = positionsDropped
         }
     }
 
@@ -138,18 +160,93 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     }
 }
 
+/// One message waiting in the outbox (its payload stays in the daemon).
+public struct ControlOutboxEntry: Sendable, Equatable, Codable {
+    public var messageClass: String
+    public var topic: String
+    public var id: String
+    /// Unit clock, ms since the epoch, when it was stored.
+    public var createdAt: Int64
+    /// Handed to the broker, PUBACK not yet received.
+    public var inFlight: Bool
+
+    public init(messageClass: String, topic: String, id: String, createdAt: Int64, inFlight: Bool) {
+        self.messageClass = messageClass
+        self.topic = topic
+        self.id = id
+        self.createdAt = createdAt
+        self.inFlight = inFlight
+    }
+}
+
+public struct ControlOutboxListing: Sendable, Equatable, Codable {
+    /// Waiting messages per class, all of them.
+    public var depthByClass: [String: Int]
+    /// The oldest waiting messages of each class, up to the request's limit per class.
+    public var oldest: [ControlOutboxEntry]
+
+    public init(depthByClass: [String: Int], oldest: [ControlOutboxEntry]) {
+        self.depthByClass = depthByClass
+        self.oldest = oldest
+    }
+}
+
+/// A finished ride from the unit's history.
+public struct ControlRide: Sendable, Equatable, Codable {
+    public struct Position: Sendable, Equatable, Codable {
+        public var lat: Double
+        public var lon: Double
+
+        public init(lat: Double, lon: Double) {
+            self.lat = lat
+            self.lon = lon
+        }
+    }
+
+    public var job: String
+    public var passengers: Int
+    /// Unit clock, ms since the epoch.
+    public var pickupTime: Int64
+    public var dropTime: Int64
+    /// The last fix when the passengers got in and out; nil without a fix.
+    public var pickupPosition: Position?
+    public var dropPosition: Position?
+    /// Driven between pickup and drop, over the stored fixes.
+    public var distanceM: Double
+
+    public init(
+        job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupPosition: Position?, dropPosition: Position?,
+        distanceM: Double
+    ) {
+        self.job = job
+        self.passengers = passengers
+        self.pickupTime = pickupTime
+        self.dropTime = dropTime
+        self.pickupPosition = pickupPosition
+        self.dropPosition = dropPosition
+        self.distanceM = distanceM
+    }
+}
+
 public struct ControlResponse: Sendable, Equatable, Codable {
     public var ok: Bool
     public var error: String?
     public var status: ControlStatus?
     /// For `press`: what the driver is told.
     public var message: String?
+    public var outbox: ControlOutboxListing?
+    public var rides: [ControlRide]?
 
-    public init(ok: Bool, error: String? = nil, status: ControlStatus? = nil, message: String? = nil) {
+    public init(
+        ok: Bool, error: String? = nil, status: ControlStatus? = nil, message: String? = nil,
+        outbox: ControlOutboxListing? = nil, rides: [ControlRide]? = nil
+    ) {
         self.ok = ok
         self.error = error
         self.status = status
         self.message = message
+        self.outbox = outbox
+        self.rides = rides
     }
 
     public static func failure(_ error: String) -> ControlResponse { ControlResponse(ok: false, error: error) }

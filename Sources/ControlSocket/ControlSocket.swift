@@ -1,4 +1,5 @@
 import Foundation
+import Liveness
 
 #if canImport(Glibc)
 import Glibc
@@ -69,10 +70,10 @@ public final class ControlServer: @unchecked Sendable {
         }
         listenFD = fd
         let thread = Thread { [self] in
+            Liveness.nameCurrentThread("control-accept")
             acceptLoop()
             acceptFinished.signal()
         }
-        thread.name = "control-accept"
         thread.start()
     }
 

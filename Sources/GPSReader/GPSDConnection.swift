@@ -1,5 +1,6 @@
 import CGPS
 import Foundation
+import Liveness
 import Logging
 import UnitCore
 
@@ -31,6 +32,8 @@ public final class GPSDConnection: @unchecked Sendable {
     private var isStopping = false
     private var readerThread: Thread?
     private let readerFinished = DispatchSemaphore(value: 0)
+    /// Beats each time round the reader loop, for the systemd watchdog.
+    public let heartbeat = Heartbeat(name: "gpsd-reader", allowingSilenceS: Liveness.blockingConnectS)
 
     /// How long one `gps_waiting` blocks (at least 2 s, so an idle gpsd costs nothing): also how
     /// quickly `stop()` is noticed.
@@ -46,10 +49,11 @@ public final class GPSDConnection: @unchecked Sendable {
 
     public func start() {
         let thread = Thread { [self] in
+            Liveness.nameCurrentThread("gpsd-reader")
             runReader()
+            heartbeat.finished()
             readerFinished.signal()
         }
-        thread.name = "gpsd-reader"
         readerThread = thread
         thread.start()
     }
@@ -74,6 +78,7 @@ public final class GPSDConnection: @unchecked Sendable {
     private func waitBeforeRetry(_ delayS: Double) {
         state.lock()
         defer { state.unlock() }
+        heartbeat.beat(allowingSilenceS: delayS + Liveness.slackS)
         let deadline = Date(timeIntervalSinceNow: delayS)
         while !isStopping && state.wait(until: deadline) {}
     }
@@ -85,6 +90,7 @@ public final class GPSDConnection: @unchecked Sendable {
         var retryDelayS = minRetryDelayS
         while !stopping {
             data.initialize(to: gps_data_t())
+            heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
             guard gps_open(host, String(port), data) == 0 else {
                 let reason = "cannot reach gpsd at \(host):\(port): \(String(cString: gps_errstr(errno)))"
                 if reason != lastFailure { eventSink.yield(.disconnected(reason: reason)) }
@@ -115,6 +121,7 @@ public final class GPSDConnection: @unchecked Sendable {
     private func readReports(_ data: UnsafeMutablePointer<gps_data_t>) -> String {
         var message = [CChar](repeating: 0, count: 8192)
         while !stopping {
+            heartbeat.beat(allowingSilenceS: Double(Self.waitMicroseconds) / 1e6 + Liveness.slackS)
             errno = 0
             guard gps_waiting(data, Self.waitMicroseconds) else {
                 // A timeout is normal (no receiver attached); a dead socket shows up as a failed read below.

@@ -8,9 +8,45 @@ public struct OutboxMessage: Sendable, Equatable {
     public var messageID: String
     /// Suffix below the unit's topic base, e.g. `pos`.
     public var topic: String
-    public var messageClass: MessageClass
+    public var lane: OutboxLane
     public var qos: Int32
     public var payload: [UInt8]
+}
+
+/// An outbox row as `taxiunitctl outbox` lists it.
+public struct OutboxEntry: Sendable, Equatable {
+    public var rowID: Int64
+    public var messageID: String
+    public var topic: String
+    public var messageClass: MessageClass
+    public var createdAt: Int64
+}
+
+/// The order the pump serves the outbox in: a lower lane always goes first. Positions have two
+/// lanes so that the newest fix overtakes the history (docs/protocol.md).
+public enum OutboxLane: Int, Sendable, CaseIterable, Comparable {
+    case alarm, reply, event, livePosition, backfill
+
+    /// A position message enqueued whole (a report the fleet asked for) is news: live lane.
+    public init(_ messageClass: MessageClass) {
+        switch messageClass {
+        case .alarm: self = .alarm
+        case .reply: self = .reply
+        case .event: self = .event
+        case .position: self = .livePosition
+        }
+    }
+
+    public var messageClass: MessageClass {
+        switch self {
+        case .alarm: .alarm
+        case .reply: .reply
+        case .event: .event
+        case .livePosition, .backfill: .position
+        }
+    }
+
+    public static func < (lhs: OutboxLane, rhs: OutboxLane) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// How hard a write transaction insists on reaching the disk before it returns.
@@ -19,24 +55,77 @@ public enum Durability: Sendable {
     case normal
     /// synchronous=FULL for this transaction: on disk before anyone is told it was sent.
     case full
+
+    /// Alarms and replies are promises to a person; events and positions may lose the last
+    /// second on a power cut.
+    public init(for messageClass: MessageClass) {
+        self = messageClass <= .reply ? .full : .normal
+    }
 }
 
-/// The unit's SQLite file: position history, the outbox, per-topic sequence numbers and the state
-/// machine's snapshot. Everything the unit promised to send is here before it is sent.
-public final class LocalCache: Sendable {
+/// The unit's SQLite file: position history, the outbox, the positions waiting to be sent,
+/// per-topic sequence numbers and the state machine's snapshot. Everything the unit promised to
+/// send is here before it is sent.
+public final class LocalCache: @unchecked Sendable {
     let database: DatabasePool
+    /// Where a database that failed `PRAGMA quick_check` at start was moved, for the daemon to log.
+    public let corruptFileMovedTo: String?
+
+    /// What the pump needs to know without querying: the newest row per lane and the newest
+    /// queued point. Updated after each commit, so another process writing the file is only
+    /// noticed by `refreshHints()`.
+    private let hintLock = NSLock()
+    private var newestRow: [OutboxLane: Int64] = [:]
+    private var newestQueuedPointID: Int64 = 0
+    private var newestLivePointID: Int64 = 0
+    private var queueMayHavePoints = true
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        var configuration = Configuration()
-        configuration.label = "taxiunitd.store"
-        database = try DatabasePool(path: path, configuration: configuration)
-        try Self.migrator.migrate(database)
+        do {
+            database = try Self.openChecked(path: path)
+            corruptFileMovedTo = nil
+        } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
+            // A file that fails its check, or is not a database at all: keep it for a post-mortem,
+            // start empty, and let the daemon say so loudly. Other errors (permissions, a locked
+            // file) are no reason to set a good database aside.
+            guard FileManager.default.fileExists(atPath: path) else { throw error }
+            let aside = path + ".corrupt-" + Self.timestamp()
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix)
+            }
+            database = try Self.openChecked(path: path)
+            corruptFileMovedTo = aside
+        }
+        try refreshHints()
     }
 
+    private static func openChecked(path: String) throws -> DatabasePool {
+        var configuration = Configuration()
+        configuration.label = "taxiunitd.store"
+        // Tests and tools may read or write the file from another process.
+        configuration.busyMode = .timeout(5)
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        let verdict = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+        guard verdict == ["ok"] else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))")
+        }
+        try migrator.migrate(pool)
+        return pool
+    }
+
+    private static func timestamp() -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return formatter.string(from: Date())
+    }
+
+    /// Append-only: a released migration is never edited, later ones build on it.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -73,32 +162,130 @@ public final class LocalCache: Sendable {
         }
         migrator.registerMigration("v2-rides", migrate: RideRecord.createTable)
         registerFleetMigration(in: &migrator)
+        migrator.registerMigration("v2-lanes-position-queue-counters") { db in
+            // Reported fixes wait in position_queue until the pump packs them into a live or a
+            // backfill message; `points` is how many fixes an outbox row carries.
+            try db.execute(sql: """
+                ALTER TABLE positions ADD COLUMN created_at INTEGER;
+                ALTER TABLE outbox ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE outbox ADD COLUMN points INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE outbox ADD COLUMN newest_point INTEGER;
+                UPDATE outbox SET lane = \(OutboxLane.backfill.rawValue), points = 1 WHERE class = \(MessageClass.position.rawValue);
+                UPDATE outbox SET lane = class WHERE class < \(MessageClass.position.rawValue);
+                DROP INDEX outbox_pending;
+                CREATE INDEX outbox_pending ON outbox(lane, id) WHERE delivered_at IS NULL;
+                CREATE INDEX outbox_delivered ON outbox(delivered_at) WHERE delivered_at IS NOT NULL;
+                CREATE TABLE position_queue (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    created_at INTEGER NOT NULL,
+                    t INTEGER NOT NULL,
+                    lat REAL NOT NULL,
+                    lon REAL NOT NULL,
+                    spd REAL,
+                    hdg REAL,
+                    acc REAL,
+                    thinned INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE store_counters (
+                    name TEXT PRIMARY KEY,
+                    value INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 
-    /// Runs `body` in one transaction. `.full` makes this commit fsync'd whatever the pool's default.
+    /// Runs `body` in one transaction. `.full` makes this commit fsync'd whatever the pool's default
+    /// (GRDB's WAL set-up pins synchronous=NORMAL on the writer).
     @discardableResult
     public func write<T>(_ durability: Durability = .normal, _ body: (Transaction) throws -> T) throws -> T {
-        try database.writeWithoutTransaction { db in
+        let notes = CommitNotes()
+        let result: T = try database.writeWithoutTransaction { db in
             if durability == .full { try db.execute(sql: "PRAGMA synchronous = FULL") }
             defer { if durability == .full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
             var result: T?
             try db.inTransaction {
-                result = try body(Transaction(db: db))
+                result = try body(Transaction(db: db, notes: notes))
                 return .commit
             }
             return result!
         }
+        note(notes)
+        return result
     }
+
+    /// What a committed transaction added, for the hints.
+    final class CommitNotes {
+        var rows: [OutboxLane: Int64] = [:]
+        var queuedPoint: Int64?
+        var livePoint: Int64?
+        /// Nothing to pack: no query until the next fix is queued.
+        var queueFoundEmpty = false
+    }
+
+    private func note(_ notes: CommitNotes) {
+        hintLock.withLock {
+            for (lane, row) in notes.rows { newestRow[lane] = max(newestRow[lane] ?? 0, row) }
+            if let point = notes.queuedPoint {
+                newestQueuedPointID = max(newestQueuedPointID, point)
+                queueMayHavePoints = true
+            }
+            if let point = notes.livePoint { newestLivePointID = max(newestLivePointID, point) }
+            if notes.queueFoundEmpty {
+                newestLivePointID = max(newestLivePointID, newestQueuedPointID)
+                queueMayHavePoints = false
+            }
+        }
+    }
+
+    /// Re-reads the hints from the file (at start, and when a new broker session starts).
+    public func refreshHints() throws {
+        let (rows, queued, live) = try database.read { db in
+            var rows: [OutboxLane: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT lane, MAX(id) AS newest FROM outbox WHERE delivered_at IS NULL GROUP BY lane") {
+                if let lane = OutboxLane(rawValue: row["lane"]) { rows[lane] = row["newest"] }
+            }
+            let queued = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM position_queue") ?? 0
+            let live = try Int64.fetchOne(db, sql: "SELECT MAX(newest_point) FROM outbox WHERE lane = ?", arguments: [OutboxLane.livePosition.rawValue]) ?? 0
+            return (rows, queued, live)
+        }
+        hintLock.withLock {
+            newestRow = rows
+            newestQueuedPointID = queued
+            newestLivePointID = live
+            queueMayHavePoints = true
+        }
+    }
+
+    /// The newest undelivered row of `lane` (0 if none) as far as this process knows.
+    public func newestRowID(in lane: OutboxLane) -> Int64 { hintLock.withLock { newestRow[lane] ?? 0 } }
+
+    /// True when a queued fix is newer than every fix already sent on the live lane.
+    public var hasFreshFix: Bool { hintLock.withLock { newestQueuedPointID > newestLivePointID } }
+
+    /// False once packing found the queue empty, until the next fix is queued.
+    public var hasQueuedPositions: Bool { hintLock.withLock { queueMayHavePoints } }
 
     public struct Transaction {
         let db: Database
+        let notes: CommitNotes
 
-        public func insertPosition(_ fix: Fix) throws {
+        /// The local history: every valid fix, reported or not. `createdAt` (unit clock) decides
+        /// retention, because the receiver's clock may be anything.
+        public func insertPosition(_ fix: Fix, createdAt: Int64) throws {
             try db.execute(
-                sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy]
+                sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy, createdAt]
             )
+        }
+
+        /// Queues a fix for `pos`; the pump decides whether it goes live or in a backfill batch.
+        public func queuePosition(_ fix: Fix, createdAt: Int64) throws {
+            try db.execute(
+                sql: "INSERT INTO position_queue (created_at, t, lat, lon, spd, hdg, acc) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [createdAt, fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy]
+            )
+            notes.queuedPoint = db.lastInsertedRowID
         }
 
         /// Queues a message. `encode` receives the topic's next sequence number and a new message id
@@ -108,14 +295,31 @@ public final class LocalCache: Sendable {
             topic: String, messageClass: MessageClass, qos: Int32 = 1, createdAt: Int64,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> Int64 {
+            try enqueue(
+                topic: topic, lane: OutboxLane(messageClass), qos: qos, createdAt: createdAt,
+                pointCount: messageClass == .position ? 1 : 0, newestPoint: nil, encode: encode
+            ).rowID
+        }
+
+        /// `newestPoint`: the newest `position_queue` id packed into the message, if any.
+        func enqueue(
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, pointCount: Int, newestPoint: Int64?,
+            encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
+        ) throws -> OutboxMessage {
             let seq = try nextSequence(for: topic)
             let messageID = UUID().uuidString.lowercased()
             let payload = try encode(seq, messageID)
             try db.execute(
-                sql: "INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [messageID, topic, messageClass.rawValue, qos, Data(payload), createdAt]
+                sql: """
+                    INSERT INTO outbox (message_id, topic, class, lane, qos, payload, created_at, points, newest_point)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [messageID, topic, lane.messageClass.rawValue, lane.rawValue, qos, Data(payload), createdAt, pointCount, newestPoint]
             )
-            return db.lastInsertedRowID
+            let rowID = db.lastInsertedRowID
+            notes.rows[lane] = rowID
+            if lane == .livePosition, let newestPoint { notes.livePoint = newestPoint }
+            return OutboxMessage(rowID: rowID, messageID: messageID, topic: topic, lane: lane, qos: qos, payload: payload)
         }
 
         func nextSequence(for topic: String) throws -> Int64 {
@@ -148,41 +352,28 @@ public final class LocalCache: Sendable {
         }
     }
 
-    /// Undelivered messages, most important class first, in creation order within a class.
-    public func pendingMessages(limit: Int, excluding inFlight: Set<Int64>) throws -> [OutboxMessage] {
+    /// Undelivered messages per class, and the oldest `limit` of each (payloads left out).
+    public func outboxOverview(limitPerClass limit: Int) throws -> (depth: [MessageClass: Int], oldest: [OutboxEntry]) {
         try database.read { db in
-            let exclusion = inFlight.isEmpty ? "" : "AND id NOT IN (\(inFlight.map(String.init).joined(separator: ",")))"
-            let rows = try Row.fetchAll(
+            var depth: [MessageClass: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT class, COUNT(*) AS n FROM outbox WHERE delivered_at IS NULL GROUP BY class") {
+                if let messageClass = MessageClass(rawValue: row["class"]) { depth[messageClass] = row["n"] }
+            }
+            let oldest = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, message_id, topic, class, qos, payload FROM outbox
-                    WHERE delivered_at IS NULL \(exclusion)
-                    ORDER BY class, id LIMIT ?
+                    SELECT id, message_id, topic, class, created_at FROM (
+                        SELECT *, ROW_NUMBER() OVER (PARTITION BY class ORDER BY id) AS rank
+                        FROM outbox WHERE delivered_at IS NULL
+                    ) WHERE rank <= ? ORDER BY class, id
                     """,
                 arguments: [limit]
-            )
-            return rows.map { row in
-                OutboxMessage(
-                    rowID: row["id"],
-                    messageID: row["message_id"],
-                    topic: row["topic"],
-                    messageClass: MessageClass(rawValue: row["class"]) ?? .event,
-                    qos: row["qos"],
-                    payload: [UInt8](row["payload"] as Data)
-                )
+            ).map { row in
+                OutboxEntry(
+                    rowID: row["id"], messageID: row["message_id"], topic: row["topic"],
+                    messageClass: MessageClass(rawValue: row["class"]) ?? .event, createdAt: row["created_at"])
             }
-        }
-    }
-
-    public func markDelivered(_ rowID: Int64, at time: Int64) throws {
-        try database.write { db in
-            try db.execute(sql: "UPDATE outbox SET delivered_at = ? WHERE id = ?", arguments: [time, rowID])
-        }
-    }
-
-    public func undeliveredCount() throws -> Int {
-        try database.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL")!
+            return (depth, oldest)
         }
     }
 

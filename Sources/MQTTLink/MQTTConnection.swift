@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Liveness
 import Logging
 
 /// The libmosquitto adapter. All unsafe code for the broker lives in this file.
@@ -9,6 +10,11 @@ import Logging
 /// dead session (its in-memory queue, its message ids) can leak into the next one: our SQLite outbox
 /// is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
 public final class MQTTConnection: @unchecked Sendable {
+    struct HandleSetupFailure: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
     public let events: AsyncStream<MQTTEvent>
     private let eventSink: AsyncStream<MQTTEvent>.Continuation
 
@@ -27,8 +33,16 @@ public final class MQTTConnection: @unchecked Sendable {
     /// only this lock, never `state`, so the two orders cannot deadlock.
     private let connectedLock = NSLock()
     private var connectedSession: MQTTSessionID?
-    private var loopThread: Thread?
-    private let loopFinished = DispatchSemaphore(value: 0)
+    /// The session of the current handle: an abandoned loop thread's late CONNACK is ignored.
+    private var latestSession: MQTTSessionID = 0
+    /// Guarded by `state`. A loop thread whose generation is not current exits as soon as it
+    /// gets control back: that is how a stalled loop is replaced.
+    private var loopGeneration = 0
+    private var loopFinished: DispatchSemaphore?
+    /// When the current loop thread last came round. The systemd watchdog reads it too, allowing
+    /// `Liveness.blockingConnectS`: longer than the engine waits before replacing a silent loop, so
+    /// systemd restarts the daemon only if even a fresh loop thread stays silent.
+    public let heartbeat = Heartbeat(name: "mqtt-loop", allowingSilenceS: Liveness.blockingConnectS)
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
 
@@ -42,25 +56,61 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     public func start() {
+        state.lock()
+        defer { state.unlock() }
+        startLoopThread()
+    }
+
+    /// Caller holds `state`.
+    private func startLoopThread() {
+        loopGeneration += 1
+        let generation = loopGeneration
+        let finished = DispatchSemaphore(value: 0)
+        loopFinished = finished
+        beat()
         let thread = Thread { [self] in
-            runLoop()
-            loopFinished.signal()
+            Liveness.nameCurrentThread("mqtt-loop")
+            runLoop(generation: generation)
+            finished.signal()
         }
-        thread.name = "mqtt-loop"
-        loopThread = thread
         thread.start()
     }
 
     /// Disconnects cleanly (no last will) and waits for the loop thread to end.
     public func stop() {
         state.lock()
-        let wasRunning = loopThread != nil && !isStopping
+        let running = isStopping ? nil : loopFinished
         isStopping = true
         if let handle { mosquitto_disconnect(handle) }
         state.broadcast()
         state.unlock()
-        if wasRunning { loopFinished.wait() }
+        running?.wait()
         eventSink.finish()
+    }
+
+    /// How long ago the loop thread last came round; it does at least once a second when healthy.
+    public var loopSilence: Duration {
+        ContinuousClock.now - heartbeat.current.lastBeat
+    }
+
+    /// A loop thread that stopped coming round (stuck in a blocking call, or gone) is abandoned
+    /// and a fresh one started, with a fresh handle and session. Returns true if it restarted.
+    @discardableResult
+    public func restartLoopIfSilent(longerThan limit: Duration) -> Bool {
+        state.lock()
+        defer { state.unlock() }
+        guard !isStopping, loopFinished != nil, loopSilence > limit else { return false }
+        logger.error("the MQTT loop thread stopped responding; starting a new one", metadata: ["silent_for": "\(loopSilence)"])
+        if let session = connectedLock.withLock({ connectedSession.take() }) {
+            eventSink.yield(.disconnected(session, reason: "loop thread stalled"))
+        }
+        handle = nil
+        startLoopThread()
+        return true
+    }
+
+    private func beat() {
+        heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
     }
 
     public var connected: Bool {
@@ -98,61 +148,90 @@ public final class MQTTConnection: @unchecked Sendable {
 
     // MARK: - Loop thread
 
-    private func runLoop() {
+    private func runLoop(generation: Int) {
         var failures = 0
         var random = SystemRandomNumberGenerator()
-        while !stopping {
-            guard let handle = makeHandle() else {
-                eventSink.yield(.connectFailed(reason: "cannot create a libmosquitto handle"))
+        while isCurrent(generation) {
+            beat()
+            let handle: OpaquePointer
+            switch makeHandle() {
+            case .success(let created):
+                handle = created
+            case .failure(let failure):
+                eventSink.yield(.connectFailed(reason: failure.reason))
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
                 failures += 1
                 continue
             }
             let rc = mosquitto_connect(handle, endpoint.host, Int32(endpoint.port), Int32(endpoint.keepaliveS))
             if rc != MOSQ_ERR_SUCCESS.rawValue {
-                eventSink.yield(.connectFailed(reason: Self.describe(rc)))
+                eventSink.yield(.connectFailed(reason: Self.failureReason(rc, handle)))
             } else {
-                while !stopping {
+                var everConnected = false
+                while isCurrent(generation) {
+                    beat()
                     let loopRC = mosquitto_loop(handle, 1000, 1)
-                    if connected { failures = 0 }
-                    if loopRC != MOSQ_ERR_SUCCESS.rawValue { break }
+                    if connected {
+                        failures = 0
+                        everConnected = true
+                    }
+                    if loopRC != MOSQ_ERR_SUCCESS.rawValue {
+                        // A TLS handshake the broker rejects (our certificate) fails here, before any CONNACK.
+                        if !everConnected { eventSink.yield(.connectFailed(reason: Self.failureReason(loopRC, handle))) }
+                        break
+                    }
                 }
             }
             destroy(handle)
-            if !stopping {
+            if isCurrent(generation) {
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
                 failures += 1
             }
         }
     }
 
-    private var stopping: Bool {
+    private func isCurrent(_ generation: Int) -> Bool {
         state.lock()
         defer { state.unlock() }
-        return isStopping
+        return !isStopping && generation == loopGeneration
     }
 
+    /// Sleeps in slices of a second so the heartbeat keeps going during a long backoff.
     private func waitBeforeRetry(_ seconds: Double) {
+        let deadline = Date(timeIntervalSinceNow: seconds)
         state.lock()
         defer { state.unlock() }
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while !isStopping && state.wait(until: deadline) {}
+        while !isStopping && Date() < deadline {
+            beat()
+            _ = state.wait(until: min(deadline, Date(timeIntervalSinceNow: 1)))
+        }
     }
 
-    private func makeHandle() -> OpaquePointer? {
+    private func makeHandle() -> Result<OpaquePointer, HandleSetupFailure> {
         state.lock()
         sessionID += 1
         let sink = CallbackSink(session: sessionID, connection: self)
+        let session = sessionID
         state.unlock()
+        connectedLock.withLock { latestSession = session }
         let context = Unmanaged.passRetained(sink).toOpaque()
         guard let handle = mosquitto_new(endpoint.clientID, endpoint.cleanSession, context) else {
             Unmanaged<CallbackSink>.fromOpaque(context).release()
-            return nil
+            return .failure(HandleSetupFailure("cannot create a libmosquitto handle"))
         }
         mosquitto_threaded_set(handle, true)
         _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
         // Small packets (a reply, a PUBACK) must not wait for the broker's delayed ACK: Nagle would add ~40 ms.
         _ = mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1)
+        // libmosquitto explains TLS failures (OpenSSL's reasons) only through its log.
+        mosquitto_log_callback_set(handle) { _, context, level, text in
+            guard let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
+            CallbackSink.from(context).libraryLogged(String(cString: text))
+        }
+        if let failure = configureSecurity(handle) {
+            destroy(handle)
+            return .failure(failure)
+        }
         if let will {
             _ = will.payload.withUnsafeBytes { bytes in
                 mosquitto_will_set(handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain)
@@ -174,14 +253,34 @@ public final class MQTTConnection: @unchecked Sendable {
         state.lock()
         self.handle = handle
         state.unlock()
-        return handle
+        return .success(handle)
+    }
+
+    /// TLS with client certificates and username/password, as the endpoint asks. Any failure is
+    /// reported with what libmosquitto logged about it.
+    private func configureSecurity(_ handle: OpaquePointer) -> HandleSetupFailure? {
+        if let credentials = endpoint.credentials {
+            let rc = mosquitto_username_pw_set(handle, credentials.username, credentials.password)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("credentials: \(Self.describe(rc))") }
+        }
+        guard let tls = endpoint.tls else { return nil }
+        var rc = mosquitto_tls_set(handle, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            return HandleSetupFailure("TLS setup (cafile \(tls.caFile), certfile \(tls.certFile ?? "-"), keyfile \(tls.keyFile ?? "-")): \(Self.failureReason(rc, handle))")
+        }
+        // Verify the broker's certificate, and speak at least `tls_version`.
+        rc = mosquitto_tls_opts_set(handle, 1, tls.version, nil)
+        if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("TLS options: \(Self.describe(rc))") }
+        return nil
     }
 
     private func destroy(_ handle: OpaquePointer) {
         state.lock()
-        self.handle = nil
+        // An abandoned loop thread must not take the current thread's handle away.
+        let wasCurrent = self.handle == handle
+        if wasCurrent { self.handle = nil }
         state.unlock()
-        if let session = connectedLock.withLock({ connectedSession.take() }) {
+        if wasCurrent, let session = connectedLock.withLock({ connectedSession.take() }) {
             eventSink.yield(.disconnected(session, reason: "connection lost"))
         }
         let context = mosquitto_userdata(handle)
@@ -190,8 +289,12 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     fileprivate func markConnected(_ session: MQTTSessionID) {
-        connectedLock.withLock { connectedSession = session }
-        eventSink.yield(.connected(session))
+        let isLatest = connectedLock.withLock {
+            guard session == latestSession else { return false }
+            connectedSession = session
+            return true
+        }
+        if isLatest { eventSink.yield(.connected(session)) }
     }
 
     fileprivate func markDisconnected(_ session: MQTTSessionID, reason: String) {
@@ -212,6 +315,18 @@ public final class MQTTConnection: @unchecked Sendable {
         return String(cString: mosquitto_strerror(rc))
     }
 
+    /// The return code's text, with what libmosquitto logged (OpenSSL's reason) and a hint.
+    private static func failureReason(_ rc: Int32, _ handle: OpaquePointer) -> String {
+        // Without its final '.', libmosquitto's text reads on into OpenSSL's reason after a colon.
+        var reason = describe(rc).trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        if let context = mosquitto_userdata(handle) {
+            let logged = CallbackSink.from(context).takeLibraryLog()
+            if !logged.isEmpty { reason += ": " + logged.joined(separator: "; ") }
+        }
+        if let hint = TLSFailureHint.explain(reason) { reason += " (\(hint))" }
+        return reason
+    }
+
     private static func error(_ rc: Int32) -> MQTTLinkError {
         .libmosquitto(code: rc, text: describe(rc))
     }
@@ -225,6 +340,19 @@ private final class CallbackSink {
     init(session: MQTTSessionID, connection: MQTTConnection) {
         self.session = session
         self.connection = connection
+    }
+
+    /// Error and warning lines libmosquitto logged since the last failure was reported.
+    private var libraryLog: [String] = []
+
+    func libraryLogged(_ line: String) {
+        // A broken handshake can log many lines; the first few say why.
+        if libraryLog.count < 4 { libraryLog.append(line) }
+    }
+
+    func takeLibraryLog() -> [String] {
+        defer { libraryLog = [] }
+        return libraryLog
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> CallbackSink {

@@ -7,13 +7,68 @@ public struct MQTTEndpoint: Sendable, Equatable {
     public var clientID: String
     /// Persistent session: the broker queues QoS 1 messages for us while we are away.
     public var cleanSession: Bool
+    public var tls: MQTTTLS?
+    public var credentials: MQTTCredentials?
 
-    public init(host: String, port: Int, keepaliveS: Int, clientID: String, cleanSession: Bool = false) {
+    public init(
+        host: String, port: Int, keepaliveS: Int, clientID: String, cleanSession: Bool = false,
+        tls: MQTTTLS? = nil, credentials: MQTTCredentials? = nil
+    ) {
         self.host = host
         self.port = port
         self.keepaliveS = keepaliveS
         self.clientID = clientID
         self.cleanSession = cleanSession
+        self.tls = tls
+        self.credentials = credentials
+    }
+}
+
+/// TLS towards the broker: its CA, and optionally our client certificate and key (PEM files).
+public struct MQTTTLS: Sendable, Equatable {
+    public var caFile: String
+    public var certFile: String?
+    public var keyFile: String?
+    /// The oldest protocol accepted: "tlsv1.2" or "tlsv1.3".
+    public var version: String
+
+    public init(caFile: String, certFile: String?, keyFile: String?, version: String) {
+        self.caFile = caFile
+        self.certFile = certFile
+        self.keyFile = keyFile
+        self.version = version
+    }
+}
+
+public struct MQTTCredentials: Sendable, Equatable, CustomStringConvertible {
+    public var username: String
+    public var password: String?
+
+    public init(username: String, password: String?) {
+        self.username = username
+        self.password = password
+    }
+
+    /// Never the password: endpoints end up in log lines.
+    public var description: String { "\(username) (password \(password == nil ? "none" : "set"))" }
+}
+
+/// Turns OpenSSL's terse reasons into what an operator should check.
+public enum TLSFailureHint {
+    static let hints: [(symptom: String, hint: String)] = [
+        ("certificate verify failed", "the broker's certificate is not signed by cafile, has expired, or does not name the host"),
+        ("certificate expired", "the broker rejected our client certificate: it has expired"),
+        ("unknown ca", "the broker does not trust the CA that signed our client certificate"),
+        ("bad certificate", "the broker rejected our client certificate"),
+        ("certificate required", "the broker requires a client certificate: set certfile and keyfile"),
+        ("inconsistent", "certfile and keyfile do not belong together"),
+        ("key values mismatch", "certfile and keyfile do not belong together"),
+        ("wrong version number", "the broker's port does not speak TLS, or tls_version does not match"),
+    ]
+
+    public static func explain(_ reason: String) -> String? {
+        let lowered = reason.lowercased()
+        return hints.first { lowered.contains($0.symptom) }?.hint
     }
 }
 

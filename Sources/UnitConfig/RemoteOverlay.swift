@@ -67,7 +67,7 @@ extension UnitConfiguration.MQTT {
     /// [mqtt] counts as part of the broker's identity unless it is blanked out here.
     public func isSameBroker(as other: Self) -> Bool {
         var mine = self, theirs = other
-        for settings in [\Self.keepaliveS, \Self.maxInflight] as [WritableKeyPath<Self, Int>] {
+        for settings in [\Self.keepaliveS, \Self.maxInflight, \Self.batchMax] as [WritableKeyPath<Self, Int>] {
             mine[keyPath: settings] = 0
             theirs[keyPath: settings] = 0
         }

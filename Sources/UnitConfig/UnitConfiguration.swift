@@ -27,10 +27,28 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var reconnectMaxS: Double
         /// Messages handed to libmosquitto at once; the rest wait in SQLite.
         public var maxInflight: Int
+        /// Most positions in one backfill message.
+        public var batchMax: Int
+        public var tls: TLS?
+        public var username: String?
+        /// Holds the broker password; must be readable by its owner only.
+        public var passwordFile: String?
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var caFile: String
+        /// Client certificate and its key, both or neither.
+        public var certFile: String?
+        public var keyFile: String?
+        public var version: String
     }
 
     public struct Store: Sendable, Equatable {
         public var path: String
+        /// Past this, positions are thinned, then dropped; other classes are always kept.
+        public var maxMB: Double
+        /// Undelivered positions older than this are dropped (personal data).
+        public var retentionDays: Double
     }
 
     public struct Control: Sendable, Equatable {
@@ -125,8 +143,15 @@ public struct UnitConfiguration: Sendable, Equatable {
             topicPrefix: mqttSection.string("topic_prefix", default: "taxi")!,
             reconnectMinS: mqttSection.number("reconnect_min_s", default: 1, in: 0.1...3600),
             reconnectMaxS: mqttSection.number("reconnect_max_s", default: 300, in: 0.1...3600),
-            maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000)
+            maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000),
+            batchMax: mqttSection.integer("batch_max", default: 50, in: 1...1000),
+            tls: Self.readTLS(&mqttSection),
+            username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
+            passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
         )
+        if mqtt.passwordFile != nil && mqtt.username == nil {
+            mqttSection.reject("password_file needs a username")
+        }
         if mqtt.reconnectMinS > mqtt.reconnectMaxS {
             mqttSection.reject("reconnect_min_s must not exceed reconnect_max_s")
         }
@@ -136,7 +161,11 @@ public struct UnitConfiguration: Sendable, Equatable {
         mqttSection.finish(into: &problems)
 
         var storeSection = SectionReader(path: "store", value: root["store"], problems: &problems)
-        let store = Store(path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!)
+        let store = Store(
+            path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!,
+            maxMB: storeSection.number("max_mb", default: 64, in: 0.1...1_000_000),
+            retentionDays: storeSection.number("retention_days", default: 7, in: 0.001...3650)
+        )
         storeSection.finish(into: &problems)
 
         var controlSection = SectionReader(path: "control", value: root["control"], problems: &problems)
@@ -202,7 +231,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// Sections not in the schema yet are listed for what the fleet is meant to set (job timers,
     /// zones, seats, language, store limits): until they exist they are refused as unknown.
     public static let remotelySettable: [String: RemoteAccess] = [
-        "mqtt": .everyKey,
+        // Whom the unit trusts and how it proves itself stay local: a fleet config could otherwise
+        // turn TLS off or swap the CA.
+        "mqtt": .everyKeyExcept(["tls", "cafile", "certfile", "keyfile", "tls_version", "username", "password_file"]),
         "gps": .everyKey,
         "reporting": .everyKey,
         "job": .everyKey,
@@ -211,6 +242,33 @@ public struct UnitConfiguration: Sendable, Equatable {
         "store": .everyKeyExcept(["path"]),
         "fleet": .only(["rollback_after_s"]),
     ]
+
+    public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]
+
+    private static func readTLS(_ section: inout SectionReader) -> TLS? {
+        let enabled = section.bool("tls", default: false)
+        func optionalPath(_ key: String) -> String? {
+            section.string(key, default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let caFile = optionalPath("cafile")
+        let certFile = optionalPath("certfile")
+        let keyFile = optionalPath("keyfile")
+        let version = section.oneOf("tls_version", default: "tlsv1.2", allowed: tlsVersions)
+        guard enabled else {
+            if caFile != nil || certFile != nil || keyFile != nil {
+                section.reject("cafile, certfile and keyfile need tls = true")
+            }
+            return nil
+        }
+        if (certFile == nil) != (keyFile == nil) {
+            section.reject("certfile and keyfile go together: set both or neither")
+        }
+        guard let caFile else {
+            section.reject("tls = true needs cafile, the CA that signed the broker's certificate")
+            return nil
+        }
+        return TLS(caFile: caFile, certFile: certFile, keyFile: keyFile, version: version)
+    }
 
     /// Reads and validates a TOML file.
     public static func load(path: String) throws(ConfigError) -> UnitConfiguration {

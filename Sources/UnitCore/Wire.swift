@@ -39,6 +39,15 @@ public struct PositionPoint: Sendable, Equatable, Codable {
     /// Heartbeat only: the fix's age by the unit clock, ms.
     public var age: Int64?
 
+    public init(t: Int64, lat: Double, lon: Double, spd: Double? = nil, hdg: Double? = nil, acc: Double? = nil) {
+        self.t = t
+        self.lat = lat
+        self.lon = lon
+        self.spd = spd
+        self.hdg = hdg
+        self.acc = acc
+    }
+
     public init(_ fix: Fix, staleAgeMs: Int64? = nil) {
         t = fix.time
         lat = fix.latitude
@@ -79,13 +88,15 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var seatsLeft: Int
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64?
+    /// What waits on the unit for the broker.
+    public var outbox: OutboxDepth?
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, t
+        case online, unit, state, reason, job, zone, t, outbox
         case seatsLeft = "seats_left"
     }
 
-    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?) {
+    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil) {
         self.online = online
         self.unit = unit
         state = status.state
@@ -94,6 +105,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
         self.zone = zone
         seatsLeft = status.seatsLeft
         self.t = t
+        self.outbox = outbox
     }
 }
 
@@ -124,6 +136,30 @@ public struct ZoneEventMessage: Sendable, Equatable, Codable {
         zone = change.to
         zoneLeft = change.from
     }
+}
+
+/// Undelivered messages per class (positions count points, not messages) and the positions the
+/// bounded store gave up on since the store was created.
+public struct OutboxDepth: Sendable, Equatable, Codable {
+    public var alarm: Int
+    public var reply: Int
+    public var event: Int
+    public var position: Int
+    /// Positions removed by thinning (every Nth kept) when the store reached `[store] max_mb`.
+    public var thinned: Int
+    /// Positions dropped: store still full after thinning, older than `[store] retention_days`, or not writable.
+    public var dropped: Int
+
+    public init(alarm: Int = 0, reply: Int = 0, event: Int = 0, position: Int = 0, thinned: Int = 0, dropped: Int = 0) {
+        self.alarm = alarm
+        self.reply = reply
+        self.event = event
+        self.position = position
+        self.thinned = thinned
+        self.dropped = dropped
+    }
+
+    public var total: Int { alarm + reply + event + position }
 }
 
 public struct OfflineStatusMessage: Sendable, Equatable, Codable {

@@ -1,4 +1,5 @@
 import Foundation
+import Liveness
 import Logging
 import MQTTLink
 import UnitConfig
@@ -46,7 +47,9 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
         let connection = MQTTConnection(
             endpoint: MQTTEndpoint(
                 host: configuration.mqtt.host, port: configuration.mqtt.port, keepaliveS: configuration.mqtt.keepaliveS,
-                clientID: "taxiunitd-\(configuration.unit.fleet)-\(configuration.unit.id)"),
+                clientID: "taxiunitd-\(configuration.unit.fleet)-\(configuration.unit.id)",
+                tls: configuration.mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version) },
+                credentials: credentials(configuration.mqtt)),
             will: MQTTWill(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
                 payload: (try? Array(JSONEncoder.wire.encode(OfflineStatusMessage()))) ?? [], qos: 1, retain: true),
@@ -72,6 +75,20 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
 
     private var connection: MQTTConnection? { lock.withLock { current } }
 
+    /// The current connection's loop thread, for the watchdog; nil before the first connect.
+    public var heartbeat: Heartbeat? { connection?.heartbeat }
+
+    /// The daemon checked the secret files at start; if one went bad since, the broker hears no
+    /// password and refuses, and the log says why.
+    private func credentials(_ mqtt: UnitConfiguration.MQTT) -> MQTTCredentials? {
+        do {
+            return try mqtt.login().map { MQTTCredentials(username: $0.username, password: $0.password) }
+        } catch {
+            logger.error("cannot use the broker credentials", metadata: ["problem": "\(error.problems.joined(separator: "; "))"])
+            return mqtt.username.map { MQTTCredentials(username: $0, password: nil) }
+        }
+    }
+
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket {
         guard let connection else { throw .notConnected }
         return try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
@@ -84,5 +101,10 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
 
     func dropConnection() {
         connection?.dropConnection()
+    }
+
+    /// Replaces the connection's libmosquitto loop thread if it stopped coming round.
+    func restartLoopIfSilent(longerThan limit: Duration) {
+        connection?.restartLoopIfSilent(longerThan: limit)
     }
 }

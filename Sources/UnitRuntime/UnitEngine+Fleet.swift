@@ -87,6 +87,9 @@ extension UnitEngine {
             configuration = next
             machine.settings = next.unitSettings
             outbox.maxInFlight = next.mqtt.maxInflight
+            outbox.batchMax = next.mqtt.batchMax
+            outbox.topicBase = next.unitTopicBase
+            upkeep.limits = next.store
             if reconnect {
                 logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(next.mqtt.host):\(next.mqtt.port)"])
                 outbox.sessionEnded()

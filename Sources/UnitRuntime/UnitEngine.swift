@@ -16,10 +16,14 @@ enum EngineInput: Sendable {
     case gps(GPSDEvent)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
+    case healthProbe(EngineProbe)
     /// A button or the serial terminal.
     case driver(DriverPress)
     /// `generation` tells a restarted timer from a stale firing of the one it replaced.
     case timerFired(TimerID, generation: UInt64)
+    case maintenance
+    /// Queued behind the PUBACKs already waiting, so they are marked in one commit.
+    case pumpOutbox
     case shutdownRequested
     case shutdownDeadline
     case fleetRollbackDue
@@ -39,7 +43,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
     var configuration: UnitConfiguration
     var machine: UnitStateMachine
-    var outbox: OutboxPump
+    let outbox: OutboxPump
+    var upkeep: StoreUpkeep
+    /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
+    private var unstoredMessages: [UnstoredMessage] = []
+    private var pumpScheduled = false
     private var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
@@ -79,7 +87,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.devices = devices
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
-        outbox = OutboxPump(maxInFlight: configuration.mqtt.maxInflight)
+        upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
+        outbox = OutboxPump(
+            store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
+            maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
+        ) { [mqtt] topic, message throws(MQTTLinkError) in
+            try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
+        }
         (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
     }
 
@@ -97,6 +111,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return (try? Array(JSONEncoder().encode(response))) ?? Array(#"{"ok":false,"error":"encoding"}"#.utf8)
     }
 
+    /// For the systemd watchdog: the probe is answered when the loop gets to it.
+    public func probe() -> EngineProbe {
+        let probe = EngineProbe()
+        inputSink.yield(.healthProbe(probe))
+        return probe
+    }
+
     public func run() async throws {
         startFleetControl()
         // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
@@ -111,6 +132,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 }
                 group.addTask { [mqtt, inputSink] in
                     for await event in mqtt.events { inputSink.yield(.mqtt(event)) }
+                }
+                group.addTask { [inputSink] in
+                    while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inputSink.yield(.maintenance) }
                 }
                 for presses in devices?.presses ?? [] {
                     group.addTask { [inputSink] in
@@ -141,6 +165,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(linked.event)
         case .control(let request, let reply):
             reply.resume(returning: answer(request))
+        case .healthProbe(let probe):
+            probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? store.outboxDepth().total) ?? -1))
         case .driver(let press):
             if case .failure(let problem) = driverInput(press.input) {
                 logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
@@ -149,6 +175,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
             guard timers[id]?.generation == generation else { break }
             timers[id] = nil
             step(.timerFired(id, at: clockMs()))
+        case .pumpOutbox:
+            pumpScheduled = false
+            pumpOutbox()
+        case .maintenance:
+            // A healthy loop comes round every second; connecting may block for a while.
+            mqtt.restartLoopIfSilent(longerThan: .seconds(max(60, 3 * configuration.mqtt.keepaliveS)))
+            if upkeep.run(now: clockMs(), unstored: &unstoredMessages) { publishStatus() }
+            pumpOutbox()
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -199,14 +233,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if let rowID = outbox.acknowledged(ticket) {
-                do {
-                    try store.markDelivered(rowID, at: clockMs())
-                } catch {
-                    logger.error("cannot mark message delivered; it will be sent again", metadata: ["error": "\(error)"])
-                }
+            if outbox.acknowledged(ticket), !pumpScheduled {
+                pumpScheduled = true
+                inputSink.yield(.pumpOutbox)
             }
-            pumpOutbox()
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
@@ -244,30 +274,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
     }
 
-    /// Hands the oldest undelivered messages to libmosquitto, up to the in-flight limit.
     func pumpOutbox() {
-        guard !stopping, let free = outbox.freeSlots, free > 0 else { return }
-        let pending: [OutboxMessage]
-        do {
-            pending = try store.pendingMessages(limit: free, excluding: outbox.inFlightRows)
-        } catch {
-            logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
-            return
-        }
-        for message in pending {
-            do {
-                let ticket = try mqtt.publish(
-                    topic: configuration.unitTopicBase + message.topic, payload: message.payload, qos: message.qos, retain: false)
-                outbox.handedOver(message.rowID, as: ticket)
-            } catch {
-                logger.debug("publish deferred", metadata: ["error": "\(error)"])
-                return
-            }
-        }
+        outbox.pump(at: clockMs(), sending: !stopping)
     }
 
     private func publishStatus(online: Bool = true) {
-        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs())
+        let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
+        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -285,15 +298,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// publishing and what the driver is told. Returns what the driver was told.
     @discardableResult
     private func perform(_ actions: [UnitAction]) -> [String] {
-        let stored: Bool
-        do {
-            stored = try storeDurable(actions)
-        } catch {
-            logger.error("cannot store the step; the driver is told", metadata: ["actions": "\(actions)", "error": "\(error)"])
-            let warning = "NOT SENT: the unit cannot store (\(error))"
-            return [warning]
-        }
+        var stored = false
         var told: [String] = []
+        let messages = outgoingMessages(actions)
+        do {
+            stored = try storeDurable(actions, messages)
+        } catch {
+            // The state machine has moved on and keeps working: what it promised waits in memory
+            // and is retried (StoreUpkeep); fixes are given up and counted.
+            logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["actions": "\(actions)", "error": "\(error)"])
+            unstoredMessages += messages
+            for case .recordFix(_, true) in actions { upkeep.positionLost() }
+            if !messages.isEmpty { told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+        }
         for action in actions {
             switch action {
             case .recordFix(let fix, _):
@@ -319,8 +336,32 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return told
     }
 
+    /// The step's replies, events and alarms, ready to be stored.
+    private func outgoingMessages(_ actions: [UnitAction]) -> [UnstoredMessage] {
+        let unit = configuration.unit.id
+        let now = clockMs()
+        return actions.compactMap { action in
+            switch action {
+            case .reply(let reply):
+                UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                }
+            case .event(let transition):
+                UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+                }
+            case .sos(let alarm):
+                UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
+                    try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                }
+            default:
+                nil
+            }
+        }
+    }
+
     /// Returns whether anything was queued for the broker.
-    private func storeDurable(_ actions: [UnitAction]) throws -> Bool {
+    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage]) throws -> Bool {
         let promises = actions.contains {
             switch $0 {
             case .persist, .reply, .event, .sos, .recordRide: true
@@ -334,45 +375,23 @@ public final class UnitEngine: Service, @unchecked Sendable {
             }
         }
         guard promises || fixes else { return false }
-        let unit = configuration.unit.id
         let now = clockMs()
         return try store.write(promises ? .full : .normal) { transaction in
-            var queued = false
+            var queued = !messages.isEmpty
+            for message in messages { try message.enqueue(in: transaction) }
             for action in actions {
                 switch action {
                 case .recordFix(let fix, let report):
-                    try transaction.insertPosition(fix)
+                    try transaction.insertPosition(fix, createdAt: now)
                     if report {
-                        try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix)])))
-                        }
+                        try transaction.queuePosition(fix, createdAt: now)
                         queued = true
                     }
                 case .persist(let snapshot):
                     try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
-                case .reply(let reply):
-                    try transaction.enqueue(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
-                    }
-                    queued = true
-                case .event(let transition):
-                    try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
-                    }
-                    queued = true
-                case .sos(let alarm):
-                    try transaction.enqueue(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
-                    }
-                    queued = true
                 case .reportStale(let fix, let ageMs):
                     try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
-                    }
-                    queued = true
-                case .zoneChanged(let change, let time):
-                    try transaction.enqueue(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: time, change: change)))
+                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: configuration.unit.id, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
                     }
                     queued = true
                 case .recordRide(let ride):
@@ -425,7 +444,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func refreshDriverView() {
         guard let terminal = devices?.terminal else { return }
         // The count of waiting messages is shown only offline: no store query while online.
-        let waiting = broker.connected ? 0 : ((try? store.undeliveredCount()) ?? 0)
+        let waiting = broker.connected ? 0 : ((try? store.outboxDepth().total) ?? 0)
         let fix = machine.lastFix.map(Coordinate.init)
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
@@ -448,11 +467,50 @@ public final class UnitEngine: Service, @unchecked Sendable {
             case .success(let told):
                 return ControlResponse(ok: true, message: told.joined(separator: "; "))
             }
+        case .outbox:
+            return outboxListing(limitPerClass: request.limit ?? 10)
+        case .jobs:
+            return rideHistory(last: request.limit ?? 20)
         }
     }
 
+    private func outboxListing(limitPerClass: Int) -> ControlResponse {
+        do {
+            let overview = try store.outboxOverview(limitPerClass: max(0, limitPerClass))
+            let inFlight = outbox.inFlightRows
+            return ControlResponse(ok: true, outbox: ControlOutboxListing(
+                depthByClass: Self.byClassName(overview.depth),
+                oldest: overview.oldest.map {
+                    ControlOutboxEntry(
+                        messageClass: "\($0.messageClass)", topic: $0.topic, id: $0.messageID, createdAt: $0.createdAt,
+                        inFlight: inFlight.contains($0.rowID))
+                }))
+        } catch {
+            return .failure("cannot read the outbox: \(error)")
+        }
+    }
+
+    private func rideHistory(last: Int) -> ControlResponse {
+        do {
+            let rides = try store.rides().suffix(max(0, last)).reversed().map { ride in
+                ControlRide(
+                    job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime, dropTime: ride.dropTime,
+                    pickupPosition: ride.pickupPosition.map { .init(lat: $0.lat, lon: $0.lon) },
+                    dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM)
+            }
+            return ControlResponse(ok: true, rides: rides)
+        } catch {
+            return .failure("cannot read the ride history: \(error)")
+        }
+    }
+
+    /// Every class named, zero included, so scripts need not guess.
+    private static func byClassName(_ depth: [MessageClass: Int]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: MessageClass.allCases.map { ("\($0)", depth[$0] ?? 0) })
+    }
+
     func currentStatus() -> ControlStatus {
-        let depth = (try? store.undeliveredCount()) ?? -1
+        let depth = upkeep.refreshDepth(unstored: unstoredMessages)
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
         let status = machine.status
@@ -461,7 +519,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             state: status.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
             broker: broker,
-            outbox: .init(depth: depth, inFlight: outbox.inFlightRows.count),
+            outbox: .init(
+                depth: depth.total, inFlight: outbox.inFlight, alarm: depth.alarm, reply: depth.reply, event: depth.event,
+                position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored,
             pauseReason: status.pauseReason?.rawValue,
             job: jobStatus(),
@@ -491,6 +551,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func beginShutdown() -> LoopOutcome {
         stopping = true
         logger.info("shutting down")
+        pumpOutbox()
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }

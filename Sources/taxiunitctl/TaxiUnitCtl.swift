@@ -7,60 +7,102 @@ struct TaxiUnitCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxiunitctl",
         abstract: "Talk to a running taxiunitd over its control socket.",
-        subcommands: [Status.self, Press.self, GenKey.self, SignConfig.self]
+        discussion: """
+            Human-readable output by default; --json prints the daemon's answer as JSON for scripts. The \\
+            socket is /run/taxiunitd/control.sock under systemd; it is open to root and the taxiunitd \\
+            group.
+
+            EXIT STATUS
+            0 done; 1 the daemon refused the request; 3 taxiunitd is not running; 4 not permitted to use \\
+            the control socket.
+            """,
+        subcommands: [Status.self, Jobs.self, Outbox.self, Press.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {
         @Option(name: .long, help: "The daemon's control socket.")
         var socket: String = "/run/taxiunitd/control.sock"
 
+        @Flag(name: .long, help: "Print JSON for scripts.")
+        var json = false
+
+        /// Sends one request; a refusal or an unreachable daemon ends the program with a clear line.
         func send(_ request: ControlRequest) throws -> ControlResponse {
+            let response: ControlResponse
             do {
                 let bytes = try ControlClient.request(Array(JSONEncoder().encode(request)), socket: socket)
-                return try JSONDecoder().decode(ControlResponse.self, from: Data(bytes))
+                response = try JSONDecoder().decode(ControlResponse.self, from: Data(bytes))
             } catch let error as ControlSocketError {
-                throw ValidationErrorLine(error.description)
+                printToStandardError("taxiunitctl: \(error)")
+                switch error {
+                case .daemonNotRunning: throw ExitCode(3)
+                case .permissionDenied: throw ExitCode(4)
+                default: throw ExitCode(1)
+                }
+            }
+            guard response.ok else {
+                printToStandardError("taxiunitctl: \(response.error ?? "the daemon refused the request")")
+                throw ExitCode(1)
+            }
+            return response
+        }
+
+        func show(_ value: some Encodable) throws {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(value), as: UTF8.self))
+            } else {
+                print(HumanReadable.render(value))
             }
         }
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the unit's state, links and queue.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show the unit's state, job, GPS, broker link, outbox and configuration.")
         @OptionGroup var connection: Connection
-        @Flag(name: .long, help: "Print JSON for scripts.") var json = false
 
         func run() throws {
             let response = try connection.send(ControlRequest(cmd: .status))
-            guard response.ok, let status = response.status else { throw ValidationErrorLine(response.error ?? "no status") }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                print(String(decoding: try encoder.encode(status), as: UTF8.self))
-                return
+            guard let status = response.status else { throw ExitCode(1) }
+            try connection.show(status)
+        }
+    }
+
+    struct Jobs: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the ride history, newest first.")
+        @OptionGroup var connection: Connection
+        @Option(name: .long, help: "Show only the last N rides.") var last: Int = 20
+
+        func validate() throws {
+            guard last > 0 else { throw ValidationError("--last must be at least 1") }
+        }
+
+        func run() throws {
+            let rides = try connection.send(ControlRequest(cmd: .jobs, limit: last)).rides ?? []
+            if rides.isEmpty && !connection.json {
+                print("no rides yet")
+            } else {
+                try connection.show(rides)
             }
-            let fixAge = status.gps.lastFixAgeS.map { String(format: "last fix %.1f s ago", $0) } ?? "no fix yet"
-            print("unit      \(status.unit)")
-            print("state     \(status.state)\(status.pauseReason.map { " (\($0))" } ?? "")")
-            if let job = status.job {
-                var line = "job       \(job.id): \(job.pickup), \(job.passengers) pax"
-                if let left = job.offerSecondsLeft { line += ", \(left) s to answer" }
-                if let meeting = job.meetingInS { line += ", meeting in \(meeting / 60) min" }
-                if job.shared { line += ", shared" }
-                if let note = job.note { line += " (\(note))" }
-                print(line)
-            }
-            if let seats = status.seatsLeft { print("seats     \(seats) left") }
-            print("gpsd      \(status.gps.connected ? "connected" : "disconnected"), \(fixAge)")
-            print("clock     \(status.clock ?? "unknown")")
-            print("zone      \(status.zone ?? "none")")
-            print("broker    \(status.broker.connected ? "connected" : "disconnected")\(status.broker.lastError.map { " (\($0))" } ?? "")")
-            print("outbox    \(status.outbox.depth) waiting, \(status.outbox.inFlight) in flight")
-            print("positions \(status.storedPositions) stored")
-            if let config = status.config {
-                let versions = config.versions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }
-                let trial = config.onTrial.map { ", \($0) config on trial" } ?? ""
-                print("config    \(versions.isEmpty ? "local file only" : versions.joined(separator: ", "))\(trial)")
-            }
+        }
+    }
+
+    struct Outbox: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the messages waiting for the broker's acknowledgement, per class, oldest first.")
+        @OptionGroup var connection: Connection
+        @Option(name: .long, help: "Show at most N messages of each class.") var limit: Int = 10
+
+        func validate() throws {
+            guard limit >= 0 else { throw ValidationError("--limit must not be negative") }
+        }
+
+        func run() throws {
+            let response = try connection.send(ControlRequest(cmd: .outbox, limit: limit))
+            guard let outbox = response.outbox else { throw ExitCode(1) }
+            try connection.show(outbox)
         }
     }
 
@@ -72,10 +114,17 @@ struct TaxiUnitCtl: ParsableCommand {
 
         func run() throws {
             let response = try connection.send(ControlRequest(cmd: .press, input: words.joined(separator: " ")))
-            guard response.ok else { throw ValidationErrorLine(response.error ?? "refused") }
-            if let message = response.message, !message.isEmpty { print(message) }
+            if connection.json {
+                try connection.show(response)
+            } else if let message = response.message, !message.isEmpty {
+                print(message)
+            }
         }
     }
+}
+
+func printToStandardError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
 /// An error printed as one plain line, exit code 1.

@@ -2,9 +2,11 @@ import ArgumentParser
 import ControlSocket
 import Foundation
 import GPSReader
+import JournalLog
 import LocalCache
 import Logging
 import ServiceLifecycle
+import SystemdNotify
 import UnitConfig
 import UnitRuntime
 
@@ -14,9 +16,31 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         commandName: "taxiunitd",
         abstract: "The taxi unit daemon: GPS from gpsd, the driver's job state machine, SQLite store-and-forward, MQTT to dispatch.",
         discussion: """
-            Reads the TOML configuration (see /etc/taxiunitd/taxiunitd.toml), opens the store, connects to \
-            gpsd and the MQTT broker, and serves the control socket used by taxiunitctl. SIGTERM or SIGINT \
-            shut it down gracefully.
+            Reads the TOML configuration, opens the store, connects to gpsd and the MQTT broker (retrying \
+            both for as long as it runs, whichever comes up first), and serves the control socket used by \
+            taxiunitctl.
+
+            SYSTEMD
+            Runs as Type=notify: READY=1 once the store is open and the configuration valid, WATCHDOG=1 \
+            while the engine loop and the gpsd and broker threads are alive, STATUS= with state, link and \
+            queue, STOPPING=1 on shutdown. Outside systemd these are no-ops.
+
+            LOGGING
+            One line per entry on standard error with a syslog priority prefix (<3> error ... <7> debug) \
+            that journald keeps as the level: journalctl -u taxiunitd -p warning. Identical warnings and \
+            errors are written at most once a minute, the next one with a count. Level: [log] level.
+
+            FILES
+              /etc/taxiunitd/taxiunitd.toml   configuration, every key with its default
+              /var/lib/taxiunitd/unit.sqlite  positions, outbox, state ([store] path)
+              /run/taxiunitd/control.sock     control socket ([control] socket)
+
+            SIGNALS
+              SIGTERM, SIGINT  publish the offline status, then stop gracefully.
+
+            EXIT STATUS
+            0 after a graceful stop or a valid --check; 1 for an invalid configuration, an unusable secret \
+            file, or a store that cannot be opened.
             """
     )
 
@@ -32,6 +56,8 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         do {
             local = try ConfigValue.loadTOML(path: config)
             settings = try UnitConfiguration(document: local)
+            // Checked here too, so that --check catches an unusable secret file.
+            _ = try settings.mqtt.login()
         } catch {
             for problem in error.problems { printToStandardError("\(config): \(problem)") }
             throw ExitCode(1)
@@ -52,14 +78,29 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
             return
         }
 
+        let journal = JournalOutput()
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: settings.log.level) ?? .info
-            return handler
+            JournalLogHandler(label: label, level: Logger.Level(rawValue: settings.log.level) ?? .info, output: journal)
         }
         let logger = Logger(label: "taxiunitd")
 
-        let store = try LocalCache(path: settings.store.path)
+        let store: LocalCache
+        do {
+            store = try LocalCache(path: settings.store.path)
+        } catch {
+            // A read-only or full store must not take the taxi off the dispatcher's map: run on a
+            // volatile store (RAM on Debian) and say so loudly; systemd's restart retries the real one.
+            let volatile = NSTemporaryDirectory() + "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)-volatile.sqlite"
+            logger.critical(
+                "STORE NOT WRITABLE: running on a volatile store; messages are lost on restart",
+                metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
+            store = try LocalCache(path: volatile)
+        }
+        if let aside = store.corruptFileMovedTo {
+            logger.critical(
+                "STORE WAS CORRUPT: moved it aside and started an empty one; messages queued in it were not sent",
+                metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside)"])
+        }
         // The engine connects it with the fleet's config in force, which may name another broker.
         let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
@@ -76,6 +117,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
         if let buttons = devices.buttons { services.append(.init(service: AdapterService(buttons))) }
         if let terminal = devices.terminal { services.append(.init(service: AdapterService(terminal))) }
         services.append(.init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup))
+        // Last, so that it is told first on shutdown and says STOPPING=1 at once.
+        services.append(.init(service: SystemdWatchdogService(
+            notifier: SystemdNotifier(), engine: engine, heartbeats: { [mqtt.heartbeat, gpsd.heartbeat].compactMap { $0 } }, logger: logger)))
         let group = ServiceGroup(
             configuration: .init(
                 services: services,

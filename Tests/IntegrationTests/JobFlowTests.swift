@@ -399,7 +399,7 @@ import UnitCore
             Fix(time: 2500, latitude: 46.51, longitude: 7.51), // the receiver's clock jumped back
         ]
         let record = try store.write(.full) { transaction in
-            for fix in fixes { try transaction.insertPosition(fix) }
+            for fix in fixes { try transaction.insertPosition(fix, createdAt: fix.time) }
             return try transaction.insertRide(RideSummary(
                 job: "J1", passengers: 3, pickupTime: 10, dropTime: 20, pickupFix: fixes[1], dropFix: fixes[3]))
         }

@@ -25,10 +25,13 @@ public final class MosquittoBroker: @unchecked Sendable {
     public let port: Int
     private let directory: ScratchDirectory
     private var process: ChildProcess?
+    /// Extra listener settings, e.g. TLS (`cafile`, `certfile`, `require_certificate` ...).
+    private let listenerSettings: String
 
-    public init(in directory: ScratchDirectory, port: Int? = nil) throws {
+    public init(in directory: ScratchDirectory, port: Int? = nil, listenerSettings: String = "") throws {
         self.directory = directory
         self.port = try port ?? Loopback.freePort()
+        self.listenerSettings = listenerSettings
         try start()
     }
 
@@ -41,6 +44,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         try """
         listener \(port) 127.0.0.1
         allow_anonymous true
+        \(listenerSettings)
         persistence true
         persistence_location \(directory.path)/
         persistence_file mosquitto-\(port).db
@@ -55,6 +59,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         process?.stop()
         process = nil
     }
+
+    public var log: String { process?.log ?? "" }
 
     deinit { process?.stop() }
 }

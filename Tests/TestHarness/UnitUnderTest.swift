@@ -15,6 +15,7 @@ public final class UnitUnderTest: @unchecked Sendable {
     public init(
         unitID: String = "T1", fleet: String = "test", mqttPort: Int, gpsdPort: Int,
         in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5, language: String = "en",
+        mqttTOML: String = "",
         trustSystemClock: Bool = true
     ) throws {
         self.unitID = unitID
@@ -45,6 +46,7 @@ public final class UnitUnderTest: @unchecked Sendable {
         keepalive_s = 5
         reconnect_min_s = 0.2
         reconnect_max_s = 1
+        \(mqttTOML)
 
         [store]
         path = "\(storePath)"
@@ -62,8 +64,11 @@ public final class UnitUnderTest: @unchecked Sendable {
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    public func start() async throws {
-        let process = try ChildProcess(Corpus.binary("taxiunitd"), ["--config", configPath], logPath: directory.file("\(unitID).log"))
+    /// `launcher` runs the daemon through another program (e.g. one that restricts it first).
+    public func start(environment: [String: String] = [:], launcher: [String] = []) async throws {
+        let command = launcher + [Corpus.binary("taxiunitd"), "--config", configPath]
+        let process = try ChildProcess(
+            command[0], Array(command.dropFirst()), logPath: directory.file("\(unitID).log"), environment: environment)
         self.process = process
         try await waitUntil("taxiunitd to come up", timeoutS: 15, detail: { "its log:\n\(process.log)" }) {
             if (try? status()) != nil { return true }
@@ -106,10 +111,14 @@ public final class UnitUnderTest: @unchecked Sendable {
 }
 
 /// Runs `command` and returns its standard output and exit code.
-public func runCommand(_ executable: String, _ arguments: [String]) throws -> (output: String, exitCode: Int32) {
+public func runCommand(
+    _ executable: String, _ arguments: [String], in directory: String? = nil, environment: [String: String] = [:]
+) throws -> (output: String, exitCode: Int32) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

@@ -1,0 +1,138 @@
+import Foundation
+
+/// Renders control answers for people: one `label  value` line per field, nested objects indented,
+/// known fields first in a fixed order. It works on the JSON, so fields a newer daemon adds show up
+/// without a change here (their names turned into words).
+public enum HumanReadable {
+    /// The order fields appear in; others follow alphabetically.
+    static let order = [
+        "unit", "state", "pauseReason", "job", "seatsLeft", "zone", "sosPending", "gps", "clock", "broker", "outbox", "droppedPositions",
+        "storedPositions", "config", "connected", "since", "lastFixAgeS", "lastFixTime", "clockSource", "lastError",
+        "messageClass", "topic", "id", "createdAt", "passengers", "pickupTime", "dropTime", "distanceM",
+        "depth", "inFlight", "byClass", "depthByClass", "oldest",
+    ]
+
+    /// Known labels; anything else is its camelCase name split into words.
+    static let labels = [
+        "gps": "gpsd", "lastFixAgeS": "last fix age", "lastFixTime": "last fix at", "lastError": "last error",
+        "inFlight": "in flight", "byClass": "by class", "depthByClass": "waiting by class", "storedPositions": "stored positions",
+        "droppedPositions": "dropped positions", "seatsLeft": "seats left", "pauseReason": "paused because", "sosPending": "SOS pending",
+        "createdAt": "stored at", "messageClass": "class", "distanceM": "distance", "pickupTime": "pickup at", "dropTime": "drop at",
+    ]
+
+    /// Class order for outbox maps: most urgent first.
+    static let classOrder = ["alarm", "reply", "event", "position"]
+
+    public static func render(_ value: some Encodable) -> String {
+        guard let data = try? JSONEncoder().encode(value), let json = try? JSONDecoder().decode(JSONValue.self, from: data) else { return "" }
+        return lines(json, indent: "").joined(separator: "\n")
+    }
+
+    static func lines(_ json: JSONValue, indent: String) -> [String] {
+        switch json {
+        case .object(let object):
+            let keys = object.keys.filter { object[$0] != .null }.sorted(by: isOrderedBefore)
+            let width = keys.map { label($0).count }.max() ?? 0
+            return keys.flatMap { key -> [String] in
+                let name = label(key)
+                switch object[key]! {
+                case .object(var nested):
+                    // A link (gpsd, broker) leads with its state: "broker  connected", details below.
+                    if case .bool(let connected)? = nested.removeValue(forKey: "connected") {
+                        let header = "\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(connected ? "connected" : "disconnected")"
+                        return [header] + lines(.object(nested), indent: indent + "  ")
+                    }
+                    return ["\(indent)\(name):"] + lines(.object(nested), indent: indent + "  ")
+                case .array([]), .object([:]):
+                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  none"]
+                case .array(let list):
+                    return ["\(indent)\(name):"] + list.flatMap { item in
+                        let itemLines = lines(item, indent: indent + "    ")
+                        guard let first = itemLines.first else { return [String]() }
+                        return [indent + "  - " + first.dropFirst(indent.count + 4)] + itemLines.dropFirst()
+                    }
+                case let scalar:
+                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(format(scalar, key: key))"]
+                }
+            }
+        case .array(let list):
+            // A blank line between entries (rides) keeps them apart.
+            return list.enumerated().flatMap { index, item in (index > 0 ? [""] : []) + lines(item, indent: indent) }
+        case let scalar:
+            return [indent + format(scalar, key: "")]
+        }
+    }
+
+    static func isOrderedBefore(_ a: String, _ b: String) -> Bool {
+        let rankA = order.firstIndex(of: a) ?? classOrder.firstIndex(of: a).map { order.count + $0 } ?? Int.max
+        let rankB = order.firstIndex(of: b) ?? classOrder.firstIndex(of: b).map { order.count + $0 } ?? Int.max
+        return rankA != rankB ? rankA < rankB : a < b
+    }
+
+    static func label(_ key: String) -> String {
+        if let known = labels[key] { return known }
+        var words = ""
+        for character in key {
+            if character.isUppercase && !words.isEmpty { words += " " }
+            words += character.lowercased()
+        }
+        return words
+    }
+
+    static func format(_ value: JSONValue, key: String) -> String {
+        switch value {
+        case .bool(let flag):
+            return flag ? "yes" : "no"
+        case .number(let number):
+            if isTimestamp(key), number > 1e12 { return timestamp.string(from: Date(timeIntervalSince1970: number / 1000)) }
+            if key.hasSuffix("AgeS") { return String(format: "%.1f s ago", number) }
+            if key.hasSuffix("M") { return String(format: "%.0f m", number) }
+            if key.hasSuffix("S") { return String(format: "%g s", number) }
+            return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        case .string(let text):
+            return text
+        case .null:
+            return "-"
+        case .object, .array:
+            return ""
+        }
+    }
+
+    static func isTimestamp(_ key: String) -> Bool {
+        key == "since" || key == "t" || key.hasSuffix("Time") || key.hasSuffix("At")
+    }
+
+    static let timestamp: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter
+    }()
+}
+
+/// Any JSON, decoded without losing the difference between `true` and `1`.
+enum JSONValue: Decodable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let list = try? container.decode([JSONValue].self) {
+            self = .array(list)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/// What a run of the dispatcher adds up to; printed at the end of every dispatchsim run.
+public struct DispatchStats: Sendable, Equatable {
+    public var requests = 0
+    public var offers = 0
+    public var accepted = 0
+    public var rejected = 0
+    /// The unit answered `timeout` (the driver did not answer in time).
+    public var timedOut = 0
+    /// No reply at all within the answer window plus grace: also a timeout, seen from here.
+    public var noReply = 0
+    public var busy = 0
+    public var expired = 0
+    public var invalid = 0
+    public var unserved = 0
+    public var cancelled = 0
+    public var shared = 0
+    public var completed = 0
+    public var sos = 0
+    public var duplicatesDropped = 0
+    /// From the request (or a reservation's allocation time) to the accepting reply, ms.
+    public var requestToAssignmentMs: [Int64] = []
+    /// From publishing an offer to receiving its reply, ms: includes the driver's think time.
+    public var offerToReplyMs: [Int64] = []
+    /// The same round trip without the time the offer sat on the unit waiting for the driver, ms.
+    public var offerToReplyTransitMs: [Int64] = []
+
+    public init() {}
+
+    mutating func recordProbe(_ transitMs: Int64?) {
+        if let transitMs { offerToReplyTransitMs.append(transitMs) }
+    }
+
+    public var summary: String {
+        """
+        requests \(requests)  offers \(offers)  accepted \(accepted)  rejected \(rejected)  \
+        timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
+        busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
+        completed \(completed)  sos \(sos)  duplicates dropped \(duplicatesDropped)
+        request → assignment          \(Percentiles(requestToAssignmentMs))
+        offer → reply                 \(Percentiles(offerToReplyMs))
+        offer → reply, no think time  \(Percentiles(offerToReplyTransitMs))
+        """
+    }
+}
+
+/// Nearest-rank percentiles of a sample of milliseconds.
+public struct Percentiles: Sendable, Equatable, CustomStringConvertible {
+    public let count: Int
+    public let p50: Int64?
+    public let p95: Int64?
+    public let p99: Int64?
+    public let max: Int64?
+
+    public init(_ samples: [Int64]) {
+        let sorted = samples.sorted()
+        count = sorted.count
+        func rank(_ p: Double) -> Int64? {
+            guard !sorted.isEmpty else { return nil }
+            let index = Int((p * Double(sorted.count)).rounded(.up)) - 1
+            return sorted[Swift.max(0, Swift.min(sorted.count - 1, index))]
+        }
+        p50 = rank(0.50)
+        p95 = rank(0.95)
+        p99 = rank(0.99)
+        max = sorted.last
+    }
+
+    public var description: String {
+        guard let p50, let p95, let p99, let max else { return "n=0" }
+        return "n=\(count) p50 \(p50) ms  p95 \(p95) ms  p99 \(p99) ms  max \(max) ms"
+    }
+}

@@ -1,0 +1,433 @@
+import UnitCore
+
+/// The reference dispatcher: zone queues, offers and their rotation, reservations, cancellations and
+/// SOS acknowledgements, as a pure state machine. The shell (dispatchsim) owns the clock, the timers
+/// and the broker; it feeds `DispatchInput`s with the current time and performs the actions.
+
+public struct PassengerRequest: Sendable, Equatable {
+    public var id: String
+    public var pickup: Coordinate
+    public var address: String?
+    public var passengers: Int
+    /// A reservation: when the passenger is to be picked up (ms since the epoch).
+    public var meetingTime: Int64?
+    /// A shared ride: join the taxi already carrying this request's passengers.
+    public var sharesRideOf: String?
+    public var note: String?
+
+    public init(
+        id: String, pickup: Coordinate, address: String? = nil, passengers: Int = 1, meetingTime: Int64? = nil,
+        sharesRideOf: String? = nil, note: String? = nil
+    ) {
+        self.id = id
+        self.pickup = pickup
+        self.address = address
+        self.passengers = passengers
+        self.meetingTime = meetingTime
+        self.sharesRideOf = sharesRideOf
+        self.note = note
+    }
+}
+
+public struct DispatchSettings: Sendable, Equatable {
+    /// `respond_within_s` of every offer.
+    public var respondWithinS: Int
+    /// How long after the answer window an offer with no reply at all counts as timed out; the unit
+    /// answers `timeout` itself, this only covers a unit that is unreachable.
+    public var replyGraceS: Int
+    /// Reservations are allocated this long before their meeting time.
+    public var reservationLeadS: Int
+
+    public init(respondWithinS: Int = 60, replyGraceS: Int = 10, reservationLeadS: Int = 600) {
+        self.respondWithinS = respondWithinS
+        self.replyGraceS = replyGraceS
+        self.reservationLeadS = reservationLeadS
+    }
+}
+
+public enum DispatchTimer: Sendable, Hashable {
+    case offerDeadline(job: String, unit: String)
+    case reservation(request: String)
+}
+
+public enum DispatchInput: Sendable, Equatable {
+    case request(PassengerRequest)
+    /// The passenger withdrew the request.
+    case withdraw(request: String)
+    case report(unit: String, UnitReport)
+    case timerFired(DispatchTimer)
+}
+
+public struct DispatchLogLine: Sendable, Equatable, CustomStringConvertible {
+    public enum Level: Sendable, Equatable { case info, warning, alarm }
+    public var level: Level
+    public var text: String
+
+    public var description: String {
+        switch level {
+        case .info: text
+        case .warning: "WARNING " + text
+        case .alarm: "!!!!!!!! " + text + " !!!!!!!!"
+        }
+    }
+}
+
+public enum DispatchAction: Sendable, Equatable {
+    case send(unit: String, DispatchMessage)
+    /// Fire `timerFired` at this time (ms since the epoch); starting a running timer restarts it.
+    case startTimer(DispatchTimer, at: Int64)
+    case cancelTimer(DispatchTimer)
+    /// One line of the live log.
+    case log(DispatchLogLine)
+}
+
+public struct Dispatcher: Sendable {
+    public let zones: ZoneMap
+    public let settings: DispatchSettings
+    public private(set) var stats = DispatchStats()
+    /// FIFO of available taxis per zone id, head first.
+    public private(set) var queues: [String: [String]] = [:]
+
+    private var taxis: [String: Taxi] = [:]
+    private var requests: [String: OpenRequest] = [:]
+    private var seenMessageIDs: Set<String> = []
+    private var replyProbes: [ProbeKey: ReplyProbe] = [:]
+
+    public init(zones: ZoneMap, settings: DispatchSettings = DispatchSettings()) {
+        self.zones = zones
+        self.settings = settings
+    }
+
+    struct Taxi {
+        var online = false
+        /// nil while unknown, e.g. after a `busy` answer until the next status.
+        var state: StateName?
+        var zone: String?
+        /// Once a unit names its zone, that is authoritative; before, its positions place it.
+        var reportsZone = false
+        /// Unit clock of the newest state applied: stored-and-forwarded events older than that are history.
+        var stateTime = Int64.min
+        var offeredJob: String?
+        var assignedJob: String?
+    }
+
+    struct OpenRequest {
+        enum Phase: Equatable {
+            case reserved
+            case offering(unit: String, sentAt: Int64)
+            case assigned(unit: String)
+            case closed
+        }
+        var request: PassengerRequest
+        var phase: Phase
+        /// When allocation began: the request time, or the reservation's allocation time.
+        var allocationStart: Int64 = 0
+        var tried: Set<String> = []
+    }
+
+    struct ProbeKey: Hashable {
+        var job: String
+        var unit: String
+    }
+
+    /// The four clocks of one offer → reply round trip; with all four the driver's think time can be
+    /// taken out (both unit clocks are the same clock, so its offset cancels out).
+    struct ReplyProbe {
+        var offerSentAt: Int64
+        var offerReceivedAt: Int64?
+        var replyMadeAt: Int64?
+        var replyReceivedAt: Int64?
+    }
+
+    public func queue(of zone: String) -> [String] { queues[zone] ?? [] }
+
+    /// Offers still waiting for their answer.
+    public var pendingOffers: Int {
+        requests.values.count { if case .offering = $0.phase { true } else { false } }
+    }
+
+    public mutating func handle(_ input: DispatchInput, now: Int64) -> [DispatchAction] {
+        switch input {
+        case .request(let request): receive(request, now: now)
+        case .withdraw(let id): withdraw(id, now: now)
+        case .report(let unit, let report): handle(report, from: unit, now: now)
+        case .timerFired(.offerDeadline(let job, let unit)): noReply(job: job, unit: unit, now: now)
+        case .timerFired(.reservation(let id)): allocate(id, now: now)
+        }
+    }
+
+    // MARK: - Passenger requests
+
+    private mutating func receive(_ request: PassengerRequest, now: Int64) -> [DispatchAction] {
+        guard requests[request.id] == nil else {
+            return [.log(.init(level: .warning, text: "\(request.id) requested twice; the second is ignored"))]
+        }
+        stats.requests += 1
+        if let joined = request.sharesRideOf, let host = requests[joined], case .assigned(let unit) = host.phase {
+            let total = host.request.passengers + request.passengers
+            requests[joined]?.request.passengers = total
+            requests[request.id] = OpenRequest(request: request, phase: .assigned(unit: unit), allocationStart: now)
+            stats.shared += 1
+            let update = JobUpdate(
+                job: joined,
+                addPickup: .init(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address, passengers: request.passengers))
+            return [
+                .send(unit: unit, .update(update)),
+                .log(.init(level: .info, text: "\(request.id) shares \(joined) with \(unit): job/update, \(total) passengers")),
+            ]
+        }
+        requests[request.id] = OpenRequest(request: request, phase: .reserved)
+        if let meeting = request.meetingTime {
+            let allocateAt = meeting - Int64(settings.reservationLeadS) * 1000
+            if allocateAt > now {
+                return [
+                    .startTimer(.reservation(request: request.id), at: allocateAt),
+                    .log(.init(level: .info, text: "\(request.id) reserved, allocated in \((allocateAt - now) / 1000) s")),
+                ]
+            }
+        }
+        return allocate(request.id, now: now)
+    }
+
+    private mutating func allocate(_ id: String, now: Int64) -> [DispatchAction] {
+        guard requests[id]?.phase == .reserved else { return [] }
+        requests[id]?.allocationStart = now
+        return offerNext(id, now: now)
+    }
+
+    /// Offers to the head of the pickup zone's queue, then of its neighbours', skipping taxis that
+    /// already had this request; with nobody left the request is unserved.
+    private mutating func offerNext(_ id: String, now: Int64) -> [DispatchAction] {
+        guard var open = requests[id] else { return [] }
+        let home = zones.zone(containing: open.request.pickup)?.id
+        let zoneOrder = home.map { [$0] + (zones.neighbours[$0] ?? []) } ?? []
+        for zone in zoneOrder {
+            guard let unit = queue(of: zone).first(where: { !open.tried.contains($0) }) else { continue }
+            removeFromQueues(unit)
+            taxis[unit, default: Taxi()].offeredJob = id
+            open.tried.insert(unit)
+            open.phase = .offering(unit: unit, sentAt: now)
+            requests[id] = open
+            stats.offers += 1
+            replyProbes[ProbeKey(job: id, unit: unit)] = ReplyProbe(offerSentAt: now)
+            let offer = JobOffer(
+                job: id, pickup: Place(lat: open.request.pickup.lat, lon: open.request.pickup.lon, address: open.request.address),
+                respondWithinS: Double(settings.respondWithinS), passengers: open.request.passengers,
+                meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note, t: now)
+            let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
+            let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
+            return [
+                .send(unit: unit, .offer(offer)),
+                .startTimer(.offerDeadline(job: id, unit: unit), at: deadline),
+                .log(.init(level: .info, text: "\(id) offered to \(unit) (\(via), try \(open.tried.count))")),
+            ]
+        }
+        open.phase = .closed
+        requests[id] = open
+        stats.unserved += 1
+        let why = home == nil ? "pickup outside every zone" : "no available taxi in \(home!) or its neighbours"
+        return [.log(.init(level: .warning, text: "\(id) UNSERVED: \(why)"))]
+    }
+
+    private mutating func withdraw(_ id: String, now: Int64) -> [DispatchAction] {
+        guard let open = requests[id], open.phase != .closed else {
+            return [.log(.init(level: .warning, text: "withdrawal of \(id) ignored: no open request"))]
+        }
+        requests[id]?.phase = .closed
+        stats.cancelled += 1
+        switch open.phase {
+        case .reserved:
+            return [.cancelTimer(.reservation(request: id)), .log(.init(level: .info, text: "\(id) withdrawn before allocation"))]
+        case .offering(let unit, _):
+            taxis[unit]?.offeredJob = nil
+            replyProbes[ProbeKey(job: id, unit: unit)] = nil
+            return [.cancelTimer(.offerDeadline(job: id, unit: unit))] + cancel(job: id, unit: unit, reason: "passenger_withdrew")
+                + reconcile(unit)
+        case .assigned(let unit):
+            // A sharing passenger leaves the host's ride; the ride itself goes on.
+            if let host = open.request.sharesRideOf, let total = requests[host]?.request.passengers {
+                let remaining = max(1, total - open.request.passengers)
+                requests[host]?.request.passengers = remaining
+                return [
+                    .send(unit: unit, .update(JobUpdate(job: host, passengers: remaining))),
+                    .log(.init(level: .info, text: "\(id) left shared ride \(host) on \(unit): \(remaining) passengers")),
+                ]
+            }
+            taxis[unit]?.assignedJob = nil
+            return cancel(job: id, unit: unit, reason: "passenger_withdrew")
+        case .closed:
+            return []
+        }
+    }
+
+    private func cancel(job: String, unit: String, reason: String) -> [DispatchAction] {
+        [.send(unit: unit, .cancel(JobCancel(job: job, reason: reason))), .log(.init(level: .info, text: "\(job) cancelled on \(unit) (\(reason))"))]
+    }
+
+    // MARK: - Unit messages
+
+    private mutating func handle(_ report: UnitReport, from unit: String, now: Int64) -> [DispatchAction] {
+        switch report {
+        case .status(let status):
+            taxis[unit, default: Taxi()].online = status.online
+            let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit) } ?? []
+            return actions + reconcile(unit)
+        case .offline:
+            taxis[unit, default: Taxi()].online = false
+            return [.log(.init(level: .info, text: "\(unit) offline"))] + reconcile(unit)
+        case .event(let id, let transition):
+            guard firstArrival(id) else { return [] }
+            if transition.to == .offered, let job = transition.job {
+                replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t
+                stats.recordProbe(replyProbes.removeIfComplete(ProbeKey(job: job, unit: unit)))
+            }
+            return apply(state: transition.to, zone: nil, at: transition.t, to: unit) + reconcile(unit)
+        case .reply(let id, let reply):
+            guard firstArrival(id) else { return [] }
+            return handle(reply, from: unit, now: now)
+        case .position(let position):
+            guard firstArrival(position.id), let last = position.points.last, taxis[unit]?.reportsZone != true,
+                  let zone = zones.zone(containing: Coordinate(lat: last.lat, lon: last.lon))?.id,
+                  zone != taxis[unit]?.zone else { return [] }
+            taxis[unit, default: Taxi()].zone = zone
+            return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
+        case .sos(let id, let alarm):
+            guard firstArrival(id) else { return [] }
+            stats.sos += 1
+            let place = alarm.fix.map { " at \($0.lat), \($0.lon)" } ?? ", position unknown"
+            let job = alarm.job.map { " on \($0)" } ?? ""
+            return [
+                .send(unit: unit, .sosAck(SOSAck(id: id))),
+                .log(.init(level: .alarm, text: "SOS from \(unit)\(place), \(alarm.state.rawValue)\(job) — acknowledged")),
+            ]
+        }
+    }
+
+    /// QoS 1 and the units' outboxes deliver at least once: everything with an id counts once.
+    private mutating func firstArrival(_ id: String) -> Bool {
+        if seenMessageIDs.insert(id).inserted { return true }
+        stats.duplicatesDropped += 1
+        return false
+    }
+
+    private mutating func apply(state: StateName, zone: String?, at t: Int64, to unit: String) -> [DispatchAction] {
+        var taxi = taxis[unit, default: Taxi()]
+        guard t >= taxi.stateTime else { return [] }
+        taxi.stateTime = t
+        var actions: [DispatchAction] = []
+        if zone != nil { taxi.reportsZone = true }
+        if let zone, zone != taxi.zone {
+            if taxi.zone != nil { actions.append(.log(.init(level: .info, text: "\(unit) moved to zone \(zone)"))) }
+            taxi.zone = zone
+        }
+        if let job = taxi.assignedJob, state == .available || state == .offDuty {
+            taxi.assignedJob = nil
+            if requests[job]?.phase == .assigned(unit: unit) {
+                requests[job]?.phase = .closed
+                stats.completed += 1
+                actions.append(.log(.init(level: .info, text: "\(unit) finished \(job), now \(state.rawValue)")))
+            }
+        }
+        taxi.state = state
+        taxis[unit] = taxi
+        return actions
+    }
+
+    private mutating func handle(_ reply: JobReply, from unit: String, now: Int64) -> [DispatchAction] {
+        guard reply.re == .jobOffer else {
+            let why = reply.reason.map { ": \($0)" } ?? ""
+            return [.log(.init(level: .warning, text: "\(unit) refused \(reply.re.rawValue) for \(reply.job) (\(reply.reply.rawValue))\(why)"))]
+        }
+        // A unit answers a redelivered offer again with a new id: the same accept is no news.
+        if reply.reply == .accept, requests[reply.job]?.phase == .assigned(unit: unit) {
+            stats.duplicatesDropped += 1
+            return []
+        }
+        let key = ProbeKey(job: reply.job, unit: unit)
+        guard let open = requests[reply.job], case .offering(unit, let sentAt) = open.phase else {
+            replyProbes[key] = nil
+            // A taxi that accepted an offer we already gave up on must not drive there.
+            if reply.reply == .accept {
+                return [.log(.init(level: .warning, text: "late accept of \(reply.job) from \(unit)"))]
+                    + cancel(job: reply.job, unit: unit, reason: "offer_withdrawn")
+            }
+            return [.log(.init(level: .info, text: "late \(reply.reply.rawValue) of \(reply.job) from \(unit) ignored"))]
+        }
+        stats.offerToReplyMs.append(now - sentAt)
+        replyProbes[key]?.replyMadeAt = reply.t
+        replyProbes[key]?.replyReceivedAt = now
+        stats.recordProbe(replyProbes.removeIfComplete(key))
+        taxis[unit, default: Taxi()].offeredJob = nil
+        var actions: [DispatchAction] = [.cancelTimer(.offerDeadline(job: reply.job, unit: unit))]
+        let reason = reply.reason.map { " (\($0))" } ?? ""
+        let line = "\(reply.job) \(reply.reply.rawValue) by \(unit)\(reason) after \(now - sentAt) ms"
+        switch reply.reply {
+        case .accept:
+            stats.accepted += 1
+            stats.requestToAssignmentMs.append(now - open.allocationStart)
+            requests[reply.job]?.phase = .assigned(unit: unit)
+            taxis[unit]?.assignedJob = reply.job
+            actions += apply(state: .enRoute, zone: nil, at: reply.t, to: unit)
+            return actions + [.log(.init(level: .info, text: line))] + reconcile(unit)
+        case .reject, .timeout, .expired, .invalid:
+            switch reply.reply {
+            case .reject: stats.rejected += 1
+            case .timeout: stats.timedOut += 1
+            case .expired: stats.expired += 1
+            default: stats.invalid += 1
+            }
+            // The unit is back in `available` after any of these: to the end of its queue.
+            actions += apply(state: .available, zone: nil, at: reply.t, to: unit)
+        case .busy:
+            stats.busy += 1
+            // Busy with something else: out of the queues until its status says available again.
+            if reply.t >= taxis[unit, default: Taxi()].stateTime {
+                taxis[unit]?.state = nil
+                taxis[unit]?.stateTime = reply.t
+            }
+        }
+        actions.append(.log(.init(level: reply.reply == .invalid ? .warning : .info, text: line)))
+        return actions + reconcile(unit) + offerNext(reply.job, now: now)
+    }
+
+    private mutating func noReply(job: String, unit: String, now: Int64) -> [DispatchAction] {
+        guard case .offering(unit, _) = requests[job]?.phase else { return [] }
+        stats.noReply += 1
+        replyProbes[ProbeKey(job: job, unit: unit)] = nil
+        taxis[unit]?.offeredJob = nil
+        let waited = settings.respondWithinS + settings.replyGraceS
+        return [.log(.init(level: .warning, text: "\(job): no reply from \(unit) in \(waited) s, counted as timed out"))]
+            + reconcile(unit) + offerNext(job, now: now)
+    }
+
+    // MARK: - Queues
+
+    /// Puts a taxi at the end of its zone's queue when it is waiting there, and takes it out of
+    /// every queue otherwise. Idempotent: a taxi already queued in its zone keeps its place.
+    private mutating func reconcile(_ unit: String) -> [DispatchAction] {
+        let taxi = taxis[unit, default: Taxi()]
+        let current = queues.first { $0.value.contains(unit) }?.key
+        guard taxi.online, taxi.state == .available, taxi.offeredJob == nil, let zone = taxi.zone else {
+            removeFromQueues(unit)
+            return []
+        }
+        guard current != zone else { return [] }
+        removeFromQueues(unit)
+        queues[zone, default: []].append(unit)
+        return [.log(.init(level: .info, text: "\(unit) queued in \(zone) at position \(queues[zone]!.count)"))]
+    }
+
+    private mutating func removeFromQueues(_ unit: String) {
+        for zone in queues.keys { queues[zone]?.removeAll { $0 == unit } }
+    }
+}
+
+extension Dictionary where Key == Dispatcher.ProbeKey, Value == Dispatcher.ReplyProbe {
+    /// The think-time-free round trip once all four clocks are known; the probe is then dropped.
+    mutating func removeIfComplete(_ key: Key) -> Int64? {
+        guard let probe = self[key], let received = probe.offerReceivedAt, let made = probe.replyMadeAt,
+              let arrived = probe.replyReceivedAt else { return nil }
+        self[key] = nil
+        return (arrived - probe.offerSentAt) - (made - received)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import UnitCore
+
+/// Where passenger requests come from: a scenario (explicit times) and random generators with a
+/// rate per zone, merged into one time-ordered list of inputs for the dispatcher.
+
+public struct ScheduledInput: Sendable, Equatable {
+    /// Milliseconds after the start of the run.
+    public var atMs: Int64
+    public var input: DispatchInput
+
+    public init(atMs: Int64, input: DispatchInput) {
+        self.atMs = atMs
+        self.input = input
+    }
+}
+
+/// Requests in one zone: every `everyS` seconds exactly, or as a Poisson process of `perMinute`.
+public struct ZoneDemand: Sendable, Equatable {
+    public enum Rate: Sendable, Equatable {
+        case every(seconds: Double)
+        case poisson(perMinute: Double)
+    }
+
+    public var zone: String
+    public var rate: Rate
+    public var firstAtS: Double
+
+    public init(zone: String, rate: Rate, firstAtS: Double = 0) {
+        self.zone = zone
+        self.rate = rate
+        self.firstAtS = firstAtS
+    }
+}
+
+public enum RequestSchedule {
+    /// Random requests for `durationS`, pickups uniformly inside each zone's polygon; the same seed
+    /// gives the same run. Ids are `{zone}-{n}`.
+    public static func generate(
+        _ demands: [ZoneDemand], zones: ZoneMap, durationS: Double, seed: UInt64
+    ) throws(ScheduleError) -> [ScheduledInput] {
+        var random = SplitMix64(seed: seed)
+        var inputs: [ScheduledInput] = []
+        for demand in demands {
+            guard let zone = zones[demand.zone] else { throw ScheduleError("generator for unknown zone \(demand.zone)") }
+            var atS = demand.firstAtS
+            var number = 0
+            while atS < durationS {
+                number += 1
+                // The id doubles as the address, so a 20-column terminal shows something readable.
+                let id = "\(zone.id)-\(number)"
+                let request = PassengerRequest(id: id, pickup: randomPoint(in: zone, using: &random), address: id)
+                inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
+                switch demand.rate {
+                case .every(let seconds):
+                    atS += seconds
+                case .poisson(let perMinute):
+                    // Exponential gaps; 1 - u keeps the logarithm finite.
+                    atS += -log(1 - Double.random(in: 0..<1, using: &random)) * 60 / perMinute
+                }
+            }
+        }
+        return inputs
+    }
+
+    /// Scenario and generated inputs in time order; ties keep the order given (stable).
+    public static func merge(_ lists: [ScheduledInput]...) -> [ScheduledInput] {
+        lists.joined().enumerated().sorted { ($0.element.atMs, $0.offset) < ($1.element.atMs, $1.offset) }.map(\.element)
+    }
+
+    static func randomPoint<R: RandomNumberGenerator>(in zone: Zone, using random: inout R) -> Coordinate {
+        let lats = zone.polygon.map(\.lat), lons = zone.polygon.map(\.lon)
+        while true {
+            let point = Coordinate(
+                lat: Double.random(in: lats.min()!...lats.max()!, using: &random),
+                lon: Double.random(in: lons.min()!...lons.max()!, using: &random))
+            if zone.contains(point) { return point }
+        }
+    }
+}
+
+public struct ScheduleError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A small seedable generator, so that a benchmark or test run can be repeated exactly.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

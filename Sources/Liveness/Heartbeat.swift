@@ -1,0 +1,81 @@
+import Foundation
+
+/// Proof of life from a thread that runs a blocking C library loop (libmosquitto, libgps).
+///
+/// The thread beats each time round its loop, saying how long it may legitimately stay silent before
+/// the next beat (a poll timeout, a blocking connect). The watchdog asks `isAlive` and stops pinging
+/// systemd when a thread has been silent for longer than it promised: it is wedged, and a restart is
+/// the only remedy.
+public final class Heartbeat: @unchecked Sendable {
+    public let name: String
+    private let lock = NSLock()
+    private var reading: HeartbeatReading
+
+    public init(name: String, at start: ContinuousClock.Instant = .now, allowingSilenceS: Double) {
+        self.name = name
+        reading = HeartbeatReading(lastBeat: start, allowedSilence: .seconds(allowingSilenceS))
+    }
+
+    public func beat(allowingSilenceS: Double, at now: ContinuousClock.Instant = .now) {
+        lock.withLock { reading = HeartbeatReading(lastBeat: now, allowedSilence: .seconds(allowingSilenceS)) }
+    }
+
+    /// A thread that has ended for good (shutdown) is not wedged: it beats with no limit.
+    public func finished() {
+        lock.withLock { reading.allowedSilence = nil }
+    }
+
+    public func isAlive(at now: ContinuousClock.Instant = .now) -> Bool {
+        lock.withLock { reading.isAlive(at: now) }
+    }
+
+    public var current: HeartbeatReading { lock.withLock { reading } }
+}
+
+/// The last beat and the promise that came with it. Pure value, so the rule is testable.
+public struct HeartbeatReading: Sendable, Equatable {
+    public var lastBeat: ContinuousClock.Instant
+    /// nil: no limit.
+    public var allowedSilence: Duration?
+
+    public init(lastBeat: ContinuousClock.Instant, allowedSilence: Duration?) {
+        self.lastBeat = lastBeat
+        self.allowedSilence = allowedSilence
+    }
+
+    public func isAlive(at now: ContinuousClock.Instant) -> Bool {
+        guard let allowedSilence else { return true }
+        return now - lastBeat <= allowedSilence
+    }
+}
+
+public enum Liveness {
+    /// Added to every promise: scheduling delays on a loaded 2-core board are not a wedge.
+    public static let slackS = 10.0
+    /// A blocking TCP connect gives up after the kernel's SYN retries (about 127 s on Linux).
+    public static let blockingConnectS = 150.0
+}
+
+/// Whether the daemon deserves a watchdog ping now. Pure, so every case is testable.
+public enum HealthVerdict: Equatable, Sendable {
+    case healthy
+    case unhealthy(String)
+
+    public init(engineAnswered: Bool, threads: [(name: String, reading: HeartbeatReading)], at now: ContinuousClock.Instant) {
+        var problems: [String] = []
+        if !engineAnswered { problems.append("the engine loop did not answer its last probe") }
+        for thread in threads where !thread.reading.isAlive(at: now) {
+            problems.append("thread \(thread.name) silent for \(Int((now - thread.reading.lastBeat) / .seconds(1))) s")
+        }
+        self = problems.isEmpty ? .healthy : .unhealthy(problems.joined(separator: "; "))
+    }
+}
+
+extension Liveness {
+    /// Names the calling thread for the kernel (top -H, ps -L, /proc/PID/task/*/comm). Foundation's
+    /// `Thread.name` reaches the kernel only sometimes on Linux (a race inside `Thread.start`), and
+    /// Glibc's module does not export pthread_setname_np; the kernel keeps 15 bytes.
+    public static func nameCurrentThread(_ name: String) {
+        try? String(name.prefix(15)).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import GRDB
+import UnitCore
+
+/// Reading the outbox and packing queued fixes into position messages. These run inside one
+/// `write` so the pump marks what the broker acknowledged and fetches what goes next in a single
+/// commit.
+extension LocalCache.Transaction {
+    /// Undelivered rows of `lane` with an id above `cursor`, oldest first. The pump keeps the
+    /// cursor, so rows it already handed over in this session are never read again.
+    public func pendingMessages(in lane: OutboxLane, after cursor: Int64, limit: Int) throws -> [OutboxMessage] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, message_id, topic, lane, qos, payload FROM outbox
+                WHERE delivered_at IS NULL AND lane = ? AND id > ?
+                ORDER BY id LIMIT ?
+                """,
+            arguments: [lane.rawValue, cursor, limit]
+        ).map(LocalCache.message)
+    }
+
+    /// Packs the newest queued fix into a live message (`points` with one object, as in
+    /// docs/protocol.md), so the dispatcher sees where the taxi is now before any history.
+    public func formLivePosition(unit: String, topic: String, createdAt: Int64) throws -> OutboxMessage? {
+        guard let (id, point) = try queuedPoints(newest: true, limit: 1).first else {
+            notes.queueFoundEmpty = true
+            return nil
+        }
+        try db.execute(sql: "DELETE FROM position_queue WHERE id = ?", arguments: [id])
+        return try enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, pointCount: 1, newestPoint: id) { seq, messageID in
+            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: messageID, points: [point])))
+        }
+    }
+
+    /// Packs the oldest queued fixes into up to `messages` backfill messages of up to `limit`
+    /// points each, oldest first, reading and deleting them in one go.
+    public func formBackfill(unit: String, topic: String, limit: Int, messages: Int = 1, createdAt: Int64) throws -> [OutboxMessage] {
+        let queued = try queuedPoints(newest: false, limit: limit * messages)
+        guard let last = queued.last else {
+            notes.queueFoundEmpty = true
+            return []
+        }
+        try db.execute(sql: "DELETE FROM position_queue WHERE id <= ?", arguments: [last.id])
+        return try stride(from: 0, to: queued.count, by: limit).map { start in
+            let batch = queued[start..<min(start + limit, queued.count)]
+            return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, pointCount: batch.count, newestPoint: batch.last!.id) {
+                seq, messageID in BackfillMessage(unit: unit, seq: seq, id: messageID, points: batch.map(\.point)).json
+            }
+        }
+    }
+
+    private func queuedPoints(newest: Bool, limit: Int) throws -> [(id: Int64, point: PositionPoint)] {
+        try Row.fetchAll(
+            db,
+            sql: "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id \(newest ? "DESC" : "ASC") LIMIT ?",
+            arguments: [limit]
+        ).map { row in
+            (row[0], PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6]))
+        }
+    }
+
+    /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
+    public func markDelivered(_ rowIDs: [Int64], at time: Int64) throws {
+        guard !rowIDs.isEmpty else { return }
+        try db.execute(
+            sql: "UPDATE outbox SET delivered_at = ? WHERE id IN (\(rowIDs.map(String.init).joined(separator: ",")))", arguments: [time])
+    }
+}
+
+extension LocalCache {
+    static func message(_ row: Row) -> OutboxMessage {
+        OutboxMessage(
+            rowID: row[0], messageID: row[1], topic: row[2], lane: OutboxLane(rawValue: row[3]) ?? .event, qos: row[4],
+            payload: [UInt8](row[5] as Data))
+    }
+
+    /// Undelivered live messages from earlier sessions, newest first: the first position a
+    /// reconnected unit sends is the newest it has.
+    public func pendingLivePositions() throws -> [OutboxMessage] {
+        try database.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, message_id, topic, lane, qos, payload FROM outbox
+                    WHERE delivered_at IS NULL AND lane = ? ORDER BY newest_point DESC
+                    """,
+                arguments: [OutboxLane.livePosition.rawValue]
+            ).map(Self.message)
+        }
+    }
+
+    public func outboxDepth() throws -> OutboxDepth {
+        try database.read { db in
+            var depth = OutboxDepth()
+            for row in try Row.fetchAll(
+                db, sql: "SELECT class, COUNT(*) AS messages, SUM(points) AS points FROM outbox WHERE delivered_at IS NULL GROUP BY class")
+            {
+                let count: Int = row["messages"]
+                switch MessageClass(rawValue: row["class"]) {
+                case .alarm: depth.alarm = count
+                case .reply: depth.reply = count
+                case .event: depth.event = count
+                case .position: depth.position += row["points"] ?? 0
+                case nil: break
+                }
+            }
+            depth.position += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM position_queue")!
+            let counters = try Self.counters(db)
+            depth.thinned = counters[.thinned] ?? 0
+            depth.dropped = counters[.dropped] ?? 0
+            return depth
+        }
+    }
+}
+
+extension JSONEncoder {
+    /// Compact, stable key order, no escaped slashes: what goes on the wire.
+    public static var wire: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

@@ -1,0 +1,107 @@
+import LocalCache
+import Logging
+import UnitConfig
+import UnitCore
+
+/// An outgoing message before it is in the store. Kept in memory only while the store refuses
+/// writes; the sequence number and id are assigned when it is finally stored.
+struct UnstoredMessage {
+    let topic: String
+    let messageClass: MessageClass
+    let createdAt: Int64
+    let encode: (_ seq: Int64, _ id: String) throws -> [UInt8]
+
+    func enqueue(in transaction: LocalCache.Transaction) throws {
+        try transaction.enqueue(topic: topic, messageClass: messageClass, createdAt: createdAt, encode: encode)
+    }
+
+    /// Alarms and replies are fsync'd before anyone is told they were sent.
+    func store(in store: LocalCache) throws {
+        try store.write(Durability(for: messageClass)) { try enqueue(in: $0) }
+    }
+}
+
+/// The store's periodic chores, run from the engine loop: retrying messages the store refused,
+/// purging delivered rows, retention, and the size bound.
+struct StoreUpkeep {
+    static let interval = Duration.seconds(2)
+    /// Delivered rows removed per run: small, so the pump never waits long for the writer.
+    static let purgeBatch = 500
+    /// Retention scans the whole queue, so it runs rarely.
+    static let retentionEveryMs: Int64 = 10 * 60 * 1000
+
+    private let store: LocalCache
+    /// `max_mb` and `retention_days`; the fleet may change them.
+    var limits: UnitConfiguration.Store
+    private let logger: Logger
+    /// Positions lost while the store was not writable, not yet added to its counter.
+    private var uncountedLostPositions = 0
+    private var lastRetentionRun: Int64 = 0
+    private var lastDepth: OutboxDepth?
+
+    init(store: LocalCache, settings: UnitConfiguration.Store, logger: Logger) {
+        self.store = store
+        limits = settings
+        self.logger = logger
+    }
+
+    mutating func positionLost() {
+        uncountedLostPositions += 1
+    }
+
+    /// Returns true when the thinned/dropped counters changed, so the retained status is stale.
+    mutating func run(now: Int64, unstored: inout [UnstoredMessage]) -> Bool {
+        while let message = unstored.first {
+            do {
+                try message.store(in: store)
+                unstored.removeFirst()
+                logger.notice("stored a message that had waited in memory", metadata: ["topic": "\(message.topic)"])
+            } catch {
+                break
+            }
+        }
+        do {
+            if uncountedLostPositions > 0 {
+                try store.countDroppedPositions(uncountedLostPositions)
+                logger.warning("positions were lost while the store was not writable", metadata: ["count": "\(uncountedLostPositions)"])
+                uncountedLostPositions = 0
+            }
+            try store.purgeDelivered(limit: Self.purgeBatch)
+            if now - lastRetentionRun >= Self.retentionEveryMs {
+                lastRetentionRun = now
+                let dropped = try store.dropPositions(createdBefore: now - Int64(limits.retentionDays * 86_400_000))
+                if dropped > 0 { logger.notice("dropped undelivered positions past retention", metadata: ["count": "\(dropped)"]) }
+            }
+            let bound = try store.enforceBound(maxBytes: Int64(limits.maxMB * 1024 * 1024))
+            if bound.thinned > 0 || bound.dropped > 0 {
+                logger.warning("store reached its size bound", metadata: [
+                    "thinned": "\(bound.thinned)", "dropped": "\(bound.dropped)", "history_removed": "\(bound.historyRemoved)",
+                ])
+            }
+            if bound.stillAbove {
+                logger.error("store is above its size bound with only alarms, replies and events left; keeping them")
+            }
+        } catch {
+            logger.error("store upkeep failed", metadata: ["error": "\(error)"])
+        }
+        let before = lastDepth
+        let depth = refreshDepth(unstored: unstored)
+        return before.map { $0.thinned != depth.thinned || $0.dropped != depth.dropped } ?? false
+    }
+
+    /// What waits, counting messages still in memory; the last known figures if the store cannot be read.
+    mutating func refreshDepth(unstored: [UnstoredMessage]) -> OutboxDepth {
+        var depth = (try? store.outboxDepth()) ?? lastDepth ?? OutboxDepth()
+        lastDepth = depth
+        for message in unstored {
+            switch message.messageClass {
+            case .alarm: depth.alarm += 1
+            case .reply: depth.reply += 1
+            case .event: depth.event += 1
+            case .position: depth.position += 1
+            }
+        }
+        depth.dropped += uncountedLostPositions
+        return depth
+    }
+}

@@ -1,0 +1,53 @@
+import DispatchCore
+import Foundation
+import UnitCore
+
+/// The passengers' side, which a real dispatcher gets from its booking apps: requests and
+/// withdrawals published on `dispatchsim/{fleet}/request` and `…/cancel`, so tests and the demo can
+/// add them while the simulator runs (see docs/dispatchsim.md).
+enum Booking {
+    static func topics(fleet: String) -> (request: String, cancel: String) {
+        ("dispatchsim/\(fleet)/request", "dispatchsim/\(fleet)/cancel")
+    }
+
+    struct Request: Decodable {
+        struct Pickup: Decodable {
+            var lat: Double
+            var lon: Double
+            var address: String?
+        }
+
+        var id: String
+        var pickup: Pickup
+        var passengers: Int?
+        var meetingTime: Int64?
+        var shares: String?
+        var note: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, pickup, passengers, shares, note
+            case meetingTime = "meeting_time"
+        }
+    }
+
+    struct Cancel: Decodable {
+        var id: String
+    }
+
+    static func input(topic: String, payload: [UInt8], fleet: String) throws -> DispatchInput? {
+        let (requestTopic, cancelTopic) = topics(fleet: fleet)
+        switch topic {
+        case requestTopic:
+            let booking = try JSONDecoder().decode(Request.self, from: Data(payload))
+            return .request(
+                PassengerRequest(
+                    id: booking.id, pickup: Coordinate(lat: booking.pickup.lat, lon: booking.pickup.lon), address: booking.pickup.address,
+                    passengers: booking.passengers ?? 1, meetingTime: booking.meetingTime, sharesRideOf: booking.shares,
+                    note: booking.note))
+        case cancelTopic:
+            return .withdraw(request: try JSONDecoder().decode(Cancel.self, from: Data(payload)).id)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import DispatchCore
+import Foundation
+import MQTTLink
+import ServiceLifecycle
+import UnitCore
+
+/// The dispatcher's shell: feeds the broker's messages, the scenario and its own timers to the pure
+/// `Dispatcher` one at a time, and performs what it asks for. Ends when the run's time is up and no
+/// offer is still waiting for its answer, or on Ctrl-C; prints the summary either way.
+final class DispatchLoop: Service, @unchecked Sendable {
+    struct Options {
+        var topicPrefix: String
+        var fleet: String
+        var durationS: Double?
+        var quiet: Bool
+        var statsPath: String?
+    }
+
+    private enum Input {
+        case mqtt(MQTTEvent)
+        case tick
+    }
+
+    private let connection: MQTTConnection
+    private let options: Options
+    private var dispatcher: Dispatcher
+    private var schedule: [ScheduledInput]
+    private let startMs: Int64
+    /// When the scenario's clock starts: shortly after the first connection, so that the units'
+    /// retained statuses have filled the queues before the first request.
+    private var scheduleStartMs: Int64?
+    private var timers: [DispatchTimer: Int64] = [:]
+    /// Offers and acks made while the broker was away; QoS 1 takes over once they are handed over.
+    private var unsent: [(topic: String, payload: [UInt8])] = []
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
+    init(connection: MQTTConnection, dispatcher: Dispatcher, schedule: [ScheduledInput], startMs: Int64, options: Options) {
+        self.connection = connection
+        self.dispatcher = dispatcher
+        self.schedule = schedule
+        self.startMs = startMs
+        self.options = options
+    }
+
+    func run() async throws {
+        let (inputs, sink) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let events = Task { [connection] in
+            for await event in connection.events { sink.yield(.mqtt(event)) }
+        }
+        // 20 ms is the timers' resolution; replies are handled as they arrive, not on ticks.
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(20))
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            events.cancel()
+            ticker.cancel()
+        }
+        note("dispatchsim: fleet \(options.fleet), \(dispatcher.zones.zones.count) zones, \(schedule.count) scheduled inputs")
+        for await input in inputs.cancelOnGracefulShutdown() {
+            switch input {
+            case .mqtt(let event): handle(event)
+            case .tick: runDue()
+            }
+            if finished { break }
+        }
+        report()
+    }
+
+    private var finished = false
+
+    private func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Feeds everything whose time has come, and decides whether the run is over.
+    private func runDue() {
+        let now = nowMs()
+        guard let scheduleStartMs else { return }
+        while let next = schedule.first, scheduleStartMs + next.atMs <= now {
+            schedule.removeFirst()
+            perform(dispatcher.handle(next.input, now: now))
+        }
+        for (timer, deadline) in timers.sorted(by: { $0.value < $1.value }) where deadline <= now {
+            timers[timer] = nil
+            perform(dispatcher.handle(.timerFired(timer), now: now))
+        }
+        if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
+           dispatcher.pendingOffers == 0 {
+            finished = true
+        }
+    }
+
+    private func handle(_ event: MQTTEvent) {
+        switch event {
+        case .connected:
+            if scheduleStartMs == nil { scheduleStartMs = nowMs() + 1000 }
+            let base = "\(options.topicPrefix)/\(options.fleet)/+/"
+            for topic in Self.topicsRead {
+                try? connection.subscribe(base + topic.rawValue, qos: 1)
+            }
+            let booking = Booking.topics(fleet: options.fleet)
+            for topic in [booking.request, booking.cancel] { try? connection.subscribe(topic, qos: 1) }
+            note("connected to the broker")
+            let waiting = unsent
+            unsent = []
+            for message in waiting { publish(topic: message.topic, payload: message.payload) }
+        case .disconnected(_, let reason):
+            note("WARNING broker connection lost: \(reason)")
+        case .connectFailed(let reason):
+            note("WARNING cannot connect to the broker: \(reason)")
+        case .published:
+            break
+        case .message(let message):
+            handle(message)
+        }
+    }
+
+    private func handle(_ message: MQTTMessage) {
+        if message.topic.hasPrefix("dispatchsim/") {
+            do {
+                if let input = try Booking.input(topic: message.topic, payload: message.payload, fleet: options.fleet) {
+                    perform(dispatcher.handle(input, now: nowMs()))
+                }
+            } catch {
+                note("WARNING undecodable booking on \(message.topic) ignored (\(error))")
+            }
+            return
+        }
+        // {prefix}/{fleet}/{unit}/{name...}
+        let prefixLevels = options.topicPrefix.split(separator: "/").count + 1
+        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard levels.count > prefixLevels + 1 else { return }
+        let unit = levels[prefixLevels]
+        let name = levels[(prefixLevels + 1)...].joined(separator: "/")
+        guard let topic = UnitTopic(rawValue: name) else { return }
+        let report: UnitReport
+        do {
+            guard let decoded = try Self.decode(topic, Data(message.payload)) else { return }
+            report = decoded
+        } catch {
+            note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
+            return
+        }
+        perform(dispatcher.handle(.report(unit: unit, report), now: nowMs()))
+    }
+
+    /// The `id` every unit message but `status` carries beside its body.
+    private struct MessageID: Decodable {
+        var id: String
+    }
+
+    /// What a dispatcher reads of the units' topics (the fleet configuration ones are not its business).
+    private static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos]
+
+    private static func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
+        let decoder = JSONDecoder()
+        switch topic {
+        case .status:
+            do {
+                return .status(try decoder.decode(StatusMessage.self, from: data))
+            } catch {
+                guard let will = try? decoder.decode(OfflineStatusMessage.self, from: data), !will.online else { throw error }
+                return .offline
+            }
+        case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
+        case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
+        case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
+        case .pos: return .position(try decoder.decode(PositionMessage.self, from: data))
+        case .config, .cmd, .configAck, .cmdReply: return nil
+        }
+    }
+
+    private func perform(_ actions: [DispatchAction]) {
+        for action in actions {
+            switch action {
+            case .send(let unit, let message):
+                let topic = "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)"
+                publish(topic: topic, payload: encode(message))
+            case .startTimer(let timer, let at):
+                timers[timer] = at
+            case .cancelTimer(let timer):
+                timers[timer] = nil
+            case .log(let line):
+                if !options.quiet || line.level != .info { note(line.description) }
+            }
+        }
+    }
+
+    private func encode(_ message: DispatchMessage) -> [UInt8] {
+        let data: Data? =
+            switch message {
+            case .offer(let offer): try? encoder.encode(offer)
+            case .cancel(let cancel): try? encoder.encode(cancel)
+            case .update(let update): try? encoder.encode(update)
+            case .sosAck(let ack): try? encoder.encode(ack)
+            }
+        return Array(data ?? Data())
+    }
+
+    private func publish(topic: String, payload: [UInt8]) {
+        do {
+            _ = try connection.publish(topic: topic, payload: payload, qos: 1, retain: false)
+        } catch {
+            unsent.append((topic, payload))
+        }
+    }
+
+    private static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss.SSS"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter
+    }()
+
+    private func note(_ line: String) {
+        printLine("\(Self.clock.string(from: Date())) \(line)")
+    }
+
+    /// Unbuffered, so that the live log keeps up when stdout is a pipe.
+    private func printLine(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    private func report() {
+        let stats = dispatcher.stats
+        printLine("----- dispatchsim summary (\((nowMs() - startMs) / 1000) s) -----\n\(stats.summary)")
+        guard let path = options.statsPath else { return }
+        let numbers: [String: Any] = [
+            "requests": stats.requests, "offers": stats.offers, "accepted": stats.accepted, "rejected": stats.rejected,
+            "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
+            "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "sos": stats.sos,
+            "request_to_assignment_ms": stats.requestToAssignmentMs, "offer_to_reply_ms": stats.offerToReplyMs,
+            "offer_to_reply_transit_ms": stats.offerToReplyTransitMs,
+        ]
+        if let data = try? JSONSerialization.data(withJSONObject: numbers, options: [.sortedKeys]) {
+            try? data.write(to: URL(fileURLWithPath: path))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import DispatchCore
+import Foundation
+import Logging
+import MQTTLink
+import ServiceLifecycle
+import UnitConfig
+import UnitRuntime
+
+@main
+struct DispatchSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dispatchsim",
+        abstract: "A reference dispatcher speaking docs/protocol.md: zone queues, offers, reservations, cancellations, SOS.",
+        discussion: """
+            Requests come from a scenario file and/or a random generator per zone. Prints one line per \
+            event and, at the end (the scenario's duration, --duration, or Ctrl-C), latency percentiles \
+            and counts.
+            """
+    )
+
+    @Option(help: "TOML file with the fleet's [[zones]] (a unit's configuration will do).") var zones: String
+    @Option(help: "Scenario TOML: [dispatch] settings, [[request]], [[cancel]], [[generate]].") var scenario: String?
+    @Option(help: "Random requests per minute in every zone (Poisson), on top of the scenario.") var ratePerZone: Double?
+    @Option(help: "Stop generating after this many seconds, then wait for open offers and exit.") var duration: Double?
+    @Option(help: "Seed of the random generator.") var seed: UInt64 = 1
+    @Option(help: "Broker host.") var host = "127.0.0.1"
+    @Option(help: "Broker port.") var port = 1883
+    @Option(help: "Fleet id (second topic level).") var fleet = "demo"
+    @Option(help: "Topic prefix.") var topicPrefix = "taxi"
+    @Option(help: "respond_within_s of every offer (overrides the scenario).") var respondWithin: Int?
+    @Flag(help: "Print only warnings, alarms and the summary.") var quiet = false
+    @Option(help: "Also write the summary's raw numbers as JSON to this file.") var statsJson: String?
+
+    func run() async throws {
+        let startMs = Int64(Date().timeIntervalSince1970 * 1000)
+        let zoneMap: ZoneMap
+        var scenarioFile = ScenarioFile()
+        do {
+            zoneMap = try ScenarioFile.zones(path: zones)
+            if let scenario { scenarioFile = try ScenarioFile.load(path: scenario, startMs: startMs) }
+        } catch let error as ConfigError {
+            for problem in error.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+            throw ExitCode(1)
+        }
+        if let respondWithin { scenarioFile.settings.respondWithinS = respondWithin }
+        if let ratePerZone {
+            scenarioFile.demands += zoneMap.zones.map { ZoneDemand(zone: $0.id, rate: .poisson(perMinute: ratePerZone)) }
+        }
+        let durationS = duration ?? scenarioFile.durationS
+        if !scenarioFile.demands.isEmpty && durationS == nil {
+            throw ValidationError("random requests need a duration: --duration or [dispatch] duration_s")
+        }
+        let generated = try RequestSchedule.generate(scenarioFile.demands, zones: zoneMap, durationS: durationS ?? 0, seed: seed)
+        let schedule = RequestSchedule.merge(scenarioFile.inputs, generated)
+
+        let logger = Logger(label: "dispatchsim")
+        // A persistent session: replies sent while we reconnect are queued for us by the broker.
+        let mqtt = MQTTConnection(
+            endpoint: MQTTEndpoint(host: host, port: port, keepaliveS: 30, clientID: "dispatchsim-\(fleet)"),
+            will: nil, backoff: ReconnectBackoff(minimumS: 0.2, maximumS: 5), logger: logger)
+        let loop = DispatchLoop(
+            connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,
+            startMs: startMs,
+            options: .init(topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: AdapterService(mqtt)),
+                    .init(service: loop, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        try await group.run()
+    }
+}

@@ -1,0 +1,127 @@
+import DispatchCore
+import Foundation
+import UnitConfig
+import UnitCore
+
+/// A scenario in TOML (see `scenarios/README.md`): the dispatcher's settings, explicit requests,
+/// withdrawals and random generators. Times are seconds from the start of the run.
+struct ScenarioFile {
+    var settings = DispatchSettings()
+    var inputs: [ScheduledInput] = []
+    var demands: [ZoneDemand] = []
+    var durationS: Double?
+
+    init() {}
+
+    static func load(path: String, startMs: Int64) throws -> ScenarioFile {
+        try ScenarioFile(document: parse(path: path), startMs: startMs)
+    }
+
+    /// `startMs` turns a reservation's `meeting_at_s` into a wall-clock meeting time.
+    init(document: ConfigValue, startMs: Int64) throws {
+        var problems: [String] = []
+        let root = document.table
+        if let dispatch = root["dispatch"]?.table {
+            settings.respondWithinS = dispatch["respond_within_s"]?.integer ?? settings.respondWithinS
+            settings.replyGraceS = dispatch["reply_grace_s"]?.integer ?? settings.replyGraceS
+            settings.reservationLeadS = dispatch["reservation_lead_s"]?.integer ?? settings.reservationLeadS
+            durationS = dispatch["duration_s"]?.number
+        }
+        for (index, entry) in (root["request"]?.array ?? []).enumerated() {
+            let where_ = "request #\(index + 1)"
+            let table = entry.table
+            guard let id = table["id"]?.string, let atS = table["at_s"]?.number,
+                  case .array(let pair)? = table["pickup"], pair.count == 2,
+                  let lat = pair[0].number, let lon = pair[1].number else {
+                problems.append("\(where_): needs id, at_s and pickup = [lat, lon]")
+                continue
+            }
+            let request = PassengerRequest(
+                id: id, pickup: Coordinate(lat: lat, lon: lon), address: table["address"]?.string,
+                passengers: table["passengers"]?.integer ?? 1,
+                meetingTime: table["meeting_at_s"]?.number.map { startMs + Int64($0 * 1000) },
+                sharesRideOf: table["shares"]?.string, note: table["note"]?.string)
+            inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
+        }
+        for (index, entry) in (root["cancel"]?.array ?? []).enumerated() {
+            guard let id = entry.table["request"]?.string, let atS = entry.table["at_s"]?.number else {
+                problems.append("cancel #\(index + 1): needs request and at_s")
+                continue
+            }
+            inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .withdraw(request: id)))
+        }
+        for (index, entry) in (root["generate"]?.array ?? []).enumerated() {
+            let table = entry.table
+            let first = table["first_at_s"]?.number ?? 0
+            switch (table["zone"]?.string, table["every_s"]?.number, table["per_minute"]?.number) {
+            case (let zone?, let every?, nil) where every > 0:
+                demands.append(ZoneDemand(zone: zone, rate: .every(seconds: every), firstAtS: first))
+            case (let zone?, nil, let rate?) where rate > 0:
+                demands.append(ZoneDemand(zone: zone, rate: .poisson(perMinute: rate), firstAtS: first))
+            default:
+                problems.append("generate #\(index + 1): needs zone and one of every_s or per_minute (> 0)")
+            }
+        }
+        guard problems.isEmpty else { throw ConfigError(problems: problems) }
+    }
+
+    /// `[[zones]]` from any TOML file (a unit's configuration or a fleet's zone list): id and
+    /// polygon = [[lat, lon], ...], at least three vertices.
+    static func zones(path: String) throws -> ZoneMap {
+        var problems: [String] = []
+        var zones: [DispatchCore.Zone] = []
+        for (index, entry) in (try parse(path: path).table["zones"]?.array ?? []).enumerated() {
+            let vertices = (entry.table["polygon"]?.array ?? []).compactMap { vertex -> Coordinate? in
+                guard case .array(let pair) = vertex, pair.count == 2, let lat = pair[0].number, let lon = pair[1].number else { return nil }
+                return Coordinate(lat: lat, lon: lon)
+            }
+            guard let id = entry.table["id"]?.string, vertices.count >= 3,
+                  vertices.count == entry.table["polygon"]?.array?.count else {
+                problems.append("zones #\(index + 1): needs id and polygon = [[lat, lon], ...] with at least 3 points")
+                continue
+            }
+            zones.append(DispatchCore.Zone(id: id, polygon: vertices))
+        }
+        if zones.isEmpty && problems.isEmpty { problems.append("no [[zones]] found") }
+        guard problems.isEmpty else { throw ConfigError(problems: problems.map { "\(path): \($0)" }) }
+        return ZoneMap(zones: zones)
+    }
+
+    private static func parse(path: String) throws -> ConfigValue {
+        do {
+            return try ConfigValue.parseTOML(String(contentsOfFile: path, encoding: .utf8))
+        } catch let error as ConfigError {
+            throw ConfigError(problems: error.problems.map { "\(path): \($0)" })
+        }
+    }
+}
+
+extension ConfigValue {
+    var table: [String: ConfigValue] {
+        if case .table(let entries) = self { return entries }
+        return [:]
+    }
+
+    var array: [ConfigValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    var string: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    var integer: Int? {
+        if case .integer(let number) = self { return number }
+        return nil
+    }
+
+    var number: Double? {
+        switch self {
+        case .integer(let number): Double(number)
+        case .double(let number): number
+        default: nil
+        }
+    }
+}

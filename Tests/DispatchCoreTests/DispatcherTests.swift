@@ -1,0 +1,384 @@
+import DispatchCore
+import Foundation
+import Testing
+import UnitCore
+
+/// Unit messages made the way units send them: JSON, decoded with the units' own types.
+func decoded<T: Decodable>(_ json: String) -> T {
+    try! JSONDecoder().decode(T.self, from: Data(json.utf8))
+}
+
+/// Two squares side by side (A west, B east) and a far-away C: A and B border each other, C borders nobody.
+let squareA = Zone(id: "A", polygon: [.init(lat: 0, lon: 0), .init(lat: 0, lon: 0.01), .init(lat: 0.01, lon: 0.01), .init(lat: 0.01, lon: 0)])
+let squareB = Zone(id: "B", polygon: [.init(lat: 0, lon: 0.01), .init(lat: 0, lon: 0.02), .init(lat: 0.01, lon: 0.02), .init(lat: 0.01, lon: 0.01)])
+let squareC = Zone(id: "C", polygon: [.init(lat: 1, lon: 1), .init(lat: 1, lon: 1.01), .init(lat: 1.01, lon: 1.01), .init(lat: 1.01, lon: 1)])
+let inA = Coordinate(lat: 0.005, lon: 0.005)
+let inB = Coordinate(lat: 0.005, lon: 0.015)
+let inC = Coordinate(lat: 1.005, lon: 1.005)
+
+/// Drives a dispatcher with a hand-held clock and unique message ids.
+struct Harness {
+    var dispatcher = Dispatcher(zones: ZoneMap(zones: [squareA, squareB, squareC]), settings: DispatchSettings(respondWithinS: 30, replyGraceS: 5))
+    var now: Int64 = 1_000_000
+    var nextID = 0
+
+    mutating func id() -> String {
+        nextID += 1
+        return "m\(nextID)"
+    }
+
+    @discardableResult
+    mutating func feed(_ input: DispatchInput) -> [DispatchAction] { dispatcher.handle(input, now: now) }
+
+    @discardableResult
+    mutating func status(_ unit: String, _ state: String, zone: String?) -> [DispatchAction] {
+        now += 1
+        let zoneField = zone.map { #","zone":"\#($0)""# } ?? ""
+        let status: StatusMessage = decoded(#"{"online":true,"unit":"\#(unit)","state":"\#(state)","seats_left":4,"t":\#(now)\#(zoneField)}"#)
+        return feed(.report(unit: unit, .status(status)))
+    }
+
+    @discardableResult
+    mutating func event(_ unit: String, _ from: StateName, _ to: StateName, job: String? = nil, t: Int64? = nil) -> [DispatchAction] {
+        feed(.report(unit: unit, .event(id: id(), Transition(t: t ?? now, from: from, to: to, job: job))))
+    }
+
+    @discardableResult
+    mutating func reply(_ unit: String, _ job: String, _ kind: ReplyCode, t: Int64? = nil) -> [DispatchAction] {
+        now += 10
+        return feed(.report(unit: unit, .reply(id: id(), JobReply(job: job, reply: kind, t: t ?? now))))
+    }
+
+    /// Taxis queued in zone A in this order.
+    mutating func queue(_ units: String...) {
+        for unit in units { status(unit, "available", zone: "A") }
+    }
+
+    @discardableResult
+    mutating func request(_ id: String, at point: Coordinate, meetingTime: Int64? = nil, shares: String? = nil) -> [DispatchAction] {
+        now += 1
+        return feed(.request(PassengerRequest(id: id, pickup: point, meetingTime: meetingTime, sharesRideOf: shares)))
+    }
+}
+
+func offers(_ actions: [DispatchAction]) -> [String] {
+    actions.compactMap { if case .send(let unit, .offer(let offer)) = $0 { "\(offer.job)→\(unit)" } else { nil } }
+}
+
+func cancels(_ actions: [DispatchAction]) -> [String] {
+    actions.compactMap { if case .send(let unit, .cancel(let cancel)) = $0 { "\(cancel.job)→\(unit)" } else { nil } }
+}
+
+func logs(_ actions: [DispatchAction]) -> String {
+    actions.compactMap { if case .log(let line) = $0 { line.description } else { nil } }.joined(separator: "\n")
+}
+
+@Suite struct ZoneTests {
+    @Test func containmentFollowsThePolygon() {
+        #expect(squareA.contains(inA))
+        #expect(!squareA.contains(inB))
+        let triangle = Zone(id: "T", polygon: [.init(lat: 0, lon: 0), .init(lat: 0, lon: 1), .init(lat: 1, lon: 0)])
+        #expect(triangle.contains(.init(lat: 0.2, lon: 0.2)))
+        #expect(!triangle.contains(.init(lat: 0.6, lon: 0.6)))
+    }
+
+    @Test func neighboursAreZonesThatTouchNearestFirst() {
+        let farEast = Zone(id: "D", polygon: squareB.polygon.map { Coordinate(lat: $0.lat, lon: $0.lon + 0.0105) })
+        let map = ZoneMap(zones: [squareA, squareB, squareC, farEast])
+        #expect(map.neighbours["A"] == ["B"])
+        #expect(map.neighbours["B"] == ["A", "D"])
+        #expect(map.neighbours["C"] == [])
+        #expect(map.zone(containing: inC)?.id == "C")
+        #expect(map.zone(containing: Coordinate(lat: 5, lon: 5)) == nil)
+    }
+}
+
+@Suite struct DispatcherTests {
+    @Test func offersGoToTheHeadOfTheQueueInArrivalOrder() {
+        var h = Harness()
+        h.queue("T1", "T2", "T3")
+        #expect(h.dispatcher.queue(of: "A") == ["T1", "T2", "T3"])
+        #expect(offers(h.request("R1", at: inA)) == ["R1→T1"])
+        #expect(offers(h.request("R2", at: inA)) == ["R2→T2"])
+        #expect(h.dispatcher.queue(of: "A") == ["T3"])
+    }
+
+    @Test func theOfferCarriesTheRequestAndTheAnswerWindow() throws {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        let actions = h.request("R1", at: inA, meetingTime: h.now + 60_000)
+        let offer = try #require(actions.compactMap { if case .send(_, .offer(let o)) = $0 { o } else { nil } }.first)
+        #expect(offer.job == "R1")
+        #expect(offer.pickup.lat == inA.lat && offer.pickup.lon == inA.lon)
+        #expect(offer.respondWithinS == 30.0)
+        #expect(offer.t == h.now)
+        #expect(offer.meetingTime == h.now + 59_999)
+        #expect(actions.contains(.startTimer(.offerDeadline(job: "R1", unit: "T1"), at: h.now + 35_000)))
+    }
+
+    @Test func acceptAssignsAndTheTaxiRejoinsAtTheEndWhenAvailableAgain() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        let accepted = h.reply("T1", "R1", .accept)
+        #expect(accepted.contains(.cancelTimer(.offerDeadline(job: "R1", unit: "T1"))))
+        #expect(h.dispatcher.stats.accepted == 1)
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [10])
+        h.status("T1", "en_route", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T2"])
+        let done = h.status("T1", "available", zone: "A")
+        #expect(logs(done).contains("T1 finished R1"))
+        #expect(h.dispatcher.queue(of: "A") == ["T2", "T1"])
+        #expect(h.dispatcher.stats.completed == 1)
+    }
+
+    @Test(arguments: [ReplyCode.reject, .timeout, .expired])
+    func aRefusalSendsTheTaxiToTheEndAndTheRequestToTheNext(kind: ReplyCode) {
+        var h = Harness()
+        h.queue("T1", "T2", "T3")
+        h.request("R1", at: inA)
+        let next = h.reply("T1", "R1", kind)
+        #expect(offers(next) == ["R1→T2"])
+        #expect(h.dispatcher.queue(of: "A") == ["T3", "T1"])
+        #expect(h.dispatcher.stats.offerToReplyMs == [10])
+    }
+
+    @Test func busyTakesTheTaxiOutOfTheQueueUntilItIsAvailable() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        #expect(offers(h.reply("T1", "R1", .busy)) == ["R1→T2"])
+        #expect(h.dispatcher.queue(of: "A") == [])
+        #expect(h.dispatcher.stats.busy == 1)
+        h.status("T1", "available", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+    }
+
+    @Test func noReplyAtAllCountsAsATimeout() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        h.now += 35_000
+        let actions = h.feed(.timerFired(.offerDeadline(job: "R1", unit: "T1")))
+        #expect(offers(actions) == ["R1→T2"])
+        #expect(h.dispatcher.stats.noReply == 1)
+        // The offline taxi's late answer changes nothing.
+        #expect(offers(h.reply("T1", "R1", .reject)).isEmpty)
+        #expect(h.dispatcher.stats.rejected == 0)
+    }
+
+    @Test func aRepeatedAnswerToARedeliveredOfferChangesNothing() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        let again = h.reply("T1", "R1", .accept)
+        #expect(again.isEmpty, "no cancel for the taxi that holds the job")
+        #expect(h.dispatcher.stats.accepted == 1)
+        #expect(h.dispatcher.stats.duplicatesDropped == 1)
+    }
+
+    @Test func anInvalidAnswerToAnUpdateIsOnlyLogged() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        h.request("R2", at: inB, shares: "R1")
+        let refused = h.feed(.report(unit: "T1", .reply(id: "x", JobReply(job: "R1", re: .jobUpdate, reply: .invalid, reason: "too many passengers", t: h.now))))
+        #expect(logs(refused).contains("T1 refused job/update for R1 (invalid): too many passengers"))
+        #expect(offers(refused).isEmpty && cancels(refused).isEmpty)
+        #expect(h.dispatcher.stats.invalid == 0)
+    }
+
+    @Test func aLateAcceptIsCancelled() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.feed(.timerFired(.offerDeadline(job: "R1", unit: "T1")))
+        #expect(cancels(h.reply("T1", "R1", .accept)) == ["R1→T1"])
+        #expect(h.dispatcher.stats.accepted == 0)
+    }
+
+    @Test func everyTaxiRefusingLeavesTheRequestUnserved() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .reject)
+        let last = h.reply("T2", "R1", .reject)
+        #expect(offers(last).isEmpty)
+        #expect(logs(last).contains("R1 UNSERVED"))
+        #expect(h.dispatcher.stats.unserved == 1)
+        #expect(h.dispatcher.queue(of: "A") == ["T1", "T2"])
+    }
+
+    @Test func anEmptyZoneBorrowsFromItsNeighbourThenGivesUp() {
+        var h = Harness()
+        h.status("T9", "available", zone: "B")
+        #expect(offers(h.request("R1", at: inA)) == ["R1→T9"])
+        #expect(offers(h.request("R2", at: inC)).isEmpty)
+        #expect(offers(h.request("R3", at: Coordinate(lat: 9, lon: 9))).isEmpty)
+        #expect(h.dispatcher.stats.unserved == 2)
+    }
+
+    @Test func aTaxiChangingZoneGoesToTheEndOfTheNewQueue() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.status("T2", "available", zone: "B")
+        h.status("T1", "available", zone: "B")
+        #expect(h.dispatcher.queue(of: "A") == [])
+        #expect(h.dispatcher.queue(of: "B") == ["T2", "T1"])
+        // The same zone again keeps its place.
+        h.status("T2", "available", zone: "B")
+        #expect(h.dispatcher.queue(of: "B") == ["T2", "T1"])
+    }
+
+    @Test func eventsMoveTaxisAndOldOnesAreHistory() {
+        var h = Harness()
+        h.status("T1", "paused", zone: "A")
+        h.now += 100
+        h.event("T1", .paused, .available)
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        // A stored-and-forwarded event from before is not the taxi's state any more.
+        h.event("T1", .available, .offDuty, t: h.now - 50)
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        h.event("T1", .available, .paused, t: h.now + 1)
+        #expect(h.dispatcher.queue(of: "A") == [])
+    }
+
+    @Test func positionsPlaceTaxisThatDoNotNameTheirZone() {
+        var h = Harness()
+        func position(_ id: String, _ point: Coordinate) -> UnitReport {
+            .position(decoded(#"{"unit":"T","seq":1,"id":"\#(id)","points":[{"t":1,"lat":\#(point.lat),"lon":\#(point.lon)}]}"#))
+        }
+        h.status("T1", "available", zone: nil)
+        #expect(h.dispatcher.queues.values.allSatisfy { $0.isEmpty })
+        h.feed(.report(unit: "T1", position("p1", inB)))
+        #expect(h.dispatcher.queue(of: "B") == ["T1"])
+        // A unit that names its zone is believed over its positions.
+        h.status("T2", "available", zone: "A")
+        h.feed(.report(unit: "T2", position("p2", inB)))
+        #expect(h.dispatcher.queue(of: "A") == ["T2"])
+    }
+
+    @Test func offlineTaxisLeaveTheQueue() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.feed(.report(unit: "T1", .offline))
+        #expect(h.dispatcher.queue(of: "A") == [])
+        h.status("T1", "available", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+    }
+
+    @Test func duplicatesAreDroppedByID() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        let reject = JobReply(job: "R1", reply: .reject, t: h.now)
+        #expect(offers(h.feed(.report(unit: "T1", .reply(id: "same", reject)))) == ["R1→T2"])
+        #expect(h.feed(.report(unit: "T1", .reply(id: "same", reject))).isEmpty)
+        #expect(h.dispatcher.stats.rejected == 1)
+        #expect(h.dispatcher.stats.duplicatesDropped == 1)
+    }
+
+    @Test func reservationsAreAllocatedTenMinutesBeforeTheMeeting() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        let meeting = h.now + 3_600_000
+        let actions = h.request("R1", at: inA, meetingTime: meeting)
+        #expect(actions.contains(.startTimer(.reservation(request: "R1"), at: meeting - 600_000)))
+        #expect(offers(actions).isEmpty)
+        h.now = meeting - 600_000
+        #expect(offers(h.feed(.timerFired(.reservation(request: "R1")))) == ["R1→T1"])
+        h.reply("T1", "R1", .accept)
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [10], "measured from allocation, not from booking")
+        // A reservation due within ten minutes is allocated at once.
+        h.status("T2", "available", zone: "A")
+        #expect(offers(h.request("R2", at: inA, meetingTime: h.now + 60_000)) == ["R2→T2"])
+    }
+
+    @Test func withdrawalCancelsOnTheRightTaxi() {
+        var h = Harness()
+        h.queue("T1", "T2", "T3")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        h.request("R2", at: inA)
+        #expect(cancels(h.feed(.withdraw(request: "R1"))) == ["R1→T1"])
+        let pending = h.feed(.withdraw(request: "R2"))
+        #expect(cancels(pending) == ["R2→T2"])
+        #expect(pending.contains(.cancelTimer(.offerDeadline(job: "R2", unit: "T2"))))
+        let meeting = h.now + 3_600_000
+        h.request("R3", at: inA, meetingTime: meeting)
+        #expect(h.feed(.withdraw(request: "R3")).contains(.cancelTimer(.reservation(request: "R3"))))
+        #expect(h.dispatcher.stats.cancelled == 3)
+        #expect(logs(h.feed(.withdraw(request: "R3"))).contains("ignored"))
+    }
+
+    @Test func aSharedRideUpdatesTheHostJob() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        let actions = h.request("R2", at: inB, shares: "R1")
+        #expect(actions.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", addPickup: .init(lat: inB.lat, lon: inB.lon, passengers: 1))))))
+        #expect(h.dispatcher.stats.shared == 1)
+        let left = h.feed(.withdraw(request: "R2"))
+        #expect(left.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", passengers: 1)))))
+        #expect(cancels(left).isEmpty, "the host's ride goes on")
+    }
+
+    @Test func sosIsAcknowledgedOnce() {
+        var h = Harness()
+        let alarm: SOSAlarm = decoded(#"{"t":5,"state":"en_route","job":"R9","fix":{"t":4,"lat":1,"lon":2}}"#)
+        let actions = h.feed(.report(unit: "T1", .sos(id: "s1", alarm)))
+        #expect(actions.contains(.send(unit: "T1", .sosAck(SOSAck(id: "s1")))))
+        #expect(logs(actions).contains("SOS from T1 at 1.0, 2.0, en_route on R9"))
+        #expect(h.feed(.report(unit: "T1", .sos(id: "s1", alarm))).isEmpty)
+        #expect(h.dispatcher.stats.sos == 1)
+    }
+
+    @Test func thinkTimeIsTakenOutOfTheRoundTrip() {
+        var h = Harness()
+        h.status("T1", "available", zone: "A")
+        h.request("R1", at: inA)
+        let sent = h.now
+        // The unit got the offer 7 ms later; the driver thought for 3 s; the reply took 5 ms back.
+        h.event("T1", .available, .offered, job: "R1", t: sent + 7)
+        h.now = sent + 7 + 3000 + 5
+        h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .accept, t: sent + 7 + 3000))))
+        #expect(h.dispatcher.stats.offerToReplyMs == [3012])
+        #expect(h.dispatcher.stats.offerToReplyTransitMs == [12])
+    }
+
+    @Test func percentilesUseNearestRank() {
+        let samples = (1...100).map { Int64($0) }
+        let p = Percentiles(samples)
+        #expect((p.p50, p.p95, p.p99, p.max) == (50, 95, 99, 100))
+        #expect(Percentiles([]).description == "n=0")
+    }
+}
+
+@Suite struct RequestScheduleTests {
+    @Test func generatedPickupsLieInTheirZoneAndRepeatWithTheSeed() throws {
+        let map = ZoneMap(zones: [squareA, squareB])
+        let demands = [ZoneDemand(zone: "A", rate: .poisson(perMinute: 30)), ZoneDemand(zone: "B", rate: .every(seconds: 60), firstAtS: 5)]
+        let first = try RequestSchedule.generate(demands, zones: map, durationS: 600, seed: 7)
+        #expect(try RequestSchedule.generate(demands, zones: map, durationS: 600, seed: 7) == first)
+        let inB = first.filter { if case .request(let r) = $0.input { r.id.hasPrefix("B-") } else { false } }
+        #expect(inB.map(\.atMs) == stride(from: 5_000, to: 600_000, by: 60_000).map { Int64($0) })
+        let countA = first.count - inB.count
+        #expect((200...400).contains(countA), "30 a minute for 10 minutes, give or take")
+        for item in first {
+            guard case .request(let request) = item.input else { continue }
+            #expect(map[String(request.id.prefix(1))]!.contains(request.pickup))
+            #expect(request.address == request.id)
+        }
+        #expect(throws: ScheduleError.self) { try RequestSchedule.generate([ZoneDemand(zone: "Z", rate: .every(seconds: 1))], zones: map, durationS: 10, seed: 1) }
+    }
+
+    @Test func mergeIsTimeOrderedAndStable() {
+        let a = [ScheduledInput(atMs: 10, input: .withdraw(request: "x")), ScheduledInput(atMs: 30, input: .withdraw(request: "y"))]
+        let b = [ScheduledInput(atMs: 10, input: .withdraw(request: "z")), ScheduledInput(atMs: 20, input: .withdraw(request: "w"))]
+        #expect(RequestSchedule.merge(a, b).map(\.atMs) == [10, 10, 20, 30])
+        #expect(RequestSchedule.merge(a, b)[0] == a[0])
+    }
+}

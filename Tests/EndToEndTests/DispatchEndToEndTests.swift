@@ -1,0 +1,205 @@
+import ControlSocket
+import Foundation
+import MQTTLink
+import TestHarness
+import Testing
+
+/// Three real taxiunitd processes and dispatchsim on a real broker, gpsd fed by gpsfake. The scripted
+/// drivers answer through the control socket, as `taxiunitctl press` does.
+final class Fleet {
+    static let centre = (lat: 46.4982, lon: 7.5675)
+    /// A pickup inside the zone, far enough from the taxis (more than the arrival radius).
+    static let pickup = (lat: 46.5010, lon: 7.5710)
+
+    let scratch: ScratchDirectory
+    let broker: MosquittoBroker
+    let gps: FakeGPS
+    let units: [UnitUnderTest]
+    let dispatcher: DispatchSimUnderTest
+    let recorder: MQTTRecorder
+
+    init(respondWithinS: Int = 3) async throws {
+        let scratch = try ScratchDirectory("taxiunitd-e2e")
+        let broker = try MosquittoBroker(in: scratch)
+        // A taxi standing still: every unit reports the same spot, inside zone "Z".
+        let gps = try FakeGPS(log: Corpus.log("bu303-stillfix.log"), in: scratch, cycleS: 0.1)
+        units = try ["T1", "T2", "T3"].map {
+            try UnitUnderTest(unitID: $0, mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
+        }
+        (self.scratch, self.broker, self.gps) = (scratch, broker, gps)
+        recorder = try await MQTTRecorder(port: broker.port, subscribe: ["taxi/test/#"], clientID: "e2e-recorder", persistentSession: true)
+        dispatcher = try await DispatchSimUnderTest(
+            mqttPort: broker.port, zones: [("Z", DispatchSimUnderTest.square(around: Self.centre.lat, Self.centre.lon))],
+            in: scratch, scenarioTOML: "[dispatch]\nrespond_within_s = \(respondWithinS)\nreply_grace_s = 5\n")
+        // Into the zone's queue in this order.
+        for (index, unit) in units.enumerated() {
+            try await unit.start()
+            try await unit.waitForStatus("\(unit.unitID) has a fix") { $0.gps.lastFixTime != nil && $0.broker.connected }
+            try press(unit, "duty")
+            try await dispatcher.waitForLog("\(unit.unitID) queued", "\(unit.unitID) queued in Z at position \(index + 1)")
+        }
+    }
+
+    func unit(_ id: String) -> UnitUnderTest { units.first { $0.unitID == id }! }
+
+    func press(_ unit: UnitUnderTest, _ input: String) throws {
+        let response = try unit.request(ControlRequest(cmd: .press, input: input))
+        guard response.ok else { throw HarnessError("\(unit.unitID) press \(input): \(response.error ?? "refused")") }
+    }
+
+    func press(_ unitID: String, _ input: String) throws { try press(unit(unitID), input) }
+
+    func book(_ id: String) throws { try dispatcher.book(id, lat: Self.pickup.lat, lon: Self.pickup.lon, via: recorder) }
+
+    /// Messages on `taxi/test/{unit}/{name}` whose JSON has `job == job`.
+    func messages(_ unit: String, _ name: String, job: String? = nil) -> [[String: Any]] {
+        recorder.messages(onTopic: "taxi/test/\(unit)/\(name)").compactMap(\.json).filter { job == nil || $0["job"] as? String == job }
+    }
+
+    func waitForOffer(_ job: String, to id: String) async throws {
+        try await recorder.waitFor("\(job) offered to \(id)") { _ in !messages(id, "job/offer", job: job).isEmpty }
+        try await unit(id).waitForStatus("\(id) shows the offer") { $0.state == "offered" }
+    }
+
+    func waitForReply(_ job: String, from unit: String, _ reply: String) async throws {
+        try await recorder.waitFor("\(unit) replies \(reply) to \(job)") { _ in
+            messages(unit, "job/reply", job: job).contains { $0["reply"] as? String == reply }
+        }
+    }
+
+    func offeredTo(_ job: String) -> [String] {
+        ["T1", "T2", "T3"].filter { !messages($0, "job/offer", job: job).isEmpty }
+    }
+
+    func stop() throws -> [String: Any] {
+        for unit in units { unit.stop() }
+        return try dispatcher.stop()
+    }
+}
+
+@Suite(.serialized) struct DispatchEndToEndTests {
+    @Test func queueOrderRejectAndTimeoutRotateTheOffer() async throws {
+        let fleet = try await Fleet()
+        // Queue T1 T2 T3: the head gets the first request.
+        try fleet.book("R1")
+        try await fleet.waitForOffer("R1", to: "T1")
+        #expect(fleet.offeredTo("R1") == ["T1"])
+
+        // T1's driver stays silent: after 3 s the unit answers timeout, which counts as a reject:
+        // T1 goes to the end (T2 T3 T1) and R1 to the next taxi.
+        try await fleet.waitForReply("R1", from: "T1", "timeout")
+        try await fleet.dispatcher.waitForLog("T1 at the end of the queue", "T1 queued in Z at position 3")
+        try await fleet.waitForOffer("R1", to: "T2")
+
+        // T2 rejects: to the end behind T1 (T3 T1 T2); R1 goes on to T3, which accepts.
+        try fleet.press("T2", "reject")
+        try await fleet.waitForReply("R1", from: "T2", "reject")
+        try await fleet.dispatcher.waitForLog("T2 at the end of the queue", "T2 queued in Z at position 3")
+        try await fleet.waitForOffer("R1", to: "T3")
+        try fleet.press("T3", "accept")
+        try await fleet.dispatcher.waitForLog("R1 assigned", "R1 accept by T3")
+        #expect(fleet.offeredTo("R1") == ["T1", "T2", "T3"])
+
+        // The queue is T1 T2: the next request goes to T1, the one after to T2.
+        try fleet.book("R2")
+        try await fleet.waitForOffer("R2", to: "T1")
+        #expect(fleet.offeredTo("R2") == ["T1"])
+        try fleet.press("T1", "accept")
+        try await fleet.dispatcher.waitForLog("R2 assigned", "R2 accept by T1")
+        try fleet.book("R3")
+        try await fleet.waitForOffer("R3", to: "T2")
+
+        // T2 refuses and every other taxi is busy: unserved.
+        try fleet.press("T2", "reject")
+        try await fleet.dispatcher.waitForLog("R3 unserved", "R3 UNSERVED")
+        #expect(fleet.offeredTo("R3") == ["T2"])
+
+        let stats = try fleet.stop()
+        #expect(stats["accepted"] as? Int == 2)
+        #expect(stats["rejected"] as? Int == 2)
+        #expect(stats["timed_out"] as? Int == 1)
+        #expect(stats["unserved"] as? Int == 1)
+        #expect((stats["request_to_assignment_ms"] as? [Int])?.count == 2)
+        #expect((stats["offer_to_reply_ms"] as? [Int])?.count == 5)
+    }
+
+    @Test func aCancellationReachesTheRightTaxi() async throws {
+        let fleet = try await Fleet(respondWithinS: 30)
+        try fleet.book("R1")
+        try await fleet.waitForOffer("R1", to: "T1")
+        try fleet.press("T1", "accept")
+        try fleet.book("R2")
+        try await fleet.waitForOffer("R2", to: "T2")
+        try fleet.press("T2", "accept")
+        try await fleet.unit("T2").waitForStatus("T2 en route") { $0.state == "en_route" }
+        try await fleet.dispatcher.waitForLog("the dispatcher knows", "R2 accept by T2")
+
+        // Withdrawn after acceptance: only T2 hears of it.
+        try fleet.dispatcher.withdraw("R2", via: fleet.recorder)
+        try await fleet.recorder.waitFor("cancel to T2") { _ in !fleet.messages("T2", "job/cancel", job: "R2").isEmpty }
+        try await fleet.unit("T2").waitForStatus("T2 available again") { $0.state == "available" }
+        #expect(try fleet.unit("T1").status().state == "en_route")
+
+        // Withdrawn while still offered: T3 is told and returns to the queue.
+        try fleet.book("R3")
+        try await fleet.waitForOffer("R3", to: "T3")
+        try fleet.dispatcher.withdraw("R3", via: fleet.recorder)
+        try await fleet.unit("T3").waitForStatus("T3 available again") { $0.state == "available" }
+        try await fleet.recorder.waitFor("cancel to T3") { _ in !fleet.messages("T3", "job/cancel", job: "R3").isEmpty }
+        #expect(fleet.messages("T1", "job/cancel").isEmpty)
+        #expect(fleet.messages("T3", "job/cancel").map { $0["job"] as? String } == ["R3"])
+        #expect(fleet.messages("T2", "job/cancel").map { $0["job"] as? String } == ["R2"])
+        let stats = try fleet.stop()
+        #expect(stats["cancelled"] as? Int == 2)
+    }
+
+    @Test func aUnitOfflineMidJobStillCompletesItWithNothingLost() async throws {
+        let fleet = try await Fleet(respondWithinS: 30)
+        try fleet.book("R1")
+        try await fleet.waitForOffer("R1", to: "T1")
+        try fleet.press("T1", "accept")
+        try await fleet.waitForReply("R1", from: "T1", "accept")
+        let t1 = fleet.unit("T1")
+
+        // The link goes; the driver carries on with the ride; then the unit loses power.
+        fleet.broker.stop()
+        try await t1.waitForStatus("T1 offline") { !$0.broker.connected }
+        try fleet.press(t1, "arrived")
+        try fleet.press(t1, "pob")
+        try fleet.press(t1, "clear")
+        try await t1.waitForStatus("T1 available, events queued") { $0.state == "available" && $0.outbox.depth > 0 }
+        t1.killHard()
+
+        try fleet.broker.start()
+        try await t1.start()
+        try await fleet.dispatcher.waitForLog("the dispatcher sees the ride end", timeoutS: 30, "T1 finished R1")
+        try await fleet.dispatcher.waitForLog("T1 back in the queue", "T1 queued in Z")
+        try await t1.waitForStatus("outbox drained") { $0.outbox.depth == 0 }
+
+        // Every event T1 made arrived, in order, once each.
+        func firstArrivals() -> [[String: Any]] {
+            var seen = Set<String>()
+            return fleet.messages("T1", "event").filter { seen.insert($0["id"] as? String ?? "").inserted }
+        }
+        try await fleet.recorder.waitFor("the ride's events") { _ in
+            firstArrivals().compactMap { $0["to"] as? String }.suffix(4) == ["en_route", "at_pickup", "on_board", "available"]
+        }
+        let firsts = firstArrivals()
+        #expect(firsts.map { $0["seq"] as? Int } == Array(1...firsts.count).map { $0 })
+        let stats = try fleet.stop()
+        #expect(stats["completed"] as? Int == 1)
+    }
+
+    @Test func sosIsAcknowledged() async throws {
+        let fleet = try await Fleet()
+        try fleet.press("T2", "sos")
+        try await fleet.recorder.waitFor("the ack") { _ in !fleet.messages("T2", "sos/ack").isEmpty }
+        let sos = try #require(fleet.messages("T2", "sos").first)
+        let ack = try #require(fleet.messages("T2", "sos/ack").first)
+        #expect(ack["id"] as? String == sos["id"] as? String)
+        #expect(fleet.messages("T1", "sos/ack").isEmpty && fleet.messages("T3", "sos/ack").isEmpty)
+        try await fleet.dispatcher.waitForLog("the alarm in the log", "SOS from T2")
+        let stats = try fleet.stop()
+        #expect(stats["sos"] as? Int == 1)
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import TestHarness
+import Testing
+
+/// taxiunitctl against a real daemon: human and JSON output, the outbox listing, and the lines it
+/// prints when it cannot reach the daemon.
+@Suite(.serialized) struct ControlToolTests {
+    func ctl(_ arguments: [String]) throws -> (output: String, exitCode: Int32) {
+        try runCommand(Corpus.binary("taxiunitctl"), arguments)
+    }
+
+    @Test func outboxListsWaitingMessagesPerClassWhileTheBrokerIsDown() async throws {
+        let scratch = try ScratchDirectory()
+        // Nobody listens on the broker port: every event waits in the outbox.
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        for _ in 0..<3 {
+            #expect(try ctl(["press", "duty", "--socket", unit.controlSocket]).exitCode == 0)
+        }
+        try await unit.waitForStatus("three events queued") { $0.outbox.event >= 3 }
+
+        let json = try ctl(["outbox", "--json", "--limit", "2", "--socket", unit.controlSocket])
+        #expect(json.exitCode == 0, "\(json.output)")
+        let listing = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        let depth = try #require(listing["depthByClass"] as? [String: Int])
+        #expect(depth == ["alarm": 0, "reply": 0, "event": 3, "position": 0])
+        let oldest = try #require(listing["oldest"] as? [[String: Any]])
+        #expect(oldest.count == 2)
+        #expect(oldest.allSatisfy { $0["messageClass"] as? String == "event" && $0["topic"] as? String == "event" && $0["inFlight"] as? Bool == false })
+
+        let human = try ctl(["outbox", "--limit", "1", "--socket", unit.controlSocket])
+        #expect(human.exitCode == 0)
+        #expect(human.output.contains(/waiting by class:\n  alarm +0\n  reply +0\n  event +3\n  position +0\n/), "\(human.output)")
+        #expect(human.output.contains(/oldest:\n  - class +event\n    topic +event\n/), "\(human.output)")
+
+        let status = try ctl(["status", "--socket", unit.controlSocket])
+        #expect(status.output.contains(/outbox:\n  depth +\d+\n  in flight +0\n  alarm +0\n  reply +0\n  event +3\n  position +\d+\n/), "\(status.output)")
+        #expect(status.output.contains(/\nbroker +disconnected\n/), "\(status.output)")
+        unit.stop()
+    }
+
+    /// Two rides through the driver's inputs, then the history, newest first.
+    @Test func jobsListsTheRideHistoryNewestFirst() async throws {
+        let rig = try await JobFlowTests.Rig()
+        #expect(try ctl(["jobs", "--socket", rig.unit.controlSocket]).output == "no rides yet\n")
+        try await rig.goOnDuty()
+        for job in ["J1", "J2"] {
+            try rig.offer(job)
+            try await rig.unit.waitForStatus("\(job) offered") { $0.state == "offered" }
+            for input in ["accept", "arrived", "pob 1", "clear"] { try rig.press(input) }
+            try await rig.unit.waitForStatus("available after \(job)") { $0.state == "available" }
+        }
+        let socket = ["--socket", rig.unit.controlSocket]
+
+        let last = try ctl(["jobs", "--json", "--last", "1"] + socket)
+        #expect(last.exitCode == 0, "\(last.output)")
+        let rides = try #require(try JSONSerialization.jsonObject(with: Data(last.output.utf8)) as? [[String: Any]])
+        #expect(rides.map { $0["job"] as? String } == ["J2"])
+        #expect(rides.first?["passengers"] as? Int == 1)
+
+        let human = try ctl(["jobs"] + socket)
+        #expect(human.exitCode == 0)
+        #expect(human.output.contains(/^job +J2\npassengers +1\npickup at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n/), "\(human.output)")
+        let order = human.output.split(separator: "\n").filter { $0.hasPrefix("job ") }
+        #expect(order.map { $0.split(separator: " ").last! } == ["J2", "J1"])
+        #expect(human.output.contains("\n\njob "), "a blank line between rides")
+
+        let invalid = try ctl(["jobs", "--last", "0"] + socket)
+        #expect(invalid.exitCode != 0)
+        #expect(invalid.output.contains("--last must be at least 1"))
+        rig.stop()
+    }
+
+    @Test func notRunningExitsThree() throws {
+        let scratch = try ScratchDirectory()
+        let result = try ctl(["status", "--socket", scratch.file("nothing.sock")])
+        #expect(result.exitCode == 3)
+        #expect(result.output == "taxiunitctl: taxiunitd is not running (nothing listens on \(scratch.file("nothing.sock")))\n")
+    }
+
+    @Test func notPermittedExitsFour() async throws {
+        try #require(getuid() == 0, "needs root to run taxiunitctl as another user")
+        let scratch = try ScratchDirectory()
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        // The scratch directory is mode 700: nobody cannot reach the socket in it.
+        let result = try runCommand(
+            "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Corpus.binary("taxiunitctl"), "status", "--socket", unit.controlSocket])
+        #expect(result.exitCode == 4, "\(result.output)")
+        #expect(result.output.contains("not permitted to use \(unit.controlSocket)"), "\(result.output)")
+        unit.stop()
+    }
+}

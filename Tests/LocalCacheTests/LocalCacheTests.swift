@@ -1,0 +1,147 @@
+import Foundation
+import GRDB
+import LocalCache
+import TestHarness
+import Testing
+import UnitCore
+
+/// The store on a real SQLite file.
+@Suite struct LocalCacheTests {
+    let scratch: ScratchDirectory
+    let path: String
+
+    init() throws {
+        scratch = try ScratchDirectory("localcache")
+        path = scratch.file("unit.sqlite")
+    }
+
+    static func fix(_ index: Int) -> Fix {
+        Fix(time: 1_795_000_000_000 + Int64(index) * 1000, latitude: 46.5 + Double(index) * 1e-5, longitude: 7.5, speed: 5, track: 90, accuracy: 3)
+    }
+
+    func queue(_ store: LocalCache, _ range: Range<Int>, createdAt: Int64 = 1000) throws {
+        try store.write { transaction in
+            for index in range { try transaction.queuePosition(Self.fix(index), createdAt: createdAt) }
+        }
+    }
+
+    func event(_ store: LocalCache, createdAt: Int64 = 1000) throws {
+        try store.write { try $0.enqueue(topic: "event", messageClass: .event, createdAt: createdAt) { _, id in Array(id.utf8) } }
+    }
+
+    func points(of message: OutboxMessage) throws -> [PositionPoint] {
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+        if json["backfill"] as? Bool == true {
+            let rows = try #require(json["points"] as? [[Any]]).map { $0.map { ($0 as? NSNumber)?.int64Value } }
+            return try #require(PositionBatch.decode(rows))
+        }
+        return try JSONDecoder().decode(PositionMessage.self, from: Data(message.payload)).points
+    }
+
+    @Test func queuedFixesArePackedOnceNewestLiveThenHistoryInBatches() throws {
+        let store = try LocalCache(path: path)
+        try queue(store, 0..<123)
+        #expect(store.hasFreshFix)
+        let live = try #require(try store.write { try $0.formLivePosition(unit: "T1", topic: "pos", createdAt: 1) })
+        #expect(live.lane == .livePosition)
+        #expect(try points(of: live).map(\.t) == [Self.fix(122).time])
+        #expect(!store.hasFreshFix)
+        var batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 2, createdAt: 1) }
+        batches += try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 2, createdAt: 1) }
+        #expect(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }.isEmpty)
+        #expect(batches.map { try! points(of: $0).count } == [50, 50, 22])
+        #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == (0..<122).map { Self.fix($0).time })
+        #expect(!store.hasQueuedPositions)
+        #expect(try store.outboxDepth().position == 123)
+
+        // Delivered rows leave the count, then the file, in small batches.
+        try store.write { try $0.markDelivered(([live] + batches).map(\.rowID), at: 2) }
+        #expect(try store.outboxDepth().position == 0)
+        #expect(try store.purgeDelivered(limit: 3) == 3)
+        #expect(try store.purgeDelivered(limit: 3) == 1)
+    }
+
+    @Test func retentionDropsOnlyOldUndeliveredPositionsAndCountsThem() throws {
+        let store = try LocalCache(path: path)
+        try queue(store, 0..<60, createdAt: 1_000)
+        try queue(store, 60..<70, createdAt: 9_000)
+        #expect(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 20, createdAt: 1_000) }.count == 1)
+        try event(store, createdAt: 1_000)
+        #expect(try store.dropPositions(createdBefore: 5_000) == 60)
+        let depth = try store.outboxDepth()
+        #expect(depth.position == 10 && depth.event == 1 && depth.dropped == 60)
+    }
+
+    @Test func theBoundThinsFirstThenDropsAndNeverTouchesOtherClasses() throws {
+        let store = try LocalCache(path: path)
+        for _ in 0..<10 { try event(store) }
+        try queue(store, 0..<40_000)
+        let full = try store.usedBytes()
+
+        let thinning = try store.enforceBound(maxBytes: full * 2 / 3)
+        #expect(thinning.thinned > 0 && thinning.dropped == 0)
+        #expect(try store.usedBytes() <= full * 2 / 3)
+        var depth = try store.outboxDepth()
+        #expect(depth.event == 10)
+        #expect(depth.position + depth.thinned == 40_000 && depth.thinned == thinning.thinned)
+
+        // What is left still goes out oldest first.
+        let batch = try #require(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }.first)
+        let times = try points(of: batch).map(\.t)
+        #expect(times == times.sorted() && times.count == 50)
+
+        let dropping = try store.enforceBound(maxBytes: 64 * 1024)
+        #expect(dropping.dropped > 0)
+        depth = try store.outboxDepth()
+        #expect(depth.event == 10, "events are never dropped")
+        #expect(depth.position + depth.thinned + depth.dropped == 40_000)
+    }
+
+    @Test func aVersion1StoreKeepsItsPendingMessages() throws {
+        do {
+            let v1 = try DatabaseQueue(path: path)
+            try v1.write { db in
+                try db.execute(sql: """
+                    CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                    INSERT INTO grdb_migrations VALUES ('v1');
+                    CREATE TABLE positions (id INTEGER PRIMARY KEY AUTOINCREMENT, t INTEGER NOT NULL, lat REAL NOT NULL,
+                        lon REAL NOT NULL, spd REAL, hdg REAL, acc REAL);
+                    CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
+                        class INTEGER NOT NULL, qos INTEGER NOT NULL, payload BLOB NOT NULL, created_at INTEGER NOT NULL, delivered_at INTEGER);
+                    CREATE INDEX outbox_pending ON outbox(class, id) WHERE delivered_at IS NULL;
+                    CREATE TABLE topic_sequence (topic TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
+                    CREATE TABLE unit_state (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+                    INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('a', 'pos', 3, 1, x'7b7d', 1);
+                    INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('b', 'event', 2, 1, x'7b7d', 1);
+                    """)
+            }
+        }
+        let store = try LocalCache(path: path)
+        let depth = try store.outboxDepth()
+        #expect(depth.position == 1 && depth.event == 1)
+        #expect(store.newestRowID(in: .backfill) == 1 && store.newestRowID(in: .event) == 2)
+        let pending = try store.write { try $0.pendingMessages(in: .backfill, after: 0, limit: 10) }
+        #expect(pending.map(\.messageID) == ["a"])
+    }
+
+    @Test func aCorruptFileIsMovedAsideAndAFreshStoreStarts() throws {
+        do {
+            let store = try LocalCache(path: path)
+            try queue(store, 0..<5000)
+        }
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.seek(toOffset: 10 * 4096)
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 8192))
+        try handle.close()
+        let store = try LocalCache(path: path)
+        let aside = try #require(store.corruptFileMovedTo)
+        #expect(FileManager.default.fileExists(atPath: aside))
+        #expect(try store.outboxDepth().position == 0)
+    }
+
+    @Test func garbageInsteadOfADatabaseIsMovedAside() throws {
+        try Data(repeating: 0x42, count: 10_000).write(to: URL(fileURLWithPath: path))
+        let store = try LocalCache(path: path)
+        #expect(store.corruptFileMovedTo != nil)
+    }
+}

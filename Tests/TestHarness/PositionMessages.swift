@@ -1,0 +1,40 @@
+import Foundation
+import MQTTLink
+import UnitCore
+
+/// A `pos` message as a dispatcher decodes it: live (`points` of objects) or backfill
+/// (`PositionBatch` rows), per docs/protocol.md.
+public struct ReceivedPositions: Sendable {
+    public let seq: Int
+    public let id: String
+    public let backfill: Bool
+    public let points: [PositionPoint]
+
+    public init?(_ message: MQTTMessage) {
+        guard let json = message.json, let seq = json["seq"] as? Int, let id = json["id"] as? String else { return nil }
+        self.seq = seq
+        self.id = id
+        backfill = json["backfill"] as? Bool ?? false
+        if backfill {
+            guard let rows = json["points"] as? [[Any]] else { return nil }
+            let integers = rows.map { $0.map { ($0 as? NSNumber).map { $0.int64Value } } }
+            guard let points = PositionBatch.decode(integers) else { return nil }
+            self.points = points
+        } else {
+            guard let data = try? JSONSerialization.data(withJSONObject: json["points"] ?? []),
+                  let points = try? JSONDecoder().decode([PositionPoint].self, from: data) else { return nil }
+            self.points = points
+        }
+    }
+
+    /// Every `pos` message on `topic`, in arrival order, redeliveries included.
+    public static func all(_ messages: [MQTTMessage], topic: String) -> [ReceivedPositions] {
+        messages.filter { $0.topic == topic }.compactMap(ReceivedPositions.init)
+    }
+
+    /// Drops redeliveries (same id), keeping first arrivals in order.
+    public static func firstArrivals(_ positions: [ReceivedPositions]) -> [ReceivedPositions] {
+        var seen = Set<String>()
+        return positions.filter { seen.insert($0.id).inserted }
+    }
+}

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Fleet benchmark: N real taxiunitd processes (each its own SQLite file, client id, unit id and
+control socket), GPS from shared gpsfake replays of the demo route (one per 50 units) started 5 s apart, one local
+mosquitto, dispatchsim generating requests at --rate per second over the 4 Midtown zones for
+--duration seconds, and scripted drivers (bench/driver.py) answering every offer after 1-5 s.
+
+Runs a small baseline fleet first, then the fleet under test, in the same run, and prints both:
+offer -> reply latency without the driver's think time (p50/p95/p99), request -> assignment, and
+the units' total and per-unit RSS and CPU.
+
+    bench/fleet.sh [--units 500] [--duration 600] [--rate 2] [--baseline-units 10] [--baseline-duration 60]
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+class Group:
+    """Children in process groups of their own, stopped together."""
+
+    def __init__(self):
+        self.children = []
+
+    def start(self, args, log, **kwargs):
+        child = subprocess.Popen(args, stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True, **kwargs)
+        self.children.append(child)
+        return child
+
+    def stop(self, children=None, grace=10):
+        children = self.children if children is None else children
+        for child in children:
+            try:
+                os.killpg(child.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + grace
+        for child in children:
+            try:
+                child.wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        self.children = [c for c in self.children if c not in children]
+
+
+def usage(pids):
+    """(total RSS bytes, total CPU seconds) of the processes."""
+    rss = cpu = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            cpu += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            rss += int(fields[21]) * PAGE
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return rss, cpu
+
+
+def memory(pids):
+    """(PSS, private) bytes in total: RSS counts the shared libraries (Foundation, ICU data, the
+    Swift runtime) once per process, PSS shares them out, private is what one more unit costs."""
+    pss = private = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                for line in rollup:
+                    key, _, value = line.partition(":")
+                    if key == "Pss":
+                        pss += int(value.split()[0]) * 1024
+                    elif key in ("Private_Clean", "Private_Dirty"):
+                        private += int(value.split()[0]) * 1024
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return pss, private
+
+
+def rank(samples, p):
+    """Nearest-rank percentile, as dispatchsim prints them."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)] if ordered else None
+
+
+def percentiles(samples):
+    if not samples:
+        return "n=0"
+    return f"n={len(samples)} p50 {rank(samples, 0.5)} ms  p95 {rank(samples, 0.95)} ms  p99 {rank(samples, 0.99)} ms  max {max(samples)} ms"
+
+
+def run_fleet(name, count, args, bin_dir, work, broker_port, gpsd_ports, group):
+    print(f"== {name}: {count} units, {args.rate} requests/s for {args.duration if name == 'fleet' else args.baseline_duration} s", flush=True)
+    duration = args.duration if name == "fleet" else args.baseline_duration
+    directory = os.path.join(work, name)
+    os.makedirs(directory)
+    units, ids = [], [f"{name[0].upper()}{n:03d}" for n in range(1, count + 1)]
+    for index, unit in enumerate(ids):
+        config = os.path.join(directory, f"{unit}.toml")
+        with open(config, "w") as f:
+            f.write(f"""[unit]
+id = "{unit}"
+fleet = "bench"
+[gpsd]
+port = {gpsd_ports[index % len(gpsd_ports)]}
+[mqtt]
+port = {broker_port}
+reconnect_max_s = 5
+[store]
+path = "{directory}/{unit}.sqlite"
+[control]
+socket = "{directory}/{unit}.sock"
+[log]
+level = "warning"
+""")
+        units.append(group.start([f"{bin_dir}/taxiunitd", "--config", config], os.path.join(directory, f"{unit}.log")))
+        # Starting hundreds of processes at once starves the ones already up.
+        if index % 20 == 19:
+            time.sleep(0.5)
+    deadline = time.time() + 120
+    while not all(os.path.exists(f"{directory}/{unit}.sock") for unit in ids):
+        if time.time() > deadline:
+            raise SystemExit(f"{name}: not every unit came up; see {directory}")
+        time.sleep(0.5)
+    time.sleep(5)
+    pids = [u.pid for u in units]
+    idle_rss, _ = usage(pids)
+
+    driver = group.start([sys.executable, f"{ROOT}/bench/driver.py", str(broker_port), "bench", directory] + ids,
+                         os.path.join(directory, "driver.log"))
+    time.sleep(3 + count / 100)
+    stats_path = os.path.join(directory, "stats.json")
+    rate_per_zone = args.rate * 60 / 4
+    dispatcher = group.start(
+        [f"{bin_dir}/dispatchsim", "--zones", f"{ROOT}/demo/zones.toml", "--port", str(broker_port), "--fleet", "bench",
+         "--rate-per-zone", str(rate_per_zone), "--duration", str(duration), "--respond-within", "30", "--quiet",
+         "--seed", str(count), "--stats-json", stats_path],
+        os.path.join(directory, "dispatchsim.log"))
+    _, cpu_start = usage(pids)
+    started = time.time()
+    peak_rss = 0
+    while dispatcher.poll() is None:
+        time.sleep(5)
+        rss, _ = usage(pids)
+        peak_rss = max(peak_rss, rss)
+        elapsed = time.time() - started
+        if int(elapsed) % 60 < 5:
+            print(f"   {elapsed:5.0f} s  units RSS {rss / 2**20:7.0f} MiB", flush=True)
+    _, cpu_end = usage(pids)
+    pss, private = memory(pids)
+    wall = time.time() - started
+    alive = sum(1 for u in units if u.poll() is None)
+    group.stop([driver])
+    group.stop(units)
+    with open(stats_path) as f:
+        stats = json.load(f)
+    stats.update(
+        name=name, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
+        cpu_s=cpu_end - cpu_start, wall_s=wall,
+        summary=open(os.path.join(directory, "dispatchsim.log")).read().split("----- dispatchsim summary", 1)[-1])
+    return stats
+
+
+def describe(stats):
+    assignment = stats["request_to_assignment_ms"]
+    within = lambda limit: 100 * sum(1 for v in assignment if v <= limit) / len(assignment) if assignment else 0
+    mib = 2**20
+    lines = [
+        f"--- {stats['name']}: {stats['units']} units ({stats['alive']} still running at the end), {stats['wall_s']:.0f} s",
+        f"requests {stats['requests']}  accepted {stats['accepted']}  rejected {stats['rejected']}  "
+        f"timed-out {stats['timed_out']}  unserved {stats['unserved']}  busy {stats['busy']}  expired {stats['expired']}",
+        f"offer -> reply, think time excluded  {percentiles(stats['offer_to_reply_transit_ms'])}",
+        f"offer -> reply, as seen by dispatch  {percentiles(stats['offer_to_reply_ms'])}",
+        f"request -> assignment                {percentiles(assignment)}   within 5 s {within(5000):.1f} %, within 10 s {within(10000):.1f} %",
+        f"units RSS: idle {stats['idle_rss'] / mib:.0f} MiB, peak {stats['peak_rss'] / mib:.0f} MiB "
+        f"({stats['peak_rss'] / mib / stats['units']:.1f} MiB per unit); at the end PSS {stats['pss'] / mib / stats['units']:.1f} MiB "
+        f"and private {stats['private'] / mib / stats['units']:.1f} MiB per unit",
+        f"units CPU: {stats['cpu_s']:.0f} s over {stats['wall_s']:.0f} s = {100 * stats['cpu_s'] / stats['wall_s']:.0f} % of one core "
+        f"({100 * stats['cpu_s'] / stats['wall_s'] / stats['units']:.2f} % per unit) on {os.cpu_count()} cores",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--units", type=int, default=500)
+    parser.add_argument("--duration", type=float, default=600)
+    parser.add_argument("--rate", type=float, default=2.0)
+    parser.add_argument("--baseline-units", type=int, default=10)
+    parser.add_argument("--baseline-duration", type=float, default=60)
+    parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
+    args = parser.parse_args()
+
+    work = tempfile.mkdtemp(prefix="taxiunitd-fleet-")
+    group = Group()
+    try:
+        broker_port = free_port()
+        with open(f"{work}/mosquitto.conf", "w") as f:
+            f.write(f"listener {broker_port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n"
+                    + ("user root\n" if os.getuid() == 0 else ""))
+        group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
+        wait_port(broker_port)
+        # gpsd serves a limited number of clients (64 in Debian's build): one replay per 50 units,
+        # started 5 s apart so the fleet is spread along the route.
+        gpsd_ports = []
+        replays = max(2, math.ceil(max(args.units, args.baseline_units) / 50))
+        for replay in range(replays):
+            port = free_port()
+            group.start(["gpsfake", "-q", "-P", str(port), "-c", "0.5", f"{ROOT}/demo/manhattan-midtown.nmea"], f"{work}/gpsfake-{replay}.log")
+            wait_port(port)
+            gpsd_ports.append(port)
+            time.sleep(5)
+        results = [run_fleet("baseline", args.baseline_units, args, args.bin, work, broker_port, gpsd_ports, group),
+                   run_fleet("fleet", args.units, args, args.bin, work, broker_port, gpsd_ports, group)]
+        print()
+        for stats in results:
+            print(describe(stats))
+        fleet = results[1]
+        transit_p95 = rank(fleet["offer_to_reply_transit_ms"], 0.95)
+        targets = [
+            ("offer -> reply p95 < 500 ms (think time excluded)", transit_p95 is not None and transit_p95 < 500),
+            ("RSS per unit <= 12 MB", fleet["peak_rss"] / fleet["units"] <= 12 * 10**6),
+            ("PSS per unit <= 12 MB (shared libraries shared out)", fleet["pss"] / fleet["units"] <= 12 * 10**6),
+        ]
+        print("--- targets")
+        for label, met in targets:
+            print(f"{'met    ' if met else 'NOT met'}  {label}")
+    finally:
+        group.stop()
+        if os.environ.get("KEEP_BENCH_FILES"):
+            print(f"files kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
