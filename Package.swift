@@ -25,6 +25,9 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
+        // The kernel's clock synchronisation state (sys/timex.h is not in Swift's Glibc module).
+        .target(name: "CSystemClock"),
+
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
         .target(name: "UnitConfig", dependencies: [
@@ -71,7 +74,7 @@ let package = Package(
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
             "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
-            "DriverDisplay", "SystemdNotify", "Liveness",
+            "DriverDisplay", "SystemdNotify", "Liveness", "CSystemClock",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

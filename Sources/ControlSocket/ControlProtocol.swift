@@ -130,6 +130,11 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     /// An SOS is waiting for the dispatcher's acknowledgement.
     public var sosPending: Bool
     public var gps: GPS
+    /// Where the unit clock comes from: `system` (synchronised), `gps` (last fix + monotonic time),
+    /// `unsynchronised` (system clock, nothing better yet).
+    public var clock: String?
+    /// The zone the taxi is in, if any.
+    public var zone: String?
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
@@ -137,11 +142,13 @@ public struct ControlStatus: Sendable, Equatable, Codable {
 
     public init(
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
-        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil
+        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil
     ) {
         self.unit = unit
         self.state = state
         self.gps = gps
+        self.clock = clock
+        self.zone = zone
         self.broker = broker
         self.outbox = outbox
         self.storedPositions = storedPositions

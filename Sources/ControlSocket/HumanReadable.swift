@@ -6,7 +6,7 @@ import Foundation
 public enum HumanReadable {
     /// The order fields appear in; others follow alphabetically.
     static let order = [
-        "unit", "state", "pauseReason", "job", "seatsLeft", "zone", "sosPending", "gps", "broker", "outbox", "droppedPositions",
+        "unit", "state", "pauseReason", "job", "seatsLeft", "zone", "sosPending", "gps", "clock", "broker", "outbox", "droppedPositions",
         "storedPositions", "config", "connected", "since", "lastFixAgeS", "lastFixTime", "clockSource", "lastError",
         "messageClass", "topic", "id", "createdAt", "passengers", "pickupTime", "dropTime", "distanceM",
         "depth", "inFlight", "byClass", "depthByClass", "oldest",

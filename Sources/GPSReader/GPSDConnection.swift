@@ -12,15 +12,21 @@ public enum GPSDEvent: Sendable, Equatable {
 
 /// The libgps adapter. All unsafe code for gpsd lives in this file.
 ///
-/// libgps reads block, so they run on one dedicated thread that hands TPV reports to `events`.
-/// When gpsd goes away (`gps_read` returns -1, or it cannot be reached) the thread closes, waits and
-/// opens again: the daemon never exits for this.
+/// libgps reads block, so they run on one dedicated thread that hands TPV reports to `events`; it
+/// reads whenever data is there, so gpsd never drops us as a slow client. When gpsd goes away
+/// (`gps_read` returns -1, or it cannot be reached) the thread closes, backs off and opens again:
+/// the daemon never exits for this. The backoff is capped at `maxRetryDelayS` so that fixes flow
+/// again within a few seconds of gpsd coming back (udev and package upgrades restart it).
+///
+/// Built against gpsd 3.22 (API 11). Only `mode`, `time`, coordinates and error estimates are read:
+/// gpsd 3.23.1 renamed the `STATUS_*` constants, so validity never depends on `status`.
 public final class GPSDConnection: @unchecked Sendable {
     public let events: AsyncStream<GPSDEvent>
     private let eventSink: AsyncStream<GPSDEvent>.Continuation
     private let host: String
     private let port: Int
-    private let retryDelayS: Double
+    private let minRetryDelayS: Double
+    private let maxRetryDelayS: Double
 
     private let state = NSCondition()
     private var isStopping = false
@@ -29,13 +35,15 @@ public final class GPSDConnection: @unchecked Sendable {
     /// Beats each time round the reader loop, for the systemd watchdog.
     public let heartbeat = Heartbeat(name: "gpsd-reader", allowingSilenceS: Liveness.blockingConnectS)
 
-    /// How long one `gps_waiting` blocks: also how quickly `stop()` is noticed.
+    /// How long one `gps_waiting` blocks (at least 2 s, so an idle gpsd costs nothing): also how
+    /// quickly `stop()` is noticed.
     static let waitMicroseconds: Int32 = 2_000_000
 
-    public init(host: String, port: Int, retryDelayS: Double = 1) {
+    public init(host: String, port: Int, minRetryDelayS: Double = 0.25, maxRetryDelayS: Double = 1) {
         self.host = host
         self.port = port
-        self.retryDelayS = retryDelayS
+        self.minRetryDelayS = minRetryDelayS
+        self.maxRetryDelayS = max(minRetryDelayS, maxRetryDelayS)
         (events, eventSink) = AsyncStream.makeStream(of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
@@ -67,11 +75,11 @@ public final class GPSDConnection: @unchecked Sendable {
         return isStopping
     }
 
-    private func waitBeforeRetry() {
+    private func waitBeforeRetry(_ delayS: Double) {
         state.lock()
         defer { state.unlock() }
-        heartbeat.beat(allowingSilenceS: retryDelayS + Liveness.slackS)
-        let deadline = Date(timeIntervalSinceNow: retryDelayS)
+        heartbeat.beat(allowingSilenceS: delayS + Liveness.slackS)
+        let deadline = Date(timeIntervalSinceNow: delayS)
         while !isStopping && state.wait(until: deadline) {}
     }
 
@@ -79,6 +87,7 @@ public final class GPSDConnection: @unchecked Sendable {
         let data = UnsafeMutablePointer<gps_data_t>.allocate(capacity: 1)
         defer { data.deallocate() }
         var lastFailure: String?
+        var retryDelayS = minRetryDelayS
         while !stopping {
             data.initialize(to: gps_data_t())
             heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
@@ -86,17 +95,25 @@ public final class GPSDConnection: @unchecked Sendable {
                 let reason = "cannot reach gpsd at \(host):\(port): \(String(cString: gps_errstr(errno)))"
                 if reason != lastFailure { eventSink.yield(.disconnected(reason: reason)) }
                 lastFailure = reason
-                waitBeforeRetry()
+                waitBeforeRetry(retryDelayS)
+                retryDelayS = min(retryDelayS * 2, maxRetryDelayS)
                 continue
             }
             lastFailure = nil
-            _ = gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil)
+            retryDelayS = minRetryDelayS
+            guard gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil) == 0 else {
+                gps_close(data)
+                lastFailure = "gpsd refused the watch request"
+                eventSink.yield(.disconnected(reason: lastFailure!))
+                waitBeforeRetry(retryDelayS)
+                continue
+            }
             eventSink.yield(.connected)
             let reason = readReports(data)
             gps_close(data)
             eventSink.yield(.disconnected(reason: reason))
             lastFailure = reason
-            if !stopping { waitBeforeRetry() }
+            if !stopping { waitBeforeRetry(retryDelayS) }
         }
     }
 

@@ -389,4 +389,13 @@ public final class LocalCache: @unchecked Sendable {
     public func positionCount() throws -> Int {
         try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions")! }
     }
+
+    /// The position history, oldest first.
+    public func storedFixes() throws -> [Fix] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id").map { row in
+                Fix(time: row["t"], latitude: row["lat"], longitude: row["lon"], speed: row["spd"], track: row["hdg"], accuracy: row["acc"])
+            }
+        }
+    }
 }

@@ -13,6 +13,15 @@ public indirect enum ConfigValue: Sendable, Equatable {
     /// TOML dates and times: not used by any setting, kept so they can be reported as the wrong type.
     case other(typeName: String)
 
+    /// Integers and floats alike, as TOML writers mix them in coordinate lists.
+    var number: Double? {
+        switch self {
+        case .integer(let value): Double(value)
+        case .double(let value): value.isFinite ? value : nil
+        default: nil
+        }
+    }
+
     var typeName: String {
         switch self {
         case .table: "table"

@@ -28,6 +28,13 @@ struct SectionReader {
         return entries[key]
     }
 
+    func has(_ key: String) -> Bool { entries[key] != nil }
+
+    /// The value as written, for nested tables and arrays that get their own reader.
+    mutating func value(_ key: String) -> ConfigValue? {
+        take(key)
+    }
+
     mutating func string(_ key: String, default fallback: String?, nonEmpty: Bool = true) -> String? {
         guard let value = take(key) else {
             if fallback == nil { problems.append("\(name(key)) is missing") }

@@ -55,8 +55,13 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var socket: String
     }
 
-    public struct Reporting: Sendable, Equatable {
-        public var intervalS: Double
+    /// `[gps]`: what counts as a usable position, and zone borders.
+    public struct GPS: Sendable, Equatable {
+        public var maxEphM: Double
+        public var zoneHysteresisM: Double
+        /// Use the system clock even when the kernel does not call it synchronised (a battery-backed
+        /// real-time clock, a test machine) instead of falling back to GPS time.
+        public var trustSystemClock: Bool
     }
 
     public struct Log: Sendable, Equatable {
@@ -86,7 +91,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var mqtt: MQTT
     public var store: Store
     public var control: Control
-    public var reporting: Reporting
+    public var gps: GPS
+    public var reporting: ReportingPolicy
+    public var zones: [Zone]
     public var log: Log
     public var input: InputConfiguration
     public var fleet: Fleet
@@ -100,7 +107,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "mqtt", "store", "control", "reporting", "log", "fleet", "job", "input"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "fleet", "job", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -165,9 +172,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         let control = Control(socket: controlSection.string("socket", default: "/run/taxiunitd/control.sock")!)
         controlSection.finish(into: &problems)
 
-        var reportingSection = SectionReader(path: "reporting", value: root["reporting"], problems: &problems)
-        let reporting = Reporting(intervalS: reportingSection.number("interval_s", default: 5, in: 0...86400))
-        reportingSection.finish(into: &problems)
+        var gpsSection = SectionReader(path: "gps", value: root["gps"], problems: &problems)
+        let gps = GPS(
+            maxEphM: gpsSection.number("max_eph_m", default: 50, in: 1...100_000),
+            zoneHysteresisM: gpsSection.number("zone_hysteresis_m", default: 30, in: 0...10_000),
+            trustSystemClock: gpsSection.bool("trust_system_clock", default: false)
+        )
+        gpsSection.finish(into: &problems)
+
+        let reporting = Self.reportingPolicy(root["reporting"], problems: &problems)
+        let zones = Self.zones(root["zones"], problems: &problems)
 
         var logSection = SectionReader(path: "log", value: root["log"], problems: &problems)
         let log = Log(level: logSection.oneOf("level", default: "info", allowed: Self.logLevels))
@@ -202,7 +216,9 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.mqtt = mqtt
         self.store = store
         self.control = control
+        self.gps = gps
         self.reporting = reporting
+        self.zones = zones
         self.log = log
         self.input = input
         self.fleet = fleet
@@ -218,6 +234,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         // Whom the unit trusts and how it proves itself stay local: a fleet config could otherwise
         // turn TLS off or swap the CA.
         "mqtt": .everyKeyExcept(["tls", "cafile", "certfile", "keyfile", "tls_version", "username", "password_file"]),
+        "gps": .everyKey,
         "reporting": .everyKey,
         "job": .everyKey,
         "zones": .everyKey,
@@ -267,6 +284,94 @@ public struct UnitConfiguration: Sendable, Equatable {
         return text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == extra) }
     }
 
+    /// `[reporting]`: keys at the top apply to every state, a `[reporting.<state>]` table overrides
+    /// them for that state; whatever neither sets keeps the state's built-in default.
+    static func reportingPolicy(_ value: ConfigValue?, problems: inout [String]) -> ReportingPolicy {
+        var section = SectionReader(path: "reporting", value: value, problems: &problems)
+        let everyState = RuleOverrides(from: &section)
+        var rules = ReportingPolicy.defaultRules
+        for state in ReportingPolicy.stateNames {
+            var rule = everyState.applied(to: rules[state]!)
+            if section.has(state) {
+                var stateSection = SectionReader(path: "reporting.\(state)", value: section.value(state), problems: &problems)
+                rule = RuleOverrides(from: &stateSection).applied(to: rule)
+                stateSection.finish(into: &problems)
+            }
+            rules[state] = rule
+        }
+        section.finish(into: &problems)
+        return ReportingPolicy(rules: rules)
+    }
+
+    /// The reporting keys one table sets.
+    struct RuleOverrides {
+        var intervalS, distanceM, headingDeg, minSpeedMps: Double?
+        var everyFix: Bool?
+
+        init(from section: inout SectionReader) {
+            func number(_ key: String, _ range: ClosedRange<Double>) -> Double? {
+                section.has(key) ? section.number(key, default: .nan, in: range).nilIfNaN : nil
+            }
+            intervalS = number("interval_s", 0...86_400)
+            distanceM = number("distance_m", 0...1_000_000)
+            headingDeg = number("heading_deg", 0...180)
+            minSpeedMps = number("min_speed_mps", 0...100)
+            everyFix = section.has("every_fix") ? section.bool("every_fix", default: false) : nil
+        }
+
+        func applied(to rule: ReportingRule) -> ReportingRule {
+            var rule = rule
+            rule.intervalS = intervalS ?? rule.intervalS
+            rule.distanceM = distanceM ?? rule.distanceM
+            rule.headingDeg = headingDeg ?? rule.headingDeg
+            rule.minSpeedMps = minSpeedMps ?? rule.minSpeedMps
+            rule.everyFix = everyFix ?? rule.everyFix
+            return rule
+        }
+    }
+
+    /// `[[zones]]`: each an `id` and a `polygon` of at least three `[lat, lon]` pairs.
+    static func zones(_ value: ConfigValue?, problems: inout [String]) -> [Zone] {
+        guard let value else { return [] }
+        guard case .array(let entries) = value else {
+            problems.append("zones must be an array of tables ([[zones]]), found \(value.typeName)")
+            return []
+        }
+        var zones: [Zone] = []
+        var ids: Set<String> = []
+        for (index, entry) in entries.enumerated() {
+            var section = SectionReader(path: "zones[\(index)]", value: entry, problems: &problems)
+            let id = section.string("id", default: nil) ?? ""
+            if !id.isEmpty, !ids.insert(id).inserted { section.reject("id \"\(id)\" is used by an earlier zone") }
+            let polygon = readPolygon(section.value("polygon"), into: &section)
+            section.finish(into: &problems)
+            if !id.isEmpty, let polygon { zones.append(Zone(id: id, polygon: polygon)) }
+        }
+        return zones
+    }
+
+    private static func readPolygon(_ value: ConfigValue?, into section: inout SectionReader) -> [Zone.Vertex]? {
+        guard case .array(let pairs)? = value else {
+            section.reject("polygon must be an array of [lat, lon] pairs\(value == nil ? ", found none" : "")")
+            return nil
+        }
+        var vertices: [Zone.Vertex] = []
+        for (index, pair) in pairs.enumerated() {
+            guard case .array(let numbers) = pair, numbers.count == 2,
+                  let latitude = numbers[0].number, let longitude = numbers[1].number,
+                  abs(latitude) <= 90, abs(longitude) <= 180 else {
+                section.reject("polygon[\(index)] must be [lat, lon] in degrees (lat -90...90, lon -180...180)")
+                return nil
+            }
+            vertices.append(Zone.Vertex(latitude: latitude, longitude: longitude))
+        }
+        guard vertices.count >= 3 else {
+            section.reject("polygon needs at least 3 points, found \(vertices.count)")
+            return nil
+        }
+        return vertices
+    }
+
     /// `en`, `zu`, `pt-BR`: it names a file, so nothing else is allowed.
     static func isLanguageCode(_ text: String) -> Bool {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
@@ -286,10 +391,16 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     public var unitSettings: UnitSettings {
         UnitSettings(
-            reportingIntervalS: reporting.intervalS, offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM,
-            noShowWaitS: job.noShowWaitS, noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
+            positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM),
+            offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
     }
 
     /// `{prefix}/{fleet}/{unit}/`
     public var unitTopicBase: String { "\(mqtt.topicPrefix)/\(unit.fleet)/\(unit.id)/" }
+}
+
+extension Double {
+    /// A wrong value was reported and replaced by NaN: the setting keeps its default.
+    fileprivate var nilIfNaN: Double? { isNaN ? nil : self }
 }

@@ -48,7 +48,8 @@ public struct Fix: Sendable, Equatable, Codable {
 }
 
 /// Decides which samples are fixes. gpsd sends several TPVs per cycle and mode-1 TPVs that carry a
-/// time but NaN coordinates, so the rule needs the previous accepted time.
+/// time but NaN coordinates, so the rule needs the previous accepted time. Validity is decided by
+/// `mode`, never by gpsd's `status`, whose constants were renamed in gpsd 3.23.1.
 public struct FixValidator: Sendable, Equatable {
     public enum Rejection: Error, Sendable, Equatable {
         case noFix(mode: Int)
@@ -56,20 +57,42 @@ public struct FixValidator: Sendable, Equatable {
         case coordinatesOutOfRange
         case noTime
         case sameTimeAsPrevious
+        /// Dated 1024 weeks or more before the unit clock: a receiver hit by the GPS week rollover.
+        case weekRollover
+        /// Dated further ahead of a synchronised system clock than any receiver can be.
+        case inFuture
+        case tooInaccurate(horizontalErrorM: Double)
     }
+
+    /// The GPS week counter's range: a receiver that wraps it reports a date this much too early.
+    public static let rolloverPeriodS: Double = 1024 * 7 * 86_400
+    /// No fix this software sees can be older than its release, even when no clock can be trusted
+    /// (boards without a real-time clock start in 1970). 2024-01-01T00:00:00Z.
+    public static let earliestReferenceS: Double = 1_704_067_200
+    /// How far a fix may be ahead of a synchronised system clock.
+    public static let futureAllowanceS: Double = 86_400
 
     public private(set) var previousTime: Double?
+    /// Fixes with a larger estimated horizontal error are dropped; NaN (unknown) is accepted.
+    public var maxHorizontalErrorM: Double
 
-    public init(previousTime: Double? = nil) {
+    public init(previousTime: Double? = nil, maxHorizontalErrorM: Double = 50) {
         self.previousTime = previousTime
+        self.maxHorizontalErrorM = maxHorizontalErrorM
     }
 
-    public mutating func validate(_ sample: GPSSample) -> Result<Fix, Rejection> {
+    /// `clock` is the unit clock when the sample arrived: the reference for the date checks.
+    public mutating func validate(_ sample: GPSSample, clock: ClockReading) -> Result<Fix, Rejection> {
         guard sample.mode >= 2 else { return .failure(.noFix(mode: sample.mode)) }
         guard sample.latitude.isFinite, sample.longitude.isFinite else { return .failure(.coordinatesNotFinite) }
         guard abs(sample.latitude) <= 90, abs(sample.longitude) <= 180 else { return .failure(.coordinatesOutOfRange) }
         guard sample.time.isFinite, sample.time > 0 else { return .failure(.noTime) }
         guard sample.time != previousTime else { return .failure(.sameTimeAsPrevious) }
+        let reference = max(clock.time, Self.earliestReferenceS)
+        guard sample.time > reference - Self.rolloverPeriodS else { return .failure(.weekRollover) }
+        // Only a synchronised system clock can say a fix is from the future: the GPS clock is made of fixes.
+        if clock.source == .system, sample.time > clock.time + Self.futureAllowanceS { return .failure(.inFuture) }
+        if sample.horizontalError > maxHorizontalErrorM { return .failure(.tooInaccurate(horizontalErrorM: sample.horizontalError)) }
         previousTime = sample.time
         return .success(
             Fix(

@@ -172,8 +172,8 @@ public struct UnitSnapshot: Sendable, Equatable, Codable {
 }
 
 public struct UnitSettings: Sendable, Equatable {
-    /// Shortest time between two reported positions, seconds.
-    public var reportingIntervalS: Double
+    /// Fix validity, reporting policy, heartbeat, zones.
+    public var positions: PositionSettings
     /// Answer window when an offer does not bring its own `respond_within_s`.
     public var offerTimeoutS: Double
     /// A fix this close to the pickup means "arrived".
@@ -187,14 +187,11 @@ public struct UnitSettings: Sendable, Equatable {
     /// or after a reconnect, so a few dozen cover any realistic gap.
     public var answeredOfferMemory: Int
 
-    /// While panic is on, positions are reported at least this often, seconds.
-    public static let panicReportingIntervalS = 1.0
-
     public init(
-        reportingIntervalS: Double = 5, offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
+        positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
         noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64
     ) {
-        self.reportingIntervalS = reportingIntervalS
+        self.positions = positions
         self.offerTimeoutS = offerTimeoutS
         self.arrivalRadiusM = arrivalRadiusM
         self.noShowWaitS = noShowWaitS
@@ -207,6 +204,8 @@ public struct UnitSettings: Sendable, Equatable {
 public enum TimerID: Sendable, Hashable, Codable {
     /// Fires at the offer's deadline: silence is a refusal.
     case offerDeadline(job: String)
+    /// Sends the last valid fix, marked stale, when no fix has been valid for the reporting interval.
+    case heartbeat
 }
 
 /// What the retained `status` says, minus what only the shell knows (online, zone, clock).
@@ -225,7 +224,8 @@ public struct UnitStatus: Sendable, Equatable {
 }
 
 public enum UnitEvent: Sendable, Equatable {
-    case gps(GPSSample)
+    /// A gpsd report and the clocks when it arrived (the unit clock is made from them).
+    case gps(GPSSample, at: ClockSample)
     /// `at`: unit clock, ms.
     case driver(DriverInput, at: Int64)
     case inbound(InboundMessage, receivedAt: Int64)
@@ -255,6 +255,10 @@ public enum UnitAction: Sendable, Equatable {
     case tellDriver(String)
     /// Worth a log line, not worth bothering the driver with.
     case log(String)
+    /// Queue the last valid fix on `pos` again, flagged stale, `ageMs` old by the unit clock.
+    case reportStale(Fix, ageMs: Int64)
+    /// Queue a zone event stamped `at` (unit clock, ms).
+    case zoneChanged(ZoneChange, at: Int64)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -262,8 +266,7 @@ public enum UnitAction: Sendable, Equatable {
 public struct UnitStateMachine: Sendable {
     public private(set) var snapshot: UnitSnapshot
     public var settings: UnitSettings
-    private var validator = FixValidator()
-    private var lastReportedFixTime: Int64?
+    public private(set) var positions: PositionPipeline
     public private(set) var lastFix: Fix?
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
@@ -271,6 +274,7 @@ public struct UnitStateMachine: Sendable {
         self.snapshot = snapshot
         self.settings = settings
         self.lastFix = lastFix
+        positions = PositionPipeline(settings: settings.positions)
     }
 
     public var state: DriverState { snapshot.state }
@@ -289,8 +293,8 @@ public struct UnitStateMachine: Sendable {
 
     public mutating func handle(_ event: UnitEvent) -> [UnitAction] {
         switch event {
-        case .gps(let sample):
-            return handleGPS(sample)
+        case .gps(let report, let sample):
+            return handleGPS(report, at: sample)
         case .driver(let input, let now):
             return handleDriver(input, now: now)
         case .inbound(.offer(let offer), let receivedAt):
@@ -303,11 +307,14 @@ public struct UnitStateMachine: Sendable {
             guard snapshot.panic != nil else { return [.log("sos/ack without a pending alarm ignored")] }
             snapshot.panic = nil
             // Discreet: the attacker may be watching the terminal.
-            return [.persist(snapshot), .tellDriver("ok")]
+            // Positions slow down again from the last one panic reported.
+            return [.persist(snapshot), .tellDriver("ok")] + positions.stateChanged(to: reportingState, reportNextFix: false)
         case .malformed(let problem, let now):
             let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
             guard let job = problem.job else { return [.log(description)] }
             return [.log(description), .reply(JobReply(job: job, re: problem.topic, reply: .invalid, reason: problem.reason, t: now))]
+        case .timerFired(.heartbeat, let now):
+            return positions.heartbeatDue(now: now, state: reportingState)
         case .timerFired(.offerDeadline(let job), let now):
             guard case .offered(let offer) = state, offer.job.id == job else {
                 return [.log("offer deadline for \(job) no longer pending")]
@@ -324,17 +331,13 @@ public struct UnitStateMachine: Sendable {
 
     // MARK: GPS
 
-    private mutating func handleGPS(_ sample: GPSSample) -> [UnitAction] {
-        guard case .success(let fix) = validator.validate(sample) else { return [] }
+    /// The reporting policy's key: the state, or `panic` while an alarm is open.
+    var reportingState: String { snapshot.panic == nil ? state.name.rawValue : "panic" }
+
+    private mutating func handleGPS(_ report: GPSSample, at sample: ClockSample) -> [UnitAction] {
+        guard case (let fix, var actions)? = positions.handle(report, at: sample, state: reportingState) else { return [] }
         lastFix = fix
-        let interval = snapshot.panic == nil ? settings.reportingIntervalS : min(settings.reportingIntervalS, UnitSettings.panicReportingIntervalS)
-        let intervalMs = Int64(interval * 1000)
-        // A fix older than the last reported one means the receiver's clock jumped: report it rather than go silent.
-        let due = lastReportedFixTime.map { fix.time - $0 >= intervalMs || fix.time < $0 } ?? true
-        if due {
-            lastReportedFixTime = fix.time
-        }
-        var actions: [UnitAction] = [.recordFix(fix, report: due)]
+        if actions.contains(where: \.isZoneChange) { actions.append(.statusChanged(status)) }
         if case .enRoute(let job) = state, Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.arrivalRadiusM {
             actions += transition(
                 to: .atPickup(job, arrivedAt: fix.time), now: fix.time, reason: "arrived_by_gps",
@@ -350,7 +353,8 @@ public struct UnitStateMachine: Sendable {
         case (.sos, _):
             snapshot.panic = Panic(raisedAt: now)
             // Nothing obvious on the terminal: no tellDriver.
-            return [.persist(snapshot), .sos(SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix.map(PositionPoint.init)))]
+            return [.persist(snapshot), .sos(SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix.map { PositionPoint($0) }))]
+                + positions.stateChanged(to: reportingState)
 
         case (.duty, .offDuty):
             return transition(to: .available, now: now, tell: "On duty, available")
@@ -516,7 +520,7 @@ public struct UnitStateMachine: Sendable {
             .event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason)),
             .statusChanged(status),
             .tellDriver(tell),
-        ]
+        ] + (from.name == next.name ? [] : positions.stateChanged(to: reportingState))
     }
 
     /// Answers the pending offer once and for all, remembering the answer for redeliveries.
@@ -545,5 +549,11 @@ public struct UnitStateMachine: Sendable {
 
     private func refuse(_ why: String) -> [UnitAction] {
         [.tellDriver(why)]
+    }
+}
+
+extension UnitAction {
+    var isZoneChange: Bool {
+        if case .zoneChanged = self { true } else { false }
     }
 }

@@ -34,6 +34,10 @@ public struct PositionPoint: Sendable, Equatable, Codable {
     public var spd: Double?
     public var hdg: Double?
     public var acc: Double?
+    /// Heartbeat only: this is the last valid fix again, no fix has been valid since.
+    public var stale: Bool?
+    /// Heartbeat only: the fix's age by the unit clock, ms.
+    public var age: Int64?
 
     public init(t: Int64, lat: Double, lon: Double, spd: Double? = nil, hdg: Double? = nil, acc: Double? = nil) {
         self.t = t
@@ -44,13 +48,15 @@ public struct PositionPoint: Sendable, Equatable, Codable {
         self.acc = acc
     }
 
-    public init(_ fix: Fix) {
+    public init(_ fix: Fix, staleAgeMs: Int64? = nil) {
         t = fix.time
         lat = fix.latitude
         lon = fix.longitude
         spd = fix.speed
         hdg = fix.track
         acc = fix.accuracy
+        stale = staleAgeMs.map { _ in true }
+        age = staleAgeMs
     }
 }
 
@@ -77,7 +83,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var reason: PauseReason?
     /// The open or offered job.
     public var job: String?
-    /// The fleet zone the unit is in; omitted until zones are configured.
+    /// The zone the taxi is in; omitted outside every zone.
     public var zone: String?
     public var seatsLeft: Int
     /// Unit clock, ms since the Unix epoch.
@@ -100,6 +106,35 @@ public struct StatusMessage: Sendable, Equatable, Codable {
         seatsLeft = status.seatsLeft
         self.t = t
         self.outbox = outbox
+    }
+}
+
+/// On `event`: the taxi entered a zone, left one, or both. State transitions share the topic; this
+/// has `type` and no `from`/`to`.
+public struct ZoneEventMessage: Sendable, Equatable, Codable {
+    public var type = "zone"
+    public var unit: String
+    public var seq: Int64
+    public var id: String
+    /// Unit clock, ms since the Unix epoch.
+    public var t: Int64
+    /// The zone entered; omitted when the taxi left every zone.
+    public var zone: String?
+    /// The zone left; omitted when the taxi was in none.
+    public var zoneLeft: String?
+
+    enum CodingKeys: String, CodingKey {
+        case type, unit, seq, id, t, zone
+        case zoneLeft = "zone_left"
+    }
+
+    public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange) {
+        self.unit = unit
+        self.seq = seq
+        self.id = id
+        self.t = t
+        zone = change.to
+        zoneLeft = change.from
     }
 }
 

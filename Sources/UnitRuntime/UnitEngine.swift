@@ -60,8 +60,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var stopping = false
     private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
     private var timerGeneration: UInt64 = 0
-    /// The fleet zone the unit is in, for `status`; stays nil until zone tracking sets it.
-    private var zone: String?
+    /// The zone the taxi is in, from the state machine's zone tracker.
+    private var zone: String? { machine.positions.zones.current }
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
     private var shownView: DriverView?
@@ -207,7 +207,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
         case .sample(let sample):
-            step(.gps(sample))
+            step(.gps(sample, at: clockSample()))
         }
     }
 
@@ -315,8 +315,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             switch action {
             case .recordFix(let fix, _):
                 lastFix = (fix, .now)
-            case .persist, .reply, .event, .sos, .recordRide:
+            case .persist, .reply, .event, .sos, .recordRide, .reportStale:
                 break
+            case .zoneChanged(let change, _):
+                logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
             case .startTimer(let id, let fireAt):
                 startTimer(id, fireAt: fireAt)
             case .cancelTimer(let id):
@@ -366,7 +368,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
             default: false
             }
         }
-        let fixes = actions.contains { if case .recordFix = $0 { true } else { false } }
+        let fixes = actions.contains {
+            switch $0 {
+            case .recordFix, .reportStale, .zoneChanged: true
+            default: false
+            }
+        }
         guard promises || fixes else { return false }
         let now = clockMs()
         return try store.write(promises ? .full : .normal) { transaction in
@@ -382,6 +389,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     }
                 case .persist(let snapshot):
                     try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
+                case .reportStale(let fix, let ageMs):
+                    try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
+                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: configuration.unit.id, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
+                    }
+                    queued = true
                 case .recordRide(let ride):
                     let record = try transaction.insertRide(ride)
                     logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(record.distanceM))"])
@@ -515,7 +527,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             job: jobStatus(),
             seatsLeft: status.seatsLeft,
             sosPending: machine.snapshot.panic != nil,
-            config: fleetConfigStatus
+            config: fleetConfigStatus,
+            clock: machine.positions.clock.reading(at: clockSample()).source.rawValue,
+            zone: zone
         )
     }
 
@@ -549,7 +563,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     /// The unit's clock for messages, ms since the Unix epoch.
-    func clockMs() -> Int64 { Self.clockMs() }
+    private func clockSample() -> ClockSample {
+        SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
+    }
+
+    /// The unit clock (system time when synchronised, else GPS time), ms.
+    func clockMs() -> Int64 { machine.positions.clock.reading(at: clockSample()).milliseconds }
 
     static func clockMs() -> Int64 {
         Int64(Date().timeIntervalSince1970 * 1000)

@@ -69,7 +69,7 @@ struct ScenarioFile {
     /// polygon = [[lat, lon], ...], at least three vertices.
     static func zones(path: String) throws -> ZoneMap {
         var problems: [String] = []
-        var zones: [Zone] = []
+        var zones: [DispatchCore.Zone] = []
         for (index, entry) in (try parse(path: path).table["zones"]?.array ?? []).enumerated() {
             let vertices = (entry.table["polygon"]?.array ?? []).compactMap { vertex -> Coordinate? in
                 guard case .array(let pair) = vertex, pair.count == 2, let lat = pair[0].number, let lon = pair[1].number else { return nil }
@@ -80,7 +80,7 @@ struct ScenarioFile {
                 problems.append("zones #\(index + 1): needs id and polygon = [[lat, lon], ...] with at least 3 points")
                 continue
             }
-            zones.append(Zone(id: id, polygon: vertices))
+            zones.append(DispatchCore.Zone(id: id, polygon: vertices))
         }
         if zones.isEmpty && problems.isEmpty { problems.append("no [[zones]] found") }
         guard problems.isEmpty else { throw ConfigError(problems: problems.map { "\(path): \($0)" }) }

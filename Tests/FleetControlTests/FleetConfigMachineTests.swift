@@ -16,7 +16,7 @@ import UnitCore
             .commit(.fleet, record, ack: ConfigAck(scope: .fleet, version: 3, result: .applied)),
             .use(machine.configuration, reconnect: false),
         ])
-        #expect(machine.configuration.reporting.intervalS == 10)
+        #expect(machine.configuration.reporting.rule(for: "en_route").intervalS == 10)
         #expect(machine.versions == [.fleet: 3])
     }
 
@@ -52,7 +52,7 @@ import UnitCore
         let stale = machine.handle(try fleet.config(4, #"{"reporting":{"interval_s":1}}"#))
         #expect(stale.acks == [ConfigAck(scope: .fleet, version: 4, result: .rejected, reason: "stale",
                                          errors: ["version 4 is older than version 5 held for the fleet scope"])])
-        #expect(machine.configuration.reporting.intervalS == 10)
+        #expect(machine.configuration.reporting.rule(for: "en_route").intervalS == 10)
         #expect(machine.handle(try fleet.config(4, #"{"reporting":{"interval_s":1}}"#, retained: true))
             == [.ignore(.fleet, because: "retained version 4 is older than version 5 held")], "the broker's old copy is not news")
     }
@@ -73,7 +73,7 @@ import UnitCore
         _ = fleetFirst.handle(try fleet.config(1, #"{"reporting":{"interval_s":10},"mqtt":{"max_inflight":4}}"#))
         _ = fleetFirst.handle(try fleet.config(1, #"{"reporting":{"interval_s":2}}"#, scope: .unit))
         for machine in [unitFirst, fleetFirst] {
-            #expect(machine.configuration.reporting.intervalS == 2)
+            #expect(machine.configuration.reporting.rule(for: "en_route").intervalS == 2)
             #expect(machine.configuration.mqtt.maxInflight == 4)
             #expect(machine.configuration.mqtt.host == "broker-a", "the local file stays underneath")
         }
@@ -204,7 +204,7 @@ import UnitCore
         let payload = Array(#"{"version":1,"settings":{"reporting":{"interval_s":10},"gpsd":{"port":1}}}"#.utf8)
         stored[.fleet] = ConfigScopeRecord(seenVersion: 1, applied: AppliedConfigDocument(version: 1, payload: payload))
         let machine = try fleet.machine(records: stored)
-        #expect(machine.configuration.reporting.intervalS == 5)
+        #expect(machine.configuration.reporting.rule(for: "en_route").intervalS == 5)
         #expect(machine.restoreProblems.count == 1)
         #expect(machine.restoreProblems.first?.contains("[gpsd] is not remotely settable") == true)
         #expect(machine.versions.isEmpty)

@@ -4,31 +4,82 @@ import TestHarness
 import Testing
 import UnitCore
 
+/// A synchronised system clock on 2026-05-28: the reference for the date checks.
+let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
+
+/// TPV lines as gpsd 3.22 writes them, decoded by libgps's own parser and judged by the unit's rule.
 @Suite struct GPSUnpackTests {
+    func validate(_ line: String, clock: ClockReading = synchronisedNow) throws -> Result<Fix, FixValidator.Rejection> {
+        var validator = FixValidator()
+        return validator.validate(try #require(GPSDConnection.unpack(line)), clock: clock)
+    }
+
     @Test func aTPVWithAFixIsDecodedByLibgps() throws {
         let sample = try #require(GPSDConnection.unpack(
-            #"{"class":"TPV","device":"/dev/pts/1","mode":3,"time":"2005-06-09T14:34:53.280Z","lat":46.498332203,"lon":7.567403907,"track":10.3788,"speed":0.091,"eph":45.600}"#))
+            #"{"class":"TPV","device":"/dev/pts/1","mode":3,"time":"2026-05-28T14:34:53.280Z","lat":46.498332203,"lon":7.567403907,"track":10.3788,"speed":0.091,"eph":45.600}"#))
         #expect(sample.mode == 3)
-        #expect(abs(sample.time - 1_118_327_693.28) < 0.001)
+        #expect(abs(sample.time - 1_779_978_893.28) < 0.001)
         #expect(sample.latitude == 46.498332203 && sample.longitude == 7.567403907)
         #expect(sample.speed == 0.091 && sample.track == 10.3788 && sample.horizontalError == 45.6)
+        var validator = FixValidator()
+        let fix = try validator.validate(sample, clock: synchronisedNow).get()
+        #expect(fix == Fix(time: 1_779_978_893_280, latitude: 46.498332203, longitude: 7.567403907, speed: 0.091, track: 10.3788, accuracy: 45.6))
     }
 
     @Test func modeOneWithATimeHasNaNCoordinatesAndIsNoFix() throws {
-        let sample = try #require(GPSDConnection.unpack(#"{"class":"TPV","device":"/dev/ttyUSB0","mode":1,"time":"2019-04-06T12:00:00.000Z"}"#))
+        let line = #"{"class":"TPV","device":"/dev/ttyUSB0","mode":1,"time":"2026-05-28T12:00:00.000Z"}"#
+        let sample = try #require(GPSDConnection.unpack(line))
         #expect(sample.mode == 1)
         #expect(sample.time > 0)
         #expect(sample.latitude.isNaN && sample.longitude.isNaN)
-        var validator = FixValidator()
-        #expect(validator.validate(sample) == .failure(.noFix(mode: 1)))
+        #expect(try validate(line) == .failure(.noFix(mode: 1)))
+    }
+
+    @Test func modeOneIsNoFixEvenWithStaleCoordinates() throws {
+        // Some receivers repeat the last position after losing the fix; gpsd passes it through.
+        #expect(try validate(#"{"class":"TPV","mode":1,"time":"2026-05-28T12:00:00.000Z","lat":46.5,"lon":7.5}"#) == .failure(.noFix(mode: 1)))
+    }
+
+    @Test func aTPVWithoutModeIsNoFix() throws {
+        #expect(try validate(#"{"class":"TPV","time":"2026-05-28T12:00:00.000Z","lat":46.5,"lon":7.5}"#) == .failure(.noFix(mode: 0)))
     }
 
     @Test func aTPVWithoutSpeedLeavesItNaN() throws {
-        let sample = try #require(GPSDConnection.unpack(#"{"class":"TPV","mode":2,"time":"2020-01-01T00:00:00.000Z","lat":1.5,"lon":2.5}"#))
-        #expect(sample.speed.isNaN && sample.track.isNaN)
+        let sample = try #require(GPSDConnection.unpack(#"{"class":"TPV","mode":2,"time":"2026-01-01T00:00:00.000Z","lat":1.5,"lon":2.5}"#))
+        #expect(sample.speed.isNaN && sample.track.isNaN && sample.horizontalError.isNaN)
         var validator = FixValidator()
-        let fix = try validator.validate(sample).get()
-        #expect(fix.speed == nil && fix.track == nil)
+        let fix = try validator.validate(sample, clock: synchronisedNow).get()
+        #expect(fix.speed == nil && fix.track == nil && fix.accuracy == nil)
+    }
+
+    @Test func aTPVWithoutTimeIsRejected() throws {
+        #expect(try validate(#"{"class":"TPV","mode":3,"lat":46.5,"lon":7.5}"#) == .failure(.noTime))
+    }
+
+    @Test func aWeekRolloverDateIsRejected() throws {
+        // A receiver with the rollover bug reports 2026-05-28 as 1024 weeks earlier: 2006-10-12.
+        #expect(try validate(#"{"class":"TPV","mode":3,"time":"2006-10-12T14:00:00.000Z","lat":46.5,"lon":7.5}"#) == .failure(.weekRollover))
+        // Without a synchronised clock the software's release date is the reference.
+        let bootedIn1970 = ClockReading(time: 12, source: .unsynchronised)
+        #expect(try validate(#"{"class":"TPV","mode":3,"time":"2003-06-01T00:00:00.000Z","lat":46.5,"lon":7.5}"#, clock: bootedIn1970) == .failure(.weekRollover))
+    }
+
+    @Test func aFutureDateIsRejected() throws {
+        #expect(try validate(#"{"class":"TPV","mode":3,"time":"2046-01-01T00:00:00.000Z","lat":46.5,"lon":7.5}"#) == .failure(.inFuture))
+    }
+
+    @Test func coordinatesOutsideWGS84AreRejected() throws {
+        #expect(try validate(#"{"class":"TPV","mode":3,"time":"2026-05-28T12:00:00.000Z","lat":91.0,"lon":7.5}"#) == .failure(.coordinatesOutOfRange))
+    }
+
+    @Test func anInaccurateFixIsRejected() throws {
+        #expect(try validate(#"{"class":"TPV","mode":3,"time":"2026-05-28T12:00:00.000Z","lat":46.5,"lon":7.5,"eph":120.5}"#)
+            == .failure(.tooInaccurate(horizontalErrorM: 120.5)))
+    }
+
+    @Test func aTruncatedTPVIsNoFix() throws {
+        // libgps keeps what it parsed before the cut: a mode without coordinates.
+        #expect(try validate(#"{"class":"TPV","mode":3,"time":"2026-05-28T12:00:00.000Z","lat":"#) == .failure(.coordinatesNotFinite))
     }
 
     @Test func otherClassesAndGarbageAreNotSamples() {
@@ -52,7 +103,9 @@ import UnitCore
         for await event in connection.events {
             switch event {
             case .connected: connected = true
-            case .sample(let sample): if case .success(let fix) = validator.validate(sample) { fixes.append(fix) }
+            case .sample(let sample):
+                // gpsd 3.22 dates this 2005 log in 2025: a GPS-derived clock is the fair reference.
+                if case .success(let fix) = validator.validate(sample, clock: ClockReading(time: sample.time, source: .gps)) { fixes.append(fix) }
             case .disconnected: break
             }
             if fixes.count >= 5 || ContinuousClock.now > deadline { break }
@@ -67,7 +120,7 @@ import UnitCore
 
     @Test func reportsGpsdUnreachableAndKeepsTrying() async throws {
         let port = try Loopback.freePort()
-        let connection = GPSDConnection(host: "127.0.0.1", port: port, retryDelayS: 0.2)
+        let connection = GPSDConnection(host: "127.0.0.1", port: port, minRetryDelayS: 0.2)
         connection.start()
         defer { connection.stop() }
         var iterator = connection.events.makeAsyncIterator()

@@ -19,7 +19,7 @@ import Testing
         init(language: String = "en", withGPS: Bool = false, extraTOML: String = "") async throws {
             scratch = try ScratchDirectory()
             broker = try MosquittoBroker(in: scratch)
-            gps = withGPS ? try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.05) : nil
+            gps = withGPS ? try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.05) : nil
             pair = try await SerialPair(in: scratch)
             unit = try UnitUnderTest(
                 mqttPort: broker.port, gpsdPort: try gps?.port ?? Loopback.freePort(), in: scratch,

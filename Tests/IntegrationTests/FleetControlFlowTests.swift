@@ -230,7 +230,7 @@ import Testing
 
     @Test func commandsRunOnceAndAReplayDoesNothing() async throws {
         let scratch = try ScratchDirectory()
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch)
         let setup = try await Setup(gpsdPort: gps.port)
         try await setup.unit.waitForStatus("positions stored") { $0.storedPositions > 3 }
         let positions = try await MQTTRecorder(port: setup.broker.port, subscribe: [setup.unit.topicBase + "pos"])

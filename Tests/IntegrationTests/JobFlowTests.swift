@@ -20,7 +20,7 @@ import UnitCore
         init(extraTOML: String = "", withGPS: Bool = false, reportingIntervalS: Double = 0.5) async throws {
             scratch = try ScratchDirectory()
             broker = try MosquittoBroker(in: scratch)
-            gps = withGPS ? try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.05) : nil
+            gps = withGPS ? try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.05) : nil
             unit = try UnitUnderTest(
                 mqttPort: broker.port, gpsdPort: try gps?.port ?? Loopback.freePort(), in: scratch, extraTOML: extraTOML,
                 reportingIntervalS: reportingIntervalS)
@@ -347,7 +347,7 @@ import UnitCore
         let rig = try await Rig(withGPS: true)
         try await rig.goOnDuty()
         // The replayed receiver sits within a few metres of this point.
-        try rig.publish("job/offer", #"{"job":"J1","pickup":{"lat":46.49829,"lon":7.56741,"address":"Kirchgasse"}}"#)
+        try rig.publish("job/offer", #"{"job":"J1","pickup":{"lat":41.574966,"lon":-93.750572,"address":"Kirchgasse"}}"#)
         try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
         try rig.press("accept")
         try await rig.unit.waitForStatus("at the pickup by itself") { $0.state == "at_pickup" }

@@ -243,7 +243,7 @@ import UnitCore
         let scratch = try ScratchDirectory()
         let disk = try SmallDisk(in: scratch, kilobytes: 2048)
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.02)
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
         try Self.moveStore(of: unit, to: disk.path)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "event"])

@@ -39,12 +39,12 @@ import Testing
     @Test func replayedFixesArriveAtASubscriber() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.02)
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])
         try await unit.start()
 
-        let expected = try Self.expectedPoints(log: "bu303-moving.log")
+        let expected = try Self.expectedPoints(log: Corpus.steadyLog)
         let messages = try await recorder.waitFor("positions from the replay") { Self.positions($0, topic: unit.topicBase + "pos").count >= 10 }
         let positions = Self.positions(messages, topic: unit.topicBase + "pos")
         for position in positions {
@@ -66,7 +66,7 @@ import Testing
     @Test func theLastWillMarksAKilledUnitOffline() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch)
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "status"])
         try await unit.start()
@@ -85,7 +85,7 @@ import Testing
     @Test func fixesStoredWhileTheBrokerIsDownArriveOnceInOrder() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.02)
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "pos"], clientID: "recorder-outage", persistentSession: true)
         try await unit.start()
@@ -115,7 +115,7 @@ import Testing
     @Test func seqContinuesAndNothingQueuedIsLostAfterSIGKILL() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.02)
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "pos"], clientID: "recorder-kill", persistentSession: true)
         try await unit.start()
@@ -141,7 +141,7 @@ import Testing
     @Test func statusJSONReportsStateLinksAndOutbox() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch)
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
         try await unit.start()
         try await unit.waitForStatus("gps and broker up") { $0.gps.connected && $0.broker.connected && $0.gps.lastFixTime != nil }

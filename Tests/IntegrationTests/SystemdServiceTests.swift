@@ -12,7 +12,7 @@ import Testing
     @Test func notifiesReadyStatusWatchdogAndStopping() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch)
         let notify = try NotifySocket(path: scratch.file("notify.sock"))
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
         try await unit.start(environment: Self.watchdogEnvironment.merging(["NOTIFY_SOCKET": notify.path]) { $1 })
@@ -39,7 +39,7 @@ import Testing
     func aWedgedLibraryThreadStopsTheWatchdogPings(threadName: String) async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch)
         let notify = try NotifySocket(path: scratch.file("notify.sock"))
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
         try await unit.start(environment: Self.watchdogEnvironment.merging(["NOTIFY_SOCKET": notify.path]) { $1 })
@@ -91,7 +91,7 @@ import Testing
     @Test func runsUnderMemoryDenyWriteExecute() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
-        let gps = try FakeGPS(log: Corpus.log("bu303-moving.log"), in: scratch, cycleS: 0.02)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.02)
         let notify = try NotifySocket(path: scratch.file("notify.sock"))
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: gps.port, in: scratch, reportingIntervalS: 0)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])

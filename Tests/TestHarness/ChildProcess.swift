@@ -69,6 +69,11 @@ public final class ChildProcess: @unchecked Sendable {
         _ = kill(-pid, signal)
     }
 
+    /// Sends `signal` to the leader only: SIGSTOP freezes gpsfake while its gpsd keeps serving.
+    public func signalLeader(_ signal: Int32) {
+        _ = kill(pid, signal)
+    }
+
     /// SIGTERM to the group, SIGKILL after `graceS`, then reaps the leader. Returns its wait status.
     @discardableResult
     public func stop(graceS: Double = 5) -> Int32? {
@@ -166,5 +171,14 @@ public enum Loopback {
             usleep(50_000)
         }
         throw HarnessError("nothing accepted connections on 127.0.0.1:\(port) within \(timeoutS) s")
+    }
+}
+
+/// Runs blocking work (waiting for a process to exit, polling a port) on a thread of its own, so it
+/// never holds one of the few threads of the cooperative pool.
+@discardableResult
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
     }
 }

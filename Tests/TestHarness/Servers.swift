@@ -71,17 +71,57 @@ public final class FakeGPS: @unchecked Sendable {
     public let process: ChildProcess
 
     /// `cycleS` is the delay between sentences; `once` stops after one pass instead of looping.
-    public init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, port: Int? = nil) throws {
+    public convenience init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, port: Int? = nil) throws {
+        try self.init(spawning: log, in: directory, cycleS: cycleS, once: once, pipe: false, port: port)
+        try Loopback.waitUntilAccepting(port: self.port, timeoutS: 20)
+    }
+
+    /// `pipe`: gpsfake watches gpsd itself and prints what it gets, unbuffered, to its log.
+    private init(spawning log: String, in directory: ScratchDirectory, cycleS: Double, once: Bool, pipe: Bool, port: Int?) throws {
         self.port = try port ?? Loopback.freePort()
         var arguments = ["-q", "-P", String(self.port), "-c", String(cycleS)]
         if once { arguments.insert("-1", at: 0) }
+        if pipe { arguments.insert("-p", at: 0) }
         process = try ChildProcess(
-            "gpsfake", arguments + [log], logPath: directory.file("gpsfake-\(self.port).log"))
-        try Loopback.waitUntilAccepting(port: self.port, timeoutS: 20)
+            "gpsfake", arguments + [log], logPath: directory.file("gpsfake-\(self.port).log"),
+            environment: pipe ? ["PYTHONUNBUFFERED": "1"] : [:])
     }
 
     /// Stops gpsfake and its gpsd child together.
     public func stop() { process.stop() }
+
+    /// gpsfake playing `log` once, frozen near its start so that every client can watch before it
+    /// goes on and all of them see the same replay; call `releaseFeed()` then. (gpsd feeds only the
+    /// clients watching at the time, and discards what reached the device before any watched.)
+    /// In pipe mode gpsfake is a watcher itself: it sleeps 1.4 s, during which gpsd, probing the
+    /// device, does not serve clients; then it prints gpsd's greeting and starts feeding. At that
+    /// greeting gpsfake alone is stopped (gpsd keeps serving) and gpsd gets a moment to digest the
+    /// first sentences, which only gpsfake sees. gpsfake exits at the end of the log, after gpsd has
+    /// told its watchers the device is gone (`"activated":0`).
+    /// gpsfake has start-up races of its own under load (its client connects before gpsd listens,
+    /// or it adds the device before gpsd's control socket listens, silently): such a start is
+    /// recognised by gpsfake's greeting and retried.
+    public static func held(log: String, in directory: ScratchDirectory, cycleS: Double) async throws -> FakeGPS {
+        var failures: [String] = []
+        for _ in 0..<3 {
+            let fake = try FakeGPS(spawning: log, in: directory, cycleS: cycleS, once: true, pipe: true, port: nil)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while fake.process.isRunning && !fake.process.log.contains(#""class":"WATCH""#) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            fake.process.signalLeader(SIGSTOP)
+            if fake.process.isRunning && fake.process.log.contains(#""class":"DEVICES","devices":[{"#) {
+                try await Task.sleep(for: .milliseconds(200))
+                return fake
+            }
+            failures.append(fake.process.log)
+            fake.process.signal(SIGKILL)
+            try await offThePool { fake.process.waitForExit() }
+        }
+        throw HarnessError("gpsfake did not start feeding \(log):\n\(failures.joined(separator: "\n---\n"))")
+    }
+
+    public func releaseFeed() { process.signalLeader(SIGCONT) }
 
     deinit { process.stop() }
 }
@@ -101,6 +141,16 @@ public enum Corpus {
     }()
 
     public static func log(_ name: String) -> String { gpsdLogs + "/" + name }
+
+    /// A log for tests that loop a replay and want fixes all the time: gpsd dates it 2020 on every
+    /// pass, with 3D fixes at 10 Hz. (bu303-moving.log comes out of gpsd 3.22 dated 2025 on the
+    /// first pass and 2005, its true date, on later ones: the unit drops those as week rollover.)
+    public static let steadyLog = "nmea-rtk.log"
+
+    /// Every replayable log of the corpus (`*.log`), by name.
+    public static func allLogs() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: gpsdLogs).filter { $0.hasSuffix(".log") }.sorted()
+    }
 
     /// Where `swift build` put the daemon: beside the test bundle, or TAXIUNITD_BIN_DIR.
     public static let binaryDirectory: String = {

@@ -15,7 +15,8 @@ public final class UnitUnderTest: @unchecked Sendable {
     public init(
         unitID: String = "T1", fleet: String = "test", mqttPort: Int, gpsdPort: Int,
         in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5, language: String = "en",
-        mqttTOML: String = ""
+        mqttTOML: String = "",
+        trustSystemClock: Bool = true
     ) throws {
         self.unitID = unitID
         self.fleet = fleet
@@ -33,6 +34,11 @@ public final class UnitUnderTest: @unchecked Sendable {
         [gpsd]
         host = "127.0.0.1"
         port = \(gpsdPort)
+
+        [gps]
+        # Replayed logs are years old and the test machine's clock is right even where the kernel
+        # does not call it synchronised: the unit clock must not become the replay's GPS time.
+        trust_system_clock = \(trustSystemClock)
 
         [mqtt]
         host = "127.0.0.1"

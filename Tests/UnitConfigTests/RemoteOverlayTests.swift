@@ -1,5 +1,6 @@
 import Testing
 import UnitConfig
+import UnitCore
 
 @Suite struct RemoteOverlayTests {
     let local = "[unit]\nid = \"T7\"\nfleet = \"north\"\n[reporting]\ninterval_s = 5\n"
@@ -14,7 +15,7 @@ import UnitConfig
         let fleet = ConfigValue.table(["reporting": .table(["interval_s": .integer(10)]), "mqtt": .table(["host": .string("b")])])
         let unit = ConfigValue.table(["reporting": .table(["interval_s": .double(2.5)])])
         let merged = try UnitConfiguration.overlay([fleet, unit], on: ConfigValue.parseTOML(local))
-        #expect(merged.reporting.intervalS == 2.5)
+        #expect(ReportingPolicy.stateNames.allSatisfy { merged.reporting.rule(for: $0).intervalS == 2.5 })
         #expect(merged.mqtt.host == "b")
         #expect(merged.unit.id == "T7")
     }

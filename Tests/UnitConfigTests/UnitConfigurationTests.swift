@@ -22,7 +22,9 @@ import UnitCore
         let config = try UnitConfiguration.load(path: root.appendingPathComponent("etc/taxiunitd.toml").path)
         #expect(config.unit.fleet == "demo")
         #expect(config.mqtt.topicPrefix == "taxi")
-        #expect(config.reporting.intervalS == 5)
+        #expect(config.reporting == ReportingPolicy())
+        #expect(config.gps.maxEphM == 50 && config.gps.zoneHysteresisM == 30 && !config.gps.trustSystemClock)
+        #expect(config.zones.isEmpty)
     }
 
     @Test func minimalFileGetsDefaults() throws {
@@ -32,13 +34,13 @@ import UnitCore
         #expect(config.mqtt.keepaliveS == 30)
         #expect(config.unitTopicBase == "taxi/north/T7/")
         #expect(config.unit.seats == 4)
-        #expect(config.unitSettings == UnitSettings(reportingIntervalS: 5, offerTimeoutS: 60, arrivalRadiusM: 20, noShowWaitS: 300, noShowRadiusM: 100, seats: 4))
+        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 60, arrivalRadiusM: 20, noShowWaitS: 300, noShowRadiusM: 100, seats: 4))
     }
 
     @Test func jobRulesAndSeatsAreReadAndChecked() throws {
         let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\n")
         #expect(config.unit.seats == 7)
-        #expect(config.unitSettings == UnitSettings(reportingIntervalS: 5, offerTimeoutS: 2, arrivalRadiusM: 35, noShowWaitS: 0, noShowRadiusM: 50, seats: 7))
+        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 2, arrivalRadiusM: 35, noShowWaitS: 0, noShowRadiusM: 50, seats: 7))
         let bad = problems("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 0\n[job]\noffer_timeout_s = 0\nlate = 1\n")
         #expect(bad.count == 3)
         #expect(bad.contains("unknown key job.late"))
@@ -84,6 +86,91 @@ import UnitCore
         } catch {
             #expect(error.problems.count == 1)
             #expect(error.problems[0].hasPrefix("cannot read /nonexistent/taxiunitd.toml"))
+        }
+    }
+}
+
+@Suite struct PositionConfigurationTests {
+    let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
+    let base = UnitConfigurationTests()
+
+    /// `text` below a valid [unit] section.
+    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration { try base.parse(unit + text) }
+
+    func problems(_ text: String) -> [String] { base.problems(unit + text) }
+
+    @Test func reportingKeysApplyToEveryStateAndStateTablesOverrideThem() throws {
+        let config = try parse("""
+            [reporting]
+            interval_s = 10
+            min_speed_mps = 4
+            [reporting.available]
+            distance_m = 250
+            [reporting.panic]
+            every_fix = false
+            interval_s = 2
+            """)
+        let defaults = ReportingPolicy.defaultRules
+        #expect(config.reporting.rule(for: "off_duty") == ReportingRule(intervalS: 10, distanceM: 500, minSpeedMps: 4))
+        #expect(config.reporting.rule(for: "available") == ReportingRule(intervalS: 10, distanceM: 250, headingDeg: 30, minSpeedMps: 4))
+        #expect(config.reporting.rule(for: "panic") == ReportingRule(intervalS: 2, minSpeedMps: 4, everyFix: false))
+        #expect(config.reporting.rule(for: "on_board").headingDeg == defaults["on_board"]?.headingDeg)
+        #expect(config.unitSettings.positions.reporting == config.reporting)
+    }
+
+    @Test func badReportingValuesAndUnknownStatesAreNamed() {
+        #expect(problems("[reporting]\ninterval_s = -1\n[reporting.driving]\ninterval_s = 1\n[reporting.on_board]\nheading_deg = 200\n") == [
+            "reporting.on_board.heading_deg must be between 0.0 and 180.0, found 200.0",
+            "reporting.interval_s must be between 0.0 and 86400.0, found -1.0",
+            "unknown key reporting.driving",
+        ])
+    }
+
+    @Test func gpsSettingsReachTheCore() throws {
+        let config = try parse("[gps]\nmax_eph_m = 20\nzone_hysteresis_m = 0\n")
+        #expect(config.unitSettings.positions.maxHorizontalErrorM == 20)
+        #expect(config.unitSettings.positions.zoneHysteresisM == 0)
+        #expect(problems("[gps]\nmax_eph_m = 0\n") == ["gps.max_eph_m must be between 1.0 and 100000.0, found 0.0"])
+    }
+
+    @Test func zonesAreReadInOrder() throws {
+        let config = try parse("""
+            [[zones]]
+            id = "station"
+            polygon = [[46.2935, 7.881], [46.2935, 7.885], [46.296, 7.885]]
+            [[zones]]
+            id = "airport"
+            polygon = [[1, 2], [1, 3], [2, 3], [2, 2]]
+            """)
+        #expect(config.zones.map(\.id) == ["station", "airport"])
+        #expect(config.zones[0].polygon[1] == Zone.Vertex(latitude: 46.2935, longitude: 7.885))
+        #expect(config.zones[1].polygon.count == 4)
+        #expect(config.unitSettings.positions.zones == config.zones)
+    }
+
+    @Test func badZonesAreNamed() {
+        #expect(problems("""
+            [[zones]]
+            id = "a"
+            polygon = [[1, 2], [1, 3]]
+            [[zones]]
+            id = "a"
+            polygon = [[1, 2], [1, 3], [95, 3]]
+            [[zones]]
+            polygon = [[1, 2], [1, 3], [2, 3]]
+            colour = "red"
+            [[zones]]
+            id = "c"
+            """) == [
+                "zones[0].polygon needs at least 3 points, found 2",
+                "zones[1].id \"a\" is used by an earlier zone",
+                "zones[1].polygon[2] must be [lat, lon] in degrees (lat -90...90, lon -180...180)",
+                "zones[2].id is missing",
+                "unknown key zones[2].colour",
+                "zones[3].polygon must be an array of [lat, lon] pairs, found none",
+            ])
+        #expect(throws: ConfigError(problems: ["zones must be an array of tables ([[zones]]), found integer"])) {
+            try UnitConfiguration(document: ConfigValue.parseTOML("zones = 3\n" + unit))
         }
     }
 }

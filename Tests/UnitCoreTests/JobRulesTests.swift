@@ -248,7 +248,7 @@ import UnitCore
             var machine = Scenario.machine(in: state, settings: UnitSettings(reportingIntervalS: 30))
             let lastFix = machine.lastFix
             let actions = machine.handle(.driver(.sos, at: t))
-            #expect(actions.contains(.sos(SOSAlarm(t: t, state: state, job: machine.state.job?.id, fix: lastFix.map(PositionPoint.init)))), "\(state)")
+            #expect(actions.contains(.sos(SOSAlarm(t: t, state: state, job: machine.state.job?.id, fix: lastFix.map { PositionPoint($0) }))), "\(state)")
             #expect(Scenario.told(actions).isEmpty, "nothing obvious on the terminal")
             #expect(machine.state.name == state)
             #expect(machine.snapshot.panic == Panic(raisedAt: t))

@@ -3,6 +3,22 @@ import UnitCore
 
 /// Shared fixtures: a pickup, fixes on it and far from it, and a machine put into any state the
 /// way the daemon would get there (by events, not by constructing snapshots).
+extension UnitEvent {
+    /// A report read while the system clock was synchronised and said the fix's own time.
+    static func gps(_ sample: GPSSample) -> UnitEvent {
+        .gps(sample, at: ClockSample(systemS: sample.time, systemSynchronised: true, monotonicS: sample.time))
+    }
+}
+
+extension UnitSettings {
+    /// Every state reports at `reportingIntervalS` (and by the default distance and heading rules).
+    init(reportingIntervalS: Double) {
+        var policy = ReportingPolicy()
+        for state in ReportingPolicy.stateNames { policy.rules[state]?.intervalS = reportingIntervalS }
+        self.init(positions: PositionSettings(reporting: policy))
+    }
+}
+
 enum Scenario {
     static let pickup = Place(lat: 46.5, lon: 7.5, address: "Bahnhofplatz 1")
     static let t0: Int64 = 1_800_000_000_000
@@ -223,31 +239,4 @@ enum Scenario {
         #expect(machine.state == .available)
     }
 
-    @Test func everyValidFixIsRecordedButReportedAtMostEveryInterval() {
-        var machine = UnitStateMachine(settings: UnitSettings(reportingIntervalS: 5))
-        var reported: [Double] = []
-        for second in 0..<12 {
-            let actions = machine.handle(.gps(sample(1000 + Double(second))))
-            guard case .recordFix(let fix, let report)? = actions.first, actions.count == 1 else {
-                Issue.record("expected one recordFix, got \(actions)")
-                return
-            }
-            #expect(fix.time == Int64(1000 + second) * 1000)
-            if report { reported.append(Double(second)) }
-        }
-        #expect(reported == [0, 5, 10])
-    }
-
-    @Test func invalidSamplesDoNothing() {
-        var machine = UnitStateMachine()
-        #expect(machine.handle(.gps(GPSSample(mode: 1, time: 10, latitude: .nan, longitude: .nan))).isEmpty)
-        _ = machine.handle(.gps(sample(20)))
-        #expect(machine.handle(.gps(sample(20))).isEmpty)
-    }
-
-    @Test func aClockJumpBackwardsIsReportedAtOnce() {
-        var machine = UnitStateMachine(settings: UnitSettings(reportingIntervalS: 60))
-        _ = machine.handle(.gps(sample(5000)))
-        #expect(machine.handle(.gps(sample(100))) == [.recordFix(Fix(time: 100_000, latitude: 46.5, longitude: 7.5), report: true)])
-    }
 }

@@ -1,0 +1,76 @@
+/// Settings for everything between a gpsd report and a `pos` message.
+public struct PositionSettings: Sendable, Equatable {
+    public var maxHorizontalErrorM: Double
+    public var reporting: ReportingPolicy
+    public var zones: [Zone]
+    public var zoneHysteresisM: Double
+
+    public init(
+        maxHorizontalErrorM: Double = 50, reporting: ReportingPolicy = ReportingPolicy(), zones: [Zone] = [], zoneHysteresisM: Double = 30
+    ) {
+        self.maxHorizontalErrorM = maxHorizontalErrorM
+        self.reporting = reporting
+        self.zones = zones
+        self.zoneHysteresisM = zoneHysteresisM
+    }
+}
+
+/// What happens to gpsd reports: validity, the unit clock, the reporting policy, the stale-position
+/// heartbeat and zones. The state machine owns one and tells it the unit's state by its wire name
+/// (`panic` while an alarm is open).
+public struct PositionPipeline: Sendable {
+    public private(set) var clock = UnitClock()
+    public private(set) var zones: ZoneTracker
+    public let settings: PositionSettings
+    private var validator: FixValidator
+    private var lastReported: Fix?
+    /// The last valid fix and the unit clock (ms) when it arrived.
+    private var lastValid: (fix: Fix, arrivedAt: Int64)?
+    private var heartbeatScheduled = false
+
+    public init(settings: PositionSettings = PositionSettings()) {
+        self.settings = settings
+        validator = FixValidator(maxHorizontalErrorM: settings.maxHorizontalErrorM)
+        zones = ZoneTracker(zones: settings.zones, hysteresisM: settings.zoneHysteresisM)
+    }
+
+    /// A TPV report from gpsd, read when the clocks said `sample`. Returns the fix if it was valid.
+    public mutating func handle(_ report: GPSSample, at sample: ClockSample, state: String) -> (fix: Fix, actions: [UnitAction])? {
+        guard case .success(let fix) = validator.validate(report, clock: clock.reading(at: sample)) else { return nil }
+        clock.fixAccepted(fixTimeS: report.time, at: sample)
+        let now = clock.reading(at: sample).milliseconds
+        lastValid = (fix, now)
+        let report = settings.reporting.shouldReport(fix, lastReported: lastReported, state: state)
+        if report { lastReported = fix }
+        var actions: [UnitAction] = [.recordFix(fix, report: report)]
+        if !heartbeatScheduled {
+            heartbeatScheduled = true
+            actions.append(.startTimer(.heartbeat, fireAt: now + intervalMs(state)))
+        }
+        if let change = zones.update(latitude: fix.latitude, longitude: fix.longitude) {
+            actions.append(.zoneChanged(change, at: now))
+        }
+        return (fix, actions)
+    }
+
+    /// The state changed (or panic began or ended): the heartbeat follows the new interval (at once,
+    /// if the last fix is older than that already) and, unless told otherwise, the next fix is reported.
+    public mutating func stateChanged(to state: String, reportNextFix: Bool = true) -> [UnitAction] {
+        if reportNextFix { lastReported = nil }
+        guard heartbeatScheduled, let lastValid else { return [] }
+        return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt + intervalMs(state))]
+    }
+
+    /// The heartbeat timer fired at unit clock `now`: if no fix has been valid for the interval, the
+    /// last one goes out marked stale.
+    public mutating func heartbeatDue(now: Int64, state: String) -> [UnitAction] {
+        guard let lastValid else { return [] }
+        let interval = intervalMs(state)
+        guard now - lastValid.arrivedAt >= interval else { return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt + interval)] }
+        return [.reportStale(lastValid.fix, ageMs: now - lastValid.fix.time), .startTimer(.heartbeat, fireAt: now + interval)]
+    }
+
+    private func intervalMs(_ state: String) -> Int64 {
+        Int64((settings.reporting.heartbeatIntervalS(for: state) * 1000).rounded())
+    }
+}

@@ -1,0 +1,17 @@
+import CSystemClock
+import Foundation
+import UnitCore
+
+/// The machine's clocks, read for the core (which has none).
+enum SystemClock {
+    /// `trustSystem`: treat the system clock as synchronised whatever the kernel says.
+    static func sample(trustSystem: Bool) -> ClockSample {
+        ClockSample(
+            systemS: Date().timeIntervalSince1970, systemSynchronised: trustSystem || isSynchronised,
+            monotonicS: ProcessInfo.processInfo.systemUptime)
+    }
+
+    /// What `timedatectl` calls "System clock synchronized": the kernel's NTP state, set by chrony,
+    /// ntpd or systemd-timesyncd. Reading it needs no privilege.
+    static var isSynchronised: Bool { taxiunitd_system_clock_synchronised() }
+}
