@@ -15,27 +15,20 @@ extension Coordinate {
 }
 
 public struct Zone: Sendable, Equatable {
-    public var id: String
+    public let id: String
     /// Vertices in order; the last connects back to the first.
-    public var polygon: [Coordinate]
+    public let polygon: [Coordinate]
+    /// The units' own zone geometry, so that the dispatcher and a taxi always agree on the zone.
+    private let area: UnitCore.Zone
 
     public init(id: String, polygon: [Coordinate]) {
         self.id = id
         self.polygon = polygon
+        area = UnitCore.Zone(id: id, polygon: polygon.map { UnitCore.Zone.Vertex(latitude: $0.lat, longitude: $0.lon) })
     }
 
-    /// Even-odd ray casting; a city zone never crosses the antimeridian.
     public func contains(_ point: Coordinate) -> Bool {
-        var inside = false
-        var previous = polygon[polygon.count - 1]
-        for vertex in polygon {
-            if (vertex.lat > point.lat) != (previous.lat > point.lat) {
-                let crossingLon = vertex.lon + (point.lat - vertex.lat) / (previous.lat - vertex.lat) * (previous.lon - vertex.lon)
-                if point.lon < crossingLon { inside.toggle() }
-            }
-            previous = vertex
-        }
-        return inside
+        area.contains(latitude: point.lat, longitude: point.lon)
     }
 
     public var centroid: Coordinate {

@@ -24,13 +24,9 @@ public struct Coordinate: Sendable, Equatable, Codable {
         self.init(lat: fix.latitude, lon: fix.longitude)
     }
 
-    /// Great-circle distance in metres (haversine; plenty for taxi distances).
+    /// Great-circle distance in metres.
     public func distance(to other: Coordinate) -> Double {
-        let radians = Double.pi / 180
-        let dLat = (other.lat - lat) * radians
-        let dLon = (other.lon - lon) * radians
-        let a = sin(dLat / 2) * sin(dLat / 2) + cos(lat * radians) * cos(other.lat * radians) * sin(dLon / 2) * sin(dLon / 2)
-        return 2 * 6_371_000 * atan2(a.squareRoot(), (1 - a).squareRoot())
+        Geodesy.distanceM(latitude: lat, longitude: lon, toLatitude: other.lat, longitude: other.lon)
     }
 
     /// Length of the path through `points`, in order.
