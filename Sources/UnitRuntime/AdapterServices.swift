@@ -1,4 +1,5 @@
 import ControlSocket
+import Foundation
 import GPSReader
 import MQTTLink
 import ServiceLifecycle
@@ -24,6 +25,13 @@ public struct AdapterService<Adapter: BackgroundAdapter>: Service {
     public func run() async throws {
         try adapter.start()
         try? await gracefulShutdown()
-        adapter.stop()
+        // stop() joins the adapter's thread (up to one blocking read or wait): do it on a thread of
+        // its own, never on one of the few threads of the cooperative pool.
+        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                adapter.stop()
+                stopped.resume()
+            }
+        }
     }
 }
