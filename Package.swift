@@ -65,7 +65,7 @@ let package = Package(
 
         // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
         .target(name: "DriverKeys"),
-        .target(name: "DriverDisplay", dependencies: ["UnitConfig"]),
+        .target(name: "DriverDisplay", dependencies: ["UnitCore", "UnitConfig"]),
         .target(name: "DriverDevices", dependencies: [
             "DriverKeys", "DriverDisplay",
             .product(name: "Logging", package: "swift-log"),
@@ -124,7 +124,7 @@ let package = Package(
             "DriverKeys",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "SystemServiceTests", dependencies: [

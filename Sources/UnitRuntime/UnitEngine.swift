@@ -328,6 +328,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             case .tellDriver(let text):
                 logger.info("driver: \(text)")
                 told.append(text)
+            case .refuse(let refusal):
+                logger.info("driver input refused: \(refusal)")
+                told.append(refusal.description)
             case .log(let text):
                 logger.notice("\(text)")
             }

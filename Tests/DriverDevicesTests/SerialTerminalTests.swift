@@ -31,7 +31,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
             catalogue: try MessageCatalogue.load(language: language, directory: catalogueDirectory),
             size: ScreenSize(columns: 20, rows: 4), keyLabels: ["accept": "a", "reject": "r"])
         let terminal = SerialTerminal(
-            path: pair.unitPath, baud: 9600, keys: Self.keys, noiseGuardMs: 3,
+            path: pair.unitPath, baud: 9600, keys: Self.keys, noiseGuardCharacters: 2,
             presenter: TerminalPresenter(renderer: renderer, charset: .ascii), retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(terminal.presses)
         terminal.start()
