@@ -109,7 +109,7 @@ let package = Package(
 
         // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
         .executableTarget(name: "TerminalLatencyBench", dependencies: [
-            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache",
+            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
         ], path: "bench/terminal-latency"),
 
