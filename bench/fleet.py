@@ -122,6 +122,8 @@ def run_fleet(name, count, args, bin_dir, work, broker_port, gpsd_ports, group):
     directory = os.path.join(work, name)
     os.makedirs(directory)
     units, ids = [], [f"{name[0].upper()}{n:03d}" for n in range(1, count + 1)]
+    with open(f"{ROOT}/demo/zones.toml") as f:
+        zones = f.read()
     for index, unit in enumerate(ids):
         config = os.path.join(directory, f"{unit}.toml")
         with open(config, "w") as f:
@@ -140,6 +142,8 @@ socket = "{directory}/{unit}.sock"
 [log]
 level = "warning"
 """)
+            # The units get the dispatcher's zones, as a fleet's units do: their status names the zone.
+            f.write(zones)
         units.append(group.start([f"{bin_dir}/taxiunitd", "--config", config], os.path.join(directory, f"{unit}.log")))
         # Starting hundreds of processes at once starves the ones already up.
         if index % 20 == 19:
