@@ -85,6 +85,14 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     /// process writing the file is only noticed by `refreshHints()`.
     private let hintLock = NSLock()
     private var committedHints = Hints()
+    private var acknowledgedRows: [Int64] = []
+
+    /// Rows the broker acknowledged that are marked delivered with the pump's next commit, not in
+    /// one of their own: `outboxDepth` does not count them.
+    public var acknowledgedAwaitingCommit: [Int64] {
+        get { hintLock.withLock { acknowledgedRows } }
+        set { hintLock.withLock { acknowledgedRows = newValue } }
+    }
 
     /// The newest undelivered row per lane and the newest queued point, as far as this process knows.
     struct Hints {
@@ -270,8 +278,8 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
 
     /// Re-reads the hints from the file (at start, and when a new broker session starts).
     public func refreshHints() throws {
-        let (rows, queued, live) = try database.read { db in
-                var hints = Hints()
+        let hints = try database.read { db in
+            var hints = Hints()
             for row in try Row.fetchAll(db, sql: "SELECT lane, MAX(id) AS newest FROM outbox WHERE delivered_at IS NULL GROUP BY lane") {
                 if let lane = OutboxLane(rawValue: row["lane"]) { hints.newestRow[lane.rawValue] = row["newest"] }
             }

@@ -99,11 +99,19 @@ extension LocalCache {
         }
     }
 
+    /// What still waits for the broker: rows in `acknowledgedAwaitingCommit` do not.
     public func outboxDepth() throws -> OutboxDepth {
-        try database.read { db in
+        let acknowledged = "[" + acknowledgedAwaitingCommit.map(String.init).joined(separator: ",") + "]"
+        return try database.read { db in
             var depth = OutboxDepth()
             for row in try Row.fetchAll(
-                db, sql: "SELECT class, COUNT(*) AS messages, SUM(points) AS points FROM outbox WHERE delivered_at IS NULL GROUP BY class")
+                db,
+                sql: """
+                    SELECT class, COUNT(*) AS messages, SUM(points) AS points FROM outbox
+                    WHERE delivered_at IS NULL AND id NOT IN (SELECT value FROM json_each(?))
+                    GROUP BY class
+                    """,
+                arguments: [acknowledged])
             {
                 let count: Int = row["messages"]
                 switch MessageClass(rawValue: row["class"]) {

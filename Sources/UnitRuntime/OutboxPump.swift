@@ -38,8 +38,11 @@ final class OutboxPump {
     private var cursors: [OutboxLane: Int64] = [:]
     /// Live messages of earlier sessions that were never acknowledged, newest first.
     private var liveResends: [OutboxMessage] = []
-    /// Acknowledged rows not yet marked delivered; marked by the next commit.
-    private var acknowledgedRows: [Int64] = []
+    /// Acknowledged rows not yet marked delivered; marked by the next commit. Mirrored in the
+    /// store, whose depth leaves them out.
+    private var acknowledgedRows: [Int64] = [] {
+        didSet { store.acknowledgedAwaitingCommit = acknowledgedRows }
+    }
     /// When a `pump` first left `acknowledgedRows` unmarked.
     private var acknowledgedWaitingSince: Int64?
     /// Packed in the engine's commit, handed to libmosquitto by the next `pump`.
