@@ -74,6 +74,10 @@ struct WireJSONWriter {
 /// encoder refuses it, never written as `NaN` or `null`.
 public struct NonFiniteCoordinate: Error, Equatable {
     public var field: String
+
+    public init(field: String) {
+        self.field = field
+    }
 }
 
 extension PositionPoint {

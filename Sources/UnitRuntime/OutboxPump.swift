@@ -146,9 +146,9 @@ final class OutboxPump {
     }
 
     private func committed(marked: Int, resendsTaken: Int) {
-        acknowledgedRows.removeFirst(marked)
+        if marked > 0 { acknowledgedRows.removeSubrange(..<marked) }
         if acknowledgedRows.isEmpty { acknowledgedWaitingSince = nil }
-        liveResends.removeFirst(resendsTaken)
+        if resendsTaken > 0 { liveResends.removeSubrange(..<resendsTaken) }
     }
 
     /// False if the connection went away under us; `.disconnected` follows and the next session
