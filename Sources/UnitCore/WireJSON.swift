@@ -86,53 +86,61 @@ extension PositionPoint {
     func writeJSON(to writer: inout WireJSONWriter) throws(NonFiniteCoordinate) {
         guard lat.isFinite else { throw NonFiniteCoordinate(field: "lat") }
         guard lon.isFinite else { throw NonFiniteCoordinate(field: "lon") }
+        var fields = Fields()
         writer.byte("{")
-        var first = true
-        func key(_ name: StaticString, _ writer: inout WireJSONWriter) {
-            if !first { writer.byte(",") }
-            first = false
+        fields.number(#""acc":"#, acc, &writer)
+        if let age { fields.integer(#""age":"#, age, &writer) }
+        fields.number(#""hdg":"#, hdg, &writer)
+        fields.number(#""lat":"#, lat, &writer)
+        fields.number(#""lon":"#, lon, &writer)
+        fields.number(#""spd":"#, spd, &writer)
+        if let stale { fields.literal(#""stale":"#, stale ? "true" : "false", &writer) }
+        fields.integer(#""t":"#, t, &writer)
+        writer.byte("}")
+    }
+
+    /// Commas between the fields that are present.
+    private struct Fields {
+        var empty = true
+
+        mutating func key(_ name: StaticString, _ writer: inout WireJSONWriter) {
+            if !empty { writer.byte(",") }
+            empty = false
             writer.raw(name)
         }
-        if let acc, acc.isFinite {
-            key(#""acc":"#, &writer)
-            writer.number(acc)
+
+        mutating func number(_ name: StaticString, _ value: Double?, _ writer: inout WireJSONWriter) {
+            guard let value, value.isFinite else { return }
+            key(name, &writer)
+            writer.number(value)
         }
-        if let age {
-            key(#""age":"#, &writer)
-            writer.integer(age)
+
+        mutating func integer(_ name: StaticString, _ value: Int64, _ writer: inout WireJSONWriter) {
+            key(name, &writer)
+            writer.integer(value)
         }
-        if let hdg, hdg.isFinite {
-            key(#""hdg":"#, &writer)
-            writer.number(hdg)
+
+        mutating func literal(_ name: StaticString, _ text: StaticString, _ writer: inout WireJSONWriter) {
+            key(name, &writer)
+            writer.raw(text)
         }
-        key(#""lat":"#, &writer)
-        writer.number(lat)
-        key(#""lon":"#, &writer)
-        writer.number(lon)
-        if let spd, spd.isFinite {
-            key(#""spd":"#, &writer)
-            writer.number(spd)
-        }
-        if let stale {
-            key(#""stale":"#, &writer)
-            writer.raw(stale ? "true" : "false")
-        }
-        key(#""t":"#, &writer)
-        writer.integer(t)
-        writer.byte("}")
     }
 }
 
-extension PositionMessage {
-    /// The wire bytes of a live `pos` message (docs/protocol.md).
-    public func json() throws(NonFiniteCoordinate) -> [UInt8] {
-        var writer = WireJSONWriter(capacity: 96 + unit.utf8.count + points.count * 96)
-        writer.raw(#"{"id":"#)
+extension WireJSONWriter {
+    /// `{"backfill":true,"id":…,"points":[…],"seq":…,"unit":…}` (without `backfill` for a live
+    /// message): the envelope both position messages share. `point` writes one element of `points`.
+    static func positionMessage<Point, Failure: Error>(
+        backfill: Bool, id: String, points: [Point], seq: Int64, unit: String, bytesPerPoint: Int,
+        point: (Point, inout WireJSONWriter) throws(Failure) -> Void
+    ) throws(Failure) -> [UInt8] {
+        var writer = WireJSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * bytesPerPoint)
+        writer.raw(backfill ? #"{"backfill":true,"id":"# : #"{"id":"#)
         writer.string(id)
         writer.raw(#","points":["#)
-        for (index, point) in points.enumerated() {
+        for (index, element) in points.enumerated() {
             if index > 0 { writer.byte(",") }
-            try point.writeJSON(to: &writer)
+            try point(element, &writer)
         }
         writer.raw(#"],"seq":"#)
         writer.integer(seq)
@@ -143,15 +151,19 @@ extension PositionMessage {
     }
 }
 
+extension PositionMessage {
+    /// The wire bytes of a live `pos` message (docs/protocol.md).
+    public func json() throws(NonFiniteCoordinate) -> [UInt8] {
+        try WireJSONWriter.positionMessage(backfill: false, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 96) {
+            (point, writer) throws(NonFiniteCoordinate) in try point.writeJSON(to: &writer)
+        }
+    }
+}
+
 extension BackfillMessage {
     /// The wire bytes of a backfill `pos` message (docs/protocol.md, "Backfill batches").
     public var json: [UInt8] {
-        var writer = WireJSONWriter(capacity: 120 + unit.utf8.count + points.count * 24)
-        writer.raw(#"{"backfill":true,"id":"#)
-        writer.string(id)
-        writer.raw(#","points":["#)
-        for (index, row) in points.enumerated() {
-            if index > 0 { writer.byte(",") }
+        WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { row, writer in
             writer.byte("[")
             for (column, value) in row.enumerated() {
                 if column > 0 { writer.byte(",") }
@@ -159,11 +171,5 @@ extension BackfillMessage {
             }
             writer.byte("]")
         }
-        writer.raw(#"],"seq":"#)
-        writer.integer(seq)
-        writer.raw(#","unit":"#)
-        writer.string(unit)
-        writer.byte("}")
-        return writer.bytes
     }
 }
