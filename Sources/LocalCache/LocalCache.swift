@@ -319,6 +319,21 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
             notes.afterCommit.append(action)
         }
 
+        /// Runs `body` in a savepoint: if it throws, what it wrote is undone and the rest of the
+        /// transaction still commits. For work that must not cost someone else's commit.
+        public func undoingOnFailure<T>(_ body: () throws -> T) throws -> T {
+            try db.cachedStatement(sql: "SAVEPOINT undoable").execute()
+            do {
+                let result = try body()
+                try db.cachedStatement(sql: "RELEASE SAVEPOINT undoable").execute()
+                return result
+            } catch {
+                try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT undoable").execute()
+                try db.cachedStatement(sql: "RELEASE SAVEPOINT undoable").execute()
+                throw error
+            }
+        }
+
         /// The local history: every valid fix, reported or not. `createdAt` (unit clock) decides
         /// retention, because the receiver's clock may be anything.
         public func insertPosition(_ fix: Fix, createdAt: Int64) throws {

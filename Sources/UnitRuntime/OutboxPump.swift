@@ -94,15 +94,25 @@ final class OutboxPump {
 
     /// Inside another commit (the engine's, which stores every fix): marks what was acknowledged
     /// and packs what goes next in that same commit. Returns whether it packed anything, for
-    /// `pump` to hand over once the commit is done.
-    func pack(in transaction: LocalCache.Transaction, at time: Int64) throws -> Bool {
+    /// `pump` to hand over once the commit is done. A failure here is undone and logged, never
+    /// the engine's: its fix or reply is stored regardless, and `pump` tries again.
+    func pack(in transaction: LocalCache.Transaction, at time: Int64) -> Bool {
         // Something packed and not handed over yet would be packed again: let `pump` do it.
         guard session != nil, packed.isEmpty else { return false }
         let free = max(0, maxInFlight - rowsByTicket.count)
         guard free > 0 && mayHaveWork(transaction) || !acknowledgedRows.isEmpty else { return false }
         let marked = acknowledgedRows.count
-        try transaction.markDelivered(acknowledgedRows, at: time)
-        let (next, resendsTaken) = try nextMessages(transaction, limit: free, at: time)
+        let next: [OutboxMessage]
+        let resendsTaken: Int
+        do {
+            (next, resendsTaken) = try transaction.undoingOnFailure {
+                try transaction.markDelivered(acknowledgedRows, at: time)
+                return try nextMessages(transaction, limit: free, at: time)
+            }
+        } catch {
+            logger.error("cannot pack the outbox with this commit; the next pump tries again", metadata: ["error": "\(error)"])
+            return false
+        }
         transaction.afterCommit { [self] in
             committed(marked: marked, resendsTaken: resendsTaken)
             packed += next

@@ -403,7 +403,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             }
             // The same commit marks what the broker acknowledged and packs what goes next; perform's
             // pumpOutbox hands it over.
-            let packed = try outbox.pack(in: transaction, at: now)
+            let packed = outbox.pack(in: transaction, at: now)
             return queued || packed
         }
     }

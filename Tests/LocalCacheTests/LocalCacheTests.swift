@@ -121,6 +121,28 @@ import UnitCore
         #expect(store.hasFreshFix)
     }
 
+    /// The pump packs inside the engine's commit: its failure must not cost the engine's fix.
+    @Test func aFailedUndoableStepLeavesTheRestOfTheTransaction() throws {
+        let store = try LocalCache(path: path)
+        struct PackingFailed: Error {}
+        try store.write { transaction in
+            try transaction.queuePosition(Self.fix(0), createdAt: 1)
+            #expect(throws: PackingFailed.self) {
+                try transaction.undoingOnFailure {
+                    _ = try transaction.formLivePosition(unit: "T1", topic: "pos", createdAt: 1)
+                    throw PackingFailed()
+                }
+            }
+            try transaction.queuePosition(Self.fix(1), createdAt: 1)
+            let kept = try transaction.undoingOnFailure { try transaction.formBackfill(unit: "T1", topic: "pos", limit: 1, createdAt: 1) }
+            #expect(try kept.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(0).time])
+        }
+        #expect(try store.outboxDepth().position == 2, "the undone live message's fix is queued again, nothing lost")
+        let batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }
+        #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(1).time])
+        #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
+    }
+
     @Test func retentionDropsOnlyOldUndeliveredPositionsAndCountsThem() throws {
         let store = try LocalCache(path: path)
         try queue(store, 0..<60, createdAt: 1_000)
