@@ -63,22 +63,60 @@ public enum Durability: Sendable {
     }
 }
 
+/// What the outbox pump asks before it reads anything: answered from memory.
+public protocol OutboxHints {
+    /// The newest undelivered row of `lane` (0 if none) as far as this process knows.
+    func newestRowID(in lane: OutboxLane) -> Int64
+    /// True when a queued fix is newer than every fix already sent on the live lane.
+    var hasFreshFix: Bool { get }
+    /// False once packing found the queue empty, until the next fix is queued.
+    var hasQueuedPositions: Bool { get }
+}
+
 /// The unit's SQLite file: position history, the outbox, the positions waiting to be sent,
 /// per-topic sequence numbers and the state machine's snapshot. Everything the unit promised to
 /// send is here before it is sent.
-public final class LocalCache: @unchecked Sendable {
+public final class LocalCache: OutboxHints, @unchecked Sendable {
     let database: DatabasePool
     /// Where a database that failed `PRAGMA quick_check` at start was moved, for the daemon to log.
     public let corruptFileMovedTo: String?
 
-    /// What the pump needs to know without querying: the newest row per lane and the newest
-    /// queued point. Updated after each commit, so another process writing the file is only
-    /// noticed by `refreshHints()`.
+    /// What the pump needs to know without querying. Updated after each commit, so another
+    /// process writing the file is only noticed by `refreshHints()`.
     private let hintLock = NSLock()
-    private var newestRow: [OutboxLane: Int64] = [:]
-    private var newestQueuedPointID: Int64 = 0
-    private var newestLivePointID: Int64 = 0
-    private var queueMayHavePoints = true
+    private var committedHints = Hints()
+    private var acknowledgedRows: [Int64] = []
+
+    /// Rows the broker acknowledged that are marked delivered with the pump's next commit, not in
+    /// one of their own: `outboxDepth` does not count them.
+    public var acknowledgedAwaitingCommit: [Int64] {
+        get { hintLock.withLock { acknowledgedRows } }
+        set { hintLock.withLock { acknowledgedRows = newValue } }
+    }
+
+    /// The newest undelivered row per lane and the newest queued point, as far as this process knows.
+    struct Hints {
+        var newestRow = [Int64](repeating: 0, count: OutboxLane.allCases.count)
+        var newestQueuedPointID: Int64 = 0
+        var newestLivePointID: Int64 = 0
+        var queueMayHavePoints = true
+
+        /// What a transaction added, on top of what was there.
+        mutating func apply(_ notes: CommitNotes) {
+            for (lane, row) in notes.rows { newestRow[lane.rawValue] = max(newestRow[lane.rawValue], row) }
+            if let point = notes.queuedPoint {
+                newestQueuedPointID = max(newestQueuedPointID, point)
+                queueMayHavePoints = true
+            }
+            if let point = notes.livePoint { newestLivePointID = max(newestLivePointID, point) }
+            if notes.queueFoundEmpty {
+                newestLivePointID = max(newestLivePointID, newestQueuedPointID)
+                queueMayHavePoints = false
+            }
+        }
+
+        var hasFreshFix: Bool { newestQueuedPointID > newestLivePointID }
+    }
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
@@ -197,95 +235,118 @@ public final class LocalCache: @unchecked Sendable {
 
     /// Runs `body` in one transaction. `.full` makes this commit fsync'd whatever the pool's default
     /// (GRDB's WAL set-up pins synchronous=NORMAL on the writer).
+    ///
+    /// Every statement here and in `Transaction` is a cached prepared statement: the pump commits
+    /// once per fix and per PUBACK batch, and compiling the SQL again each time (parser plus GRDB's
+    /// authorizer) cost more than running it.
     @discardableResult
     public func write<T>(_ durability: Durability = .normal, _ body: (Transaction) throws -> T) throws -> T {
         let notes = CommitNotes()
         let result: T = try database.writeWithoutTransaction { db in
-            if durability == .full { try db.execute(sql: "PRAGMA synchronous = FULL") }
-            defer { if durability == .full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
-            var result: T?
-            try db.inTransaction {
-                result = try body(Transaction(db: db, notes: notes))
-                return .commit
+            if durability == .full { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
+            defer { if durability == .full { try? db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() } }
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            do {
+                let result = try body(Transaction(db: db, notes: notes, cache: self))
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                return result
+            } catch {
+                // SQLite may have rolled back already (disk full, I/O error); GRDB's rollback only
+                // acts while a transaction is open.
+                try? db.rollback()
+                throw error
             }
-            return result!
         }
         note(notes)
         return result
     }
 
-    /// What a committed transaction added, for the hints.
+    /// What a transaction added, for the hints, and what to do once it is committed.
     final class CommitNotes {
         var rows: [OutboxLane: Int64] = [:]
         var queuedPoint: Int64?
         var livePoint: Int64?
-        /// Nothing to pack: no query until the next fix is queued.
+        /// Nothing to pack after the last point queued in this transaction: no query until the next fix is queued.
         var queueFoundEmpty = false
+        var afterCommit: [() -> Void] = []
     }
 
     private func note(_ notes: CommitNotes) {
-        hintLock.withLock {
-            for (lane, row) in notes.rows { newestRow[lane] = max(newestRow[lane] ?? 0, row) }
-            if let point = notes.queuedPoint {
-                newestQueuedPointID = max(newestQueuedPointID, point)
-                queueMayHavePoints = true
-            }
-            if let point = notes.livePoint { newestLivePointID = max(newestLivePointID, point) }
-            if notes.queueFoundEmpty {
-                newestLivePointID = max(newestLivePointID, newestQueuedPointID)
-                queueMayHavePoints = false
-            }
-        }
+        hintLock.withLock { committedHints.apply(notes) }
+        for action in notes.afterCommit { action() }
     }
 
     /// Re-reads the hints from the file (at start, and when a new broker session starts).
     public func refreshHints() throws {
-        let (rows, queued, live) = try database.read { db in
-            var rows: [OutboxLane: Int64] = [:]
+        let hints = try database.read { db in
+            var hints = Hints()
             for row in try Row.fetchAll(db, sql: "SELECT lane, MAX(id) AS newest FROM outbox WHERE delivered_at IS NULL GROUP BY lane") {
-                if let lane = OutboxLane(rawValue: row["lane"]) { rows[lane] = row["newest"] }
+                if let lane = OutboxLane(rawValue: row["lane"]) { hints.newestRow[lane.rawValue] = row["newest"] }
             }
-            let queued = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM position_queue") ?? 0
-            let live = try Int64.fetchOne(db, sql: "SELECT MAX(newest_point) FROM outbox WHERE lane = ?", arguments: [OutboxLane.livePosition.rawValue]) ?? 0
-            return (rows, queued, live)
+            hints.newestQueuedPointID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM position_queue") ?? 0
+            hints.newestLivePointID = try Int64.fetchOne(
+                db, sql: "SELECT MAX(newest_point) FROM outbox WHERE lane = ?", arguments: [OutboxLane.livePosition.rawValue]) ?? 0
+            return hints
         }
-        hintLock.withLock {
-            newestRow = rows
-            newestQueuedPointID = queued
-            newestLivePointID = live
-            queueMayHavePoints = true
-        }
+        hintLock.withLock { committedHints = hints }
     }
 
-    /// The newest undelivered row of `lane` (0 if none) as far as this process knows.
-    public func newestRowID(in lane: OutboxLane) -> Int64 { hintLock.withLock { newestRow[lane] ?? 0 } }
+    private var hints: Hints { hintLock.withLock { committedHints } }
 
-    /// True when a queued fix is newer than every fix already sent on the live lane.
-    public var hasFreshFix: Bool { hintLock.withLock { newestQueuedPointID > newestLivePointID } }
+    public func newestRowID(in lane: OutboxLane) -> Int64 { hints.newestRow[lane.rawValue] }
+    public var hasFreshFix: Bool { hints.hasFreshFix }
+    public var hasQueuedPositions: Bool { hints.queueMayHavePoints }
 
-    /// False once packing found the queue empty, until the next fix is queued.
-    public var hasQueuedPositions: Bool { hintLock.withLock { queueMayHavePoints } }
-
-    public struct Transaction {
+    /// As hints, it also counts what it added so far, so a pump packing inside someone else's
+    /// transaction sees the fix that was just queued.
+    public struct Transaction: OutboxHints {
         let db: Database
         let notes: CommitNotes
+        let cache: LocalCache
+
+        private var hints: Hints {
+            var hints = cache.hints
+            hints.apply(notes)
+            return hints
+        }
+
+        public func newestRowID(in lane: OutboxLane) -> Int64 { hints.newestRow[lane.rawValue] }
+        public var hasFreshFix: Bool { hints.hasFreshFix }
+        public var hasQueuedPositions: Bool { hints.queueMayHavePoints }
+
+        /// Runs `action` once this transaction is committed (never if it is rolled back).
+        public func afterCommit(_ action: @escaping () -> Void) {
+            notes.afterCommit.append(action)
+        }
+
+        /// Runs `body` in a savepoint: if it throws, what it wrote is undone and the rest of the
+        /// transaction still commits. For work that must not cost someone else's commit.
+        public func undoingOnFailure<T>(_ body: () throws -> T) throws -> T {
+            try db.cachedStatement(sql: "SAVEPOINT undoable").execute()
+            do {
+                let result = try body()
+                try db.cachedStatement(sql: "RELEASE SAVEPOINT undoable").execute()
+                return result
+            } catch {
+                try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT undoable").execute()
+                try db.cachedStatement(sql: "RELEASE SAVEPOINT undoable").execute()
+                throw error
+            }
+        }
 
         /// The local history: every valid fix, reported or not. `createdAt` (unit clock) decides
         /// retention, because the receiver's clock may be anything.
         public func insertPosition(_ fix: Fix, createdAt: Int64) throws {
-            try db.execute(
-                sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy, createdAt]
-            )
+            try db.cachedStatement(sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy, createdAt])
         }
 
         /// Queues a fix for `pos`; the pump decides whether it goes live or in a backfill batch.
         public func queuePosition(_ fix: Fix, createdAt: Int64) throws {
-            try db.execute(
-                sql: "INSERT INTO position_queue (created_at, t, lat, lon, spd, hdg, acc) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                arguments: [createdAt, fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy]
-            )
+            try db.cachedStatement(sql: "INSERT INTO position_queue (created_at, t, lat, lon, spd, hdg, acc) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [createdAt, fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy])
             notes.queuedPoint = db.lastInsertedRowID
+            notes.queueFoundEmpty = false
         }
 
         /// Queues a message. `encode` receives the topic's next sequence number and a new message id
@@ -306,14 +367,23 @@ public final class LocalCache: @unchecked Sendable {
             topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, pointCount: Int, newestPoint: Int64?,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
-            let seq = try nextSequence(for: topic)
-            let messageID = UUID().uuidString.lowercased()
+            try enqueue(
+                topic: topic, lane: lane, qos: qos, createdAt: createdAt, firstSeq: try reserveSequence(for: topic, count: 1),
+                pointCount: pointCount, newestPoint: newestPoint, encode: encode)
+        }
+
+        /// `firstSeq`: a sequence number reserved with `reserveSequence`.
+        func enqueue(
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, firstSeq seq: Int64, pointCount: Int, newestPoint: Int64?,
+            encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
+        ) throws -> OutboxMessage {
+            let messageID = MessageID.random()
             let payload = try encode(seq, messageID)
-            try db.execute(
-                sql: """
-                    INSERT INTO outbox (message_id, topic, class, lane, qos, payload, created_at, points, newest_point)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
+            try db.cachedStatement(sql: """
+                INSERT INTO outbox (message_id, topic, class, lane, qos, payload, created_at, points, newest_point)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+            ).execute(
                 arguments: [messageID, topic, lane.messageClass.rawValue, lane.rawValue, qos, Data(payload), createdAt, pointCount, newestPoint]
             )
             let rowID = db.lastInsertedRowID
@@ -322,16 +392,17 @@ public final class LocalCache: @unchecked Sendable {
             return OutboxMessage(rowID: rowID, messageID: messageID, topic: topic, lane: lane, qos: qos, payload: payload)
         }
 
-        func nextSequence(for topic: String) throws -> Int64 {
-            try Int64.fetchOne(
-                db,
-                sql: """
-                    INSERT INTO topic_sequence (topic, last_seq) VALUES (?, 1)
-                    ON CONFLICT(topic) DO UPDATE SET last_seq = last_seq + 1
+        /// Reserves `count` consecutive sequence numbers of `topic` in one statement; returns the first.
+        func reserveSequence(for topic: String, count: Int) throws -> Int64 {
+            let last = try Int64.fetchOne(
+                db.cachedStatement(sql: """
+                    INSERT INTO topic_sequence (topic, last_seq) VALUES (?, ?)
+                    ON CONFLICT(topic) DO UPDATE SET last_seq = last_seq + excluded.last_seq
                     RETURNING last_seq
-                    """,
-                arguments: [topic]
+                    """),
+                arguments: [topic, count]
             )!
+            return last - Int64(count) + 1
         }
 
         public func saveValue<T: Encodable>(_ value: T, forKey key: String) throws {

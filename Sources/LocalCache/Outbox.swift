@@ -10,12 +10,11 @@ extension LocalCache.Transaction {
     /// cursor, so rows it already handed over in this session are never read again.
     public func pendingMessages(in lane: OutboxLane, after cursor: Int64, limit: Int) throws -> [OutboxMessage] {
         try Row.fetchAll(
-            db,
-            sql: """
+            db.cachedStatement(sql: """
                 SELECT id, message_id, topic, lane, qos, payload FROM outbox
                 WHERE delivered_at IS NULL AND lane = ? AND id > ?
                 ORDER BY id LIMIT ?
-                """,
+                """),
             arguments: [lane.rawValue, cursor, limit]
         ).map(LocalCache.message)
     }
@@ -27,9 +26,9 @@ extension LocalCache.Transaction {
             notes.queueFoundEmpty = true
             return nil
         }
-        try db.execute(sql: "DELETE FROM position_queue WHERE id = ?", arguments: [id])
+        try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id = ?").execute(arguments: [id])
         return try enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, pointCount: 1, newestPoint: id) { seq, messageID in
-            try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: messageID, points: [point])))
+            try PositionMessage(unit: unit, seq: seq, id: messageID, points: [point]).json()
         }
     }
 
@@ -41,30 +40,40 @@ extension LocalCache.Transaction {
             notes.queueFoundEmpty = true
             return []
         }
-        try db.execute(sql: "DELETE FROM position_queue WHERE id <= ?", arguments: [last.id])
-        return try stride(from: 0, to: queued.count, by: limit).map { start in
+        try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id <= ?").execute(arguments: [last.id])
+        let starts = stride(from: 0, to: queued.count, by: limit)
+        let firstSeq = try reserveSequence(for: topic, count: starts.underestimatedCount)
+        return try starts.enumerated().map { index, start in
             let batch = queued[start..<min(start + limit, queued.count)]
-            return try enqueue(topic: topic, lane: .backfill, createdAt: createdAt, pointCount: batch.count, newestPoint: batch.last!.id) {
-                seq, messageID in BackfillMessage(unit: unit, seq: seq, id: messageID, points: batch.map(\.point)).json
+            return try enqueue(
+                topic: topic, lane: .backfill, createdAt: createdAt, firstSeq: firstSeq + Int64(index), pointCount: batch.count,
+                newestPoint: batch.last!.id
+            ) { seq, messageID in
+                BackfillMessage(unit: unit, seq: seq, id: messageID, points: batch.map(\.point)).json
             }
         }
     }
 
+    /// Read through a cursor: one reused row instead of a copied `Row` per point of a 500-point read.
     private func queuedPoints(newest: Bool, limit: Int) throws -> [(id: Int64, point: PositionPoint)] {
-        try Row.fetchAll(
-            db,
-            sql: "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id \(newest ? "DESC" : "ASC") LIMIT ?",
-            arguments: [limit]
-        ).map { row in
-            (row[0], PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6]))
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: newest
+                    ? "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id DESC LIMIT ?"
+                    : "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id ASC LIMIT ?"),
+            arguments: [limit])
+        var points: [(id: Int64, point: PositionPoint)] = []
+        points.reserveCapacity(limit)
+        while let row = try rows.next() {
+            points.append((row[0], PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6])))
         }
+        return points
     }
 
     /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
     public func markDelivered(_ rowIDs: [Int64], at time: Int64) throws {
-        guard !rowIDs.isEmpty else { return }
-        try db.execute(
-            sql: "UPDATE outbox SET delivered_at = ? WHERE id IN (\(rowIDs.map(String.init).joined(separator: ",")))", arguments: [time])
+        let update = try db.cachedStatement(sql: "UPDATE outbox SET delivered_at = ? WHERE id = ?")
+        for rowID in rowIDs { try update.execute(arguments: [time, rowID]) }
     }
 }
 
@@ -90,11 +99,19 @@ extension LocalCache {
         }
     }
 
+    /// What still waits for the broker: rows in `acknowledgedAwaitingCommit` do not.
     public func outboxDepth() throws -> OutboxDepth {
-        try database.read { db in
+        let acknowledged = "[" + acknowledgedAwaitingCommit.map(String.init).joined(separator: ",") + "]"
+        return try database.read { db in
             var depth = OutboxDepth()
             for row in try Row.fetchAll(
-                db, sql: "SELECT class, COUNT(*) AS messages, SUM(points) AS points FROM outbox WHERE delivered_at IS NULL GROUP BY class")
+                db,
+                sql: """
+                    SELECT class, COUNT(*) AS messages, SUM(points) AS points FROM outbox
+                    WHERE delivered_at IS NULL AND id NOT IN (SELECT value FROM json_each(?))
+                    GROUP BY class
+                    """,
+                arguments: [acknowledged])
             {
                 let count: Int = row["messages"]
                 switch MessageClass(rawValue: row["class"]) {
@@ -115,10 +132,11 @@ extension LocalCache {
 }
 
 extension JSONEncoder {
-    /// Compact, stable key order, no escaped slashes: what goes on the wire.
-    public static var wire: JSONEncoder {
+    /// Compact, stable key order, no escaped slashes: what goes on the wire. One shared encoder
+    /// (its options never change after this), not a new one per message.
+    public static let wire: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
-    }
+    }()
 }

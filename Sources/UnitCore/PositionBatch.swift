@@ -89,45 +89,4 @@ public struct BackfillMessage: Sendable, Equatable, Codable {
         self.id = id
         self.points = PositionBatch.encode(points)
     }
-
-    /// The wire bytes, byte for byte what a sorted-keys JSON encoder writes. Written by hand
-    /// because a 24 h backlog is 1,700 of these and the generic encoder dominated the drain.
-    public var json: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(120 + points.count * 24)
-        out += Array(#"{"backfill":true,"id":"#.utf8)
-        Self.append(string: id, to: &out)
-        out += Array(#","points":["#.utf8)
-        for (index, row) in points.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "["))
-            for (column, value) in row.enumerated() {
-                if column > 0 { out.append(UInt8(ascii: ",")) }
-                if let value { out += Array(String(value).utf8) } else { out += Array("null".utf8) }
-            }
-            out.append(UInt8(ascii: "]"))
-        }
-        out += Array(#"],"seq":"#.utf8)
-        out += Array(String(seq).utf8)
-        out += Array(#","unit":"#.utf8)
-        Self.append(string: unit, to: &out)
-        out.append(UInt8(ascii: "}"))
-        return out
-    }
-
-    private static func append(string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                out += [UInt8(ascii: "\\"), byte]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default:
-                out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
 }

@@ -11,8 +11,17 @@ import UnitCore
 /// the beginning, so every un-acknowledged row is sent again with its `id`. Within a session a
 /// cursor per lane and the store's hints mean an idle pump reads nothing from SQLite. PUBACKs
 /// that arrive together are marked in the same commit that fetches what goes next.
+///
+/// In steady state a fix costs one commit: the engine's transaction that stores it also marks the
+/// last PUBACKs and packs the live message (`pack(in:at:)`). A PUBACK with nothing to send after
+/// it is not committed on its own; it waits for that next commit (the next fix, a second later),
+/// at most `ackDelayMs` (the maintenance tick flushes it). Until then `status` still counts the
+/// row; a kill in between only means that message is sent again with its `id`, which receivers drop.
 final class OutboxPump {
     typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
+
+    /// How long an acknowledged row may stay unmarked when nothing else needs a commit.
+    static let ackDelayMs: Int64 = 2000
 
     private let store: LocalCache
     private let unit: String
@@ -29,8 +38,15 @@ final class OutboxPump {
     private var cursors: [OutboxLane: Int64] = [:]
     /// Live messages of earlier sessions that were never acknowledged, newest first.
     private var liveResends: [OutboxMessage] = []
-    /// Acknowledged rows not yet marked delivered; marked by the next `pump`.
-    private var acknowledgedRows: [Int64] = []
+    /// Acknowledged rows not yet marked delivered; marked by the next commit. Mirrored in the
+    /// store, whose depth leaves them out.
+    private var acknowledgedRows: [Int64] = [] {
+        didSet { store.acknowledgedAwaitingCommit = acknowledgedRows }
+    }
+    /// When a `pump` first left `acknowledgedRows` unmarked.
+    private var acknowledgedWaitingSince: Int64?
+    /// Packed in the engine's commit, handed to libmosquitto by the next `pump`.
+    private var packed: [OutboxMessage] = []
 
     init(store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
         self.store = store
@@ -65,80 +81,139 @@ final class OutboxPump {
     func sessionEnded() {
         session = nil
         rowsByTicket.removeAll()
+        // Stored already; the next session sends them from the store.
+        packed.removeAll()
     }
 
-    /// True if the PUBACK was for one of our rows; it is marked delivered by the next `pump`.
+    /// True if the PUBACK was for one of our rows; it is marked delivered by the next commit.
     func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
         guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return false }
         acknowledgedRows.append(rowID)
         return true
     }
 
-    /// Marks what was acknowledged and, unless `sending` is off (shutting down), fills the free
-    /// in-flight slots, in one commit.
-    func pump(at time: Int64, sending: Bool = true) {
-        let free = sending ? maxInFlight - rowsByTicket.count : 0
-        guard let session, !acknowledgedRows.isEmpty || (free > 0 && mayHaveWork) else { return }
+    /// Inside another commit (the engine's, which stores every fix): marks what was acknowledged
+    /// and packs what goes next in that same commit. Returns whether it packed anything, for
+    /// `pump` to hand over once the commit is done. A failure here is undone and logged, never
+    /// the engine's: its fix or reply is stored regardless, and `pump` tries again.
+    func pack(in transaction: LocalCache.Transaction, at time: Int64) -> Bool {
+        // Something packed and not handed over yet would be packed again: let `pump` do it.
+        guard session != nil, packed.isEmpty else { return false }
+        let free = max(0, maxInFlight - rowsByTicket.count)
+        guard free > 0 && mayHaveWork(transaction) || !acknowledgedRows.isEmpty else { return false }
+        let marked = acknowledgedRows.count
         let next: [OutboxMessage]
+        let resendsTaken: Int
         do {
-            next = try store.write { transaction in
+            (next, resendsTaken) = try transaction.undoingOnFailure {
                 try transaction.markDelivered(acknowledgedRows, at: time)
                 return try nextMessages(transaction, limit: free, at: time)
             }
-            acknowledgedRows.removeAll()
+        } catch {
+            logger.error("cannot pack the outbox with this commit; the next pump tries again", metadata: ["error": "\(error)"])
+            return false
+        }
+        transaction.afterCommit { [self] in
+            committed(marked: marked, resendsTaken: resendsTaken)
+            packed += next
+        }
+        return !next.isEmpty
+    }
+
+    /// Hands over what was packed, then marks what was acknowledged and, unless `sending` is off
+    /// (shutting down), fills the free in-flight slots, in one commit.
+    func pump(at time: Int64, sending: Bool = true) {
+        guard let session else { return }
+        let alreadyPacked = packed
+        packed.removeAll()
+        if sending, !hand(alreadyPacked, session: session) { return }
+        let free = sending ? maxInFlight - rowsByTicket.count : 0
+        guard free > 0 && mayHaveWork(store) || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
+        let next: [OutboxMessage]
+        do {
+            let marked = acknowledgedRows.count
+            let resendsTaken: Int
+            (next, resendsTaken) = try store.write { transaction in
+                try transaction.markDelivered(acknowledgedRows, at: time)
+                return try nextMessages(transaction, limit: free, at: time)
+            }
+            committed(marked: marked, resendsTaken: resendsTaken)
         } catch {
             logger.error("cannot update the outbox; acknowledged messages may be sent again", metadata: ["error": "\(error)"])
             if acknowledgedRows.count > 10 * maxInFlight { acknowledgedRows.removeAll() }
             return
         }
-        for message in next {
+        hand(next, session: session)
+    }
+
+    /// A PUBACK alone is worth a commit only when shutting down, when many wait, or when no other
+    /// commit came along for `ackDelayMs`.
+    private func mustMarkAcknowledged(at time: Int64, stopping: Bool) -> Bool {
+        guard !acknowledgedRows.isEmpty else { return false }
+        let since = acknowledgedWaitingSince ?? time
+        acknowledgedWaitingSince = since
+        return stopping || acknowledgedRows.count >= maxInFlight || time - since >= Self.ackDelayMs
+    }
+
+    private func committed(marked: Int, resendsTaken: Int) {
+        if marked > 0 { acknowledgedRows.removeSubrange(..<marked) }
+        if acknowledgedRows.isEmpty { acknowledgedWaitingSince = nil }
+        if resendsTaken > 0 { liveResends.removeSubrange(..<resendsTaken) }
+    }
+
+    /// False if the connection went away under us; `.disconnected` follows and the next session
+    /// starts over.
+    @discardableResult
+    private func hand(_ messages: [OutboxMessage], session: MQTTSessionID) -> Bool {
+        for message in messages {
             do {
                 let ticket = try publish(topicBase + message.topic, message)
                 rowsByTicket[ticket] = message.rowID
                 cursors[message.lane] = max(cursors[message.lane] ?? 0, message.rowID)
             } catch {
-                // The connection went away under us; `.disconnected` follows and the next
-                // session starts over.
                 logger.debug("publish deferred", metadata: ["error": "\(error)", "session": "\(session)"])
-                return
+                return false
             }
         }
+        return true
     }
 
     /// From the hints alone: false means nothing is waiting that this session has not handed over.
-    private var mayHaveWork: Bool {
-        [OutboxLane.alarm, .reply, .event, .livePosition, .backfill].contains { store.newestRowID(in: $0) > cursors[$0] ?? 0 }
-            || store.hasFreshFix || !liveResends.isEmpty || store.hasQueuedPositions
+    private func mayHaveWork(_ hints: some OutboxHints) -> Bool {
+        OutboxLane.allCases.contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
+            || hints.hasFreshFix || !liveResends.isEmpty || hints.hasQueuedPositions
     }
 
-    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> [OutboxMessage] {
+    /// What goes next, and how many of `liveResends` it took (removed once committed).
+    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> ([OutboxMessage], Int) {
         var next: [OutboxMessage] = []
         for lane in [OutboxLane.alarm, .reply, .event] where next.count < limit {
             let cursor = cursors[lane] ?? 0
-            guard store.newestRowID(in: lane) > cursor else { continue }
+            guard transaction.newestRowID(in: lane) > cursor else { continue }
             let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
-            if rows.isEmpty { cursors[lane] = store.newestRowID(in: lane) }
+            if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
             next += rows
         }
         let topic = UnitTopic.pos.rawValue
-        if next.count < limit, store.hasFreshFix, let live = try transaction.formLivePosition(unit: unit, topic: topic, createdAt: time) {
+        if next.count < limit, transaction.hasFreshFix,
+            let live = try transaction.formLivePosition(unit: unit, topic: topic, createdAt: time)
+        {
             next.append(live)
         }
-        while next.count < limit, !liveResends.isEmpty {
-            next.append(liveResends.removeFirst())
-        }
+        let resends = liveResends.prefix(limit - next.count)
+        next += resends
         // Rows made earlier in this session that are not in flight: publish failed, or enqueued
         // whole by someone else (a requested report). Rows packed just now are in `next` already.
         for lane in [OutboxLane.livePosition, .backfill] where next.count < limit {
             let cursor = max(cursors[lane] ?? 0, next.last { $0.lane == lane }?.rowID ?? 0)
-            guard store.newestRowID(in: lane) > cursor else { continue }
+            guard transaction.newestRowID(in: lane) > cursor else { continue }
             let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
-            if rows.isEmpty { cursors[lane] = store.newestRowID(in: lane) }
+            if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
             next += rows
         }
-        if next.count < limit, store.hasQueuedPositions {
+        if next.count < limit, transaction.hasQueuedPositions {
             next += try transaction.formBackfill(unit: unit, topic: topic, limit: batchMax, messages: limit - next.count, createdAt: time)
         }
-        return next
+        return (next, resends.count)
     }
 }

@@ -169,7 +169,7 @@ extension UnitEngine {
                 }
                 let point = PositionPoint(fix)
                 try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                    try Array(JSONEncoder.wire.encode(PositionMessage(unit: unit, seq: seq, id: id, points: [point])))
+                    try PositionMessage(unit: unit, seq: seq, id: id, points: [point]).json()
                 }
                 answer.position = point
             case .status, .reconnect:

@@ -395,7 +395,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
                 case .reportStale(let fix, let ageMs):
                     try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                        try Array(JSONEncoder.wire.encode(PositionMessage(unit: configuration.unit.id, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)])))
+                        try PositionMessage(unit: configuration.unit.id, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)]).json()
                     }
                     queued = true
                 case .recordRide(let ride):
@@ -405,7 +405,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     break
                 }
             }
-            return queued
+            // The same commit marks what the broker acknowledged and packs what goes next; perform's
+            // pumpOutbox hands it over.
+            let packed = outbox.pack(in: transaction, at: now)
+            return queued || packed
         }
     }
 

@@ -155,9 +155,13 @@ import UnitCore
 
     @Test func aTinyStoreThinsPositionsAndKeepsRepliesAndEvents() async throws {
         let scratch = try ScratchDirectory()
-        let port = try Loopback.freePort()
         let maxMB = 1.0
-        let unit = try UnitUnderTest(mqttPort: port, gpsdPort: try Loopback.freePort(), in: scratch)
+        // The recorder's persistent session exists before the unit can connect: events go out
+        // first, and a recorder subscribing after the broker came back could miss them.
+        let broker = try MosquittoBroker(in: scratch)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"], clientID: "recorder-tiny", persistentSession: true)
+        broker.stop()
         try String(contentsOfFile: unit.configPath, encoding: .utf8)
             .replacingOccurrences(of: "[store]\n", with: "[store]\nmax_mb = \(maxMB)\n")
             .write(toFile: unit.configPath, atomically: true, encoding: .utf8)
@@ -172,8 +176,7 @@ import UnitCore
         let observer = try LocalCache(path: unit.storePath)
         #expect(try observer.usedBytes() <= Int64(maxMB * 1024 * 1024))
 
-        let broker = try MosquittoBroker(in: scratch, port: port)
-        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])
+        try broker.start()
         try await unit.waitForStatus("drained", timeoutS: 30) { $0.outbox.depth == 0 }
         let messages = try await recorder.waitFor("replies and events") { messages in
             messages.filter { !$0.topic.hasSuffix("/pos") && !$0.topic.hasSuffix("/status") }.count >= 25

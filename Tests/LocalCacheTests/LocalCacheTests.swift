@@ -61,6 +61,88 @@ import UnitCore
         #expect(try store.purgeDelivered(limit: 3) == 1)
     }
 
+    /// Ids are random version 4 UUIDs in lowercase, never repeated; sequence numbers count up per
+    /// topic with no gap, also across the several backfill messages packed in one go.
+    @Test func messageIDsAreFreshUUIDsAndSequencesHaveNoGaps() throws {
+        let store = try LocalCache(path: path)
+        try queue(store, 0..<230)
+        let live = try #require(try store.write { try $0.formLivePosition(unit: "T1", topic: "pos", createdAt: 1) })
+        let batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 3, createdAt: 1) }
+        let more = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 3, createdAt: 1) }
+        var eventIDs: [String] = []
+        for _ in 0..<500 {
+            try store.write { try $0.enqueue(topic: "event", messageClass: .event, createdAt: 1) { _, id in eventIDs.append(id); return [] } }
+        }
+        let positions = [live] + batches + more
+        let seqs = try positions.map { message in
+            try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])["seq"] as? Int
+        }
+        #expect(seqs == Array(1...6).map(Optional.some))
+        let ids = positions.map(\.messageID) + eventIDs
+        #expect(Set(ids).count == ids.count)
+        let shape = /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+        #expect(ids.allSatisfy { $0.wholeMatch(of: shape) != nil })
+        #expect(ids.allSatisfy { UUID(uuidString: $0) != nil })
+    }
+
+    /// The pump packs inside the engine's transaction: what that transaction queued counts already,
+    /// and what it asked to do after the commit happens only when it commits.
+    @Test func aTransactionSeesItsOwnFixAndRunsAfterCommitOnlyOnCommit() throws {
+        let store = try LocalCache(path: path)
+        var committed: [String] = []
+        try store.write { transaction in
+            #expect(!transaction.hasFreshFix)
+            try transaction.queuePosition(Self.fix(0), createdAt: 1)
+            #expect(transaction.hasFreshFix && transaction.hasQueuedPositions)
+            #expect(!store.hasFreshFix, "others see it once committed")
+            let live = try #require(try transaction.formLivePosition(unit: "T1", topic: "pos", createdAt: 1))
+            #expect(transaction.newestRowID(in: .livePosition) == live.rowID)
+            #expect(!transaction.hasFreshFix)
+            #expect(try transaction.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1).isEmpty)
+            #expect(!transaction.hasQueuedPositions)
+            transaction.afterCommit { committed.append("first") }
+        }
+        #expect(committed == ["first"])
+        #expect(!store.hasFreshFix && !store.hasQueuedPositions && store.newestRowID(in: .livePosition) > 0)
+
+        struct Abandon: Error {}
+        #expect(throws: Abandon.self) {
+            try store.write { transaction in
+                try transaction.queuePosition(Self.fix(1), createdAt: 1)
+                transaction.afterCommit { committed.append("rolled back") }
+                throw Abandon()
+            }
+        }
+        #expect(committed == ["first"])
+        #expect(!store.hasFreshFix)
+        #expect(try store.outboxDepth().position == 1, "the rolled-back fix is not queued")
+        // The writer is usable again after the rollback.
+        try queue(store, 2..<3)
+        #expect(store.hasFreshFix)
+    }
+
+    /// The pump packs inside the engine's commit: its failure must not cost the engine's fix.
+    @Test func aFailedUndoableStepLeavesTheRestOfTheTransaction() throws {
+        let store = try LocalCache(path: path)
+        struct PackingFailed: Error {}
+        try store.write { transaction in
+            try transaction.queuePosition(Self.fix(0), createdAt: 1)
+            #expect(throws: PackingFailed.self) {
+                try transaction.undoingOnFailure {
+                    _ = try transaction.formLivePosition(unit: "T1", topic: "pos", createdAt: 1)
+                    throw PackingFailed()
+                }
+            }
+            try transaction.queuePosition(Self.fix(1), createdAt: 1)
+            let kept = try transaction.undoingOnFailure { try transaction.formBackfill(unit: "T1", topic: "pos", limit: 1, createdAt: 1) }
+            #expect(try kept.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(0).time])
+        }
+        #expect(try store.outboxDepth().position == 2, "the undone live message's fix is queued again, nothing lost")
+        let batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }
+        #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(1).time])
+        #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
+    }
+
     @Test func retentionDropsOnlyOldUndeliveredPositionsAndCountsThem() throws {
         let store = try LocalCache(path: path)
         try queue(store, 0..<60, createdAt: 1_000)

@@ -1,0 +1,175 @@
+/// Hand-written wire JSON for the position messages, the hot path of the outbox: a unit packs one
+/// per reported fix and a 24 h backlog is thousands of them, and the generic encoder (a new
+/// container tree and boxed values per message) cost more than the SQLite work around it.
+///
+/// The bytes are exactly what `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes
+/// for the same value (tests compare them), so receivers cannot tell the difference. Callers
+/// write the keys in sorted order themselves.
+struct WireJSONWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func byte(_ ascii: Unicode.Scalar) {
+        bytes.append(UInt8(ascii: ascii))
+    }
+
+    /// A JSON string with the escapes the Foundation encoder uses: `"` and `\`, the short forms
+    /// `\b \f \n \r \t`, and `\u00XX` for the other control characters; `/` and non-ASCII as is.
+    mutating func string(_ value: String) {
+        byte("\"")
+        for unit in value.utf8 {
+            switch unit {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), unit]
+            case 0x08: raw(#"\b"#)
+            case 0x0C: raw(#"\f"#)
+            case 0x0A: raw(#"\n"#)
+            case 0x0D: raw(#"\r"#)
+            case 0x09: raw(#"\t"#)
+            case 0..<0x20:
+                raw(#"\u00"#)
+                bytes += [Self.hexDigits[Int(unit >> 4)], Self.hexDigits[Int(unit & 0xF)]]
+            default: bytes.append(unit)
+            }
+        }
+        byte("\"")
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    mutating func integer(_ value: Int64) {
+        // Digits of the magnitude, least significant first, without a String per number.
+        var magnitude = value.magnitude
+        if value < 0 { byte("-") }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
+    }
+
+    /// Swift's shortest round-trip form, as the Foundation encoder writes it: integral values
+    /// without `.0`, exponents as `1e-05`. The caller has checked that `value` is finite.
+    mutating func number(_ value: Double) {
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        bytes += text.utf8
+    }
+}
+
+/// A non-finite number where the protocol requires one (`lat`, `lon`): refused like the Foundation
+/// encoder refuses it, never written as `NaN` or `null`.
+public struct NonFiniteCoordinate: Error, Equatable {
+    public var field: String
+
+    public init(field: String) {
+        self.field = field
+    }
+}
+
+extension PositionPoint {
+    /// The object in a live `pos` message, keys sorted. An unknown (nil) or non-finite `spd`, `hdg`
+    /// or `acc` is omitted: the protocol never carries NaN.
+    func writeJSON(to writer: inout WireJSONWriter) throws(NonFiniteCoordinate) {
+        guard lat.isFinite else { throw NonFiniteCoordinate(field: "lat") }
+        guard lon.isFinite else { throw NonFiniteCoordinate(field: "lon") }
+        var fields = Fields()
+        writer.byte("{")
+        fields.number(#""acc":"#, acc, &writer)
+        if let age { fields.integer(#""age":"#, age, &writer) }
+        fields.number(#""hdg":"#, hdg, &writer)
+        fields.number(#""lat":"#, lat, &writer)
+        fields.number(#""lon":"#, lon, &writer)
+        fields.number(#""spd":"#, spd, &writer)
+        if let stale { fields.literal(#""stale":"#, stale ? "true" : "false", &writer) }
+        fields.integer(#""t":"#, t, &writer)
+        writer.byte("}")
+    }
+
+    /// Commas between the fields that are present.
+    private struct Fields {
+        var empty = true
+
+        mutating func key(_ name: StaticString, _ writer: inout WireJSONWriter) {
+            if !empty { writer.byte(",") }
+            empty = false
+            writer.raw(name)
+        }
+
+        mutating func number(_ name: StaticString, _ value: Double?, _ writer: inout WireJSONWriter) {
+            guard let value, value.isFinite else { return }
+            key(name, &writer)
+            writer.number(value)
+        }
+
+        mutating func integer(_ name: StaticString, _ value: Int64, _ writer: inout WireJSONWriter) {
+            key(name, &writer)
+            writer.integer(value)
+        }
+
+        mutating func literal(_ name: StaticString, _ text: StaticString, _ writer: inout WireJSONWriter) {
+            key(name, &writer)
+            writer.raw(text)
+        }
+    }
+}
+
+extension WireJSONWriter {
+    /// `{"backfill":true,"id":…,"points":[…],"seq":…,"unit":…}` (without `backfill` for a live
+    /// message): the envelope both position messages share. `point` writes one element of `points`.
+    static func positionMessage<Point, Failure: Error>(
+        backfill: Bool, id: String, points: [Point], seq: Int64, unit: String, bytesPerPoint: Int,
+        point: (Point, inout WireJSONWriter) throws(Failure) -> Void
+    ) throws(Failure) -> [UInt8] {
+        var writer = WireJSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * bytesPerPoint)
+        writer.raw(backfill ? #"{"backfill":true,"id":"# : #"{"id":"#)
+        writer.string(id)
+        writer.raw(#","points":["#)
+        for (index, element) in points.enumerated() {
+            if index > 0 { writer.byte(",") }
+            try point(element, &writer)
+        }
+        writer.raw(#"],"seq":"#)
+        writer.integer(seq)
+        writer.raw(#","unit":"#)
+        writer.string(unit)
+        writer.byte("}")
+        return writer.bytes
+    }
+}
+
+extension PositionMessage {
+    /// The wire bytes of a live `pos` message (docs/protocol.md).
+    public func json() throws(NonFiniteCoordinate) -> [UInt8] {
+        try WireJSONWriter.positionMessage(backfill: false, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 96) {
+            (point, writer) throws(NonFiniteCoordinate) in try point.writeJSON(to: &writer)
+        }
+    }
+}
+
+extension BackfillMessage {
+    /// The wire bytes of a backfill `pos` message (docs/protocol.md, "Backfill batches").
+    public var json: [UInt8] {
+        WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { row, writer in
+            writer.byte("[")
+            for (column, value) in row.enumerated() {
+                if column > 0 { writer.byte(",") }
+                if let value { writer.integer(value) } else { writer.raw("null") }
+            }
+            writer.byte("]")
+        }
+    }
+}
