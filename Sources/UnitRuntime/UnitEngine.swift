@@ -46,6 +46,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var unstoredMessages: [UnstoredMessage] = []
     /// Set by `pumpOutbox()`; the loop pumps once after each batch of inputs.
     private var pumpWanted = false
+    /// True while the pump has free slots in flight and nothing to fill them with.
+    private var acknowledgementsMayWait = false
     /// The clocks as read for the current batch of inputs: each reading costs a system call
     /// (adjtimex), and a batch is handled within milliseconds.
     private var batchClock: ClockSample?
@@ -151,9 +153,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     }
                     pumpIfWanted()
                     // A PUBACK only frees a slot in flight: while the pump has free slots and
-                    // nothing to fill them with, it waits for the next input instead of waking
-                    // the loop (and committing) on its own. Shutdown waits for one PUBACK.
-                    inbox.deferWaitingInputs = !stopping && outbox.inFlight < outbox.maxInFlight
+                    // nothing to fill them with, it neither wakes the loop nor commits on its own;
+                    // the next pump (the next fix, the upkeep tick) marks it. Shutdown waits for one.
+                    acknowledgementsMayWait = !stopping && outbox.inFlight < outbox.maxInFlight
+                    inbox.deferWaitingInputs = acknowledgementsMayWait
                     refreshDriverView()
                     if outcome == .finished { break loop }
                 }
@@ -243,7 +246,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if outbox.acknowledged(ticket) { pumpOutbox() }
+            if outbox.acknowledged(ticket), !acknowledgementsMayWait { pumpOutbox() }
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
