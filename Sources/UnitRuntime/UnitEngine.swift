@@ -48,6 +48,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var pumpWanted = false
     /// True while the pump has free slots in flight and nothing to fill them with.
     private var acknowledgementsMayWait = false
+    /// PUBACKs the store does not know of yet: the next pump marks them.
+    private var acknowledgedSincePump = false
     /// The clocks as read for the current batch of inputs: each reading costs a system call
     /// (adjtimex), and a batch is handled within milliseconds.
     private var batchClock: ClockSample?
@@ -178,7 +180,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             guard linked.generation == linkGeneration else { return .running }
             return handleMQTT(linked.event)
         case .control(let request, let reply):
-            // What was acknowledged in this batch is marked before the answer reads the store.
+            // What was acknowledged is marked before the answer reads the store.
+            if acknowledgedSincePump { pumpOutbox() }
             pumpIfWanted()
             reply.resume(returning: answer(request))
         case .healthProbe(let probe):
@@ -246,7 +249,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if outbox.acknowledged(ticket), !acknowledgementsMayWait { pumpOutbox() }
+            if outbox.acknowledged(ticket) {
+                acknowledgedSincePump = true
+                if !acknowledgementsMayWait { pumpOutbox() }
+            }
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
@@ -293,6 +299,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func pumpIfWanted() {
         guard pumpWanted else { return }
         pumpWanted = false
+        acknowledgedSincePump = false
         outbox.pump(at: clockMs(), sending: !stopping)
     }
 
