@@ -251,7 +251,10 @@ public final class MQTTConnection: @unchecked Sendable {
                 mosquitto_will_set(handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain)
             }
         }
-        mosquitto_connect_callback_set(handle) { _, context, rc in
+        mosquitto_connect_callback_set(handle) { mosq, context, rc in
+            // libmosquitto formats a line for every packet while a log callback is set; what it logs
+            // is only wanted to explain a failed connect, so a connected session stops listening.
+            if rc == 0 { mosquitto_log_callback_set(mosq, nil) }
             CallbackSink.from(context).connected(rc: rc)
         }
         mosquitto_disconnect_callback_set(handle) { _, context, rc in
