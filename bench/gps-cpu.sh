@@ -28,6 +28,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing on port $1" >&2; exit 1; }
 # user+sys CPU of a process so far, in clock ticks.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Times its threads went to sleep waiting (all threads so far): wakeups, which cost CPU on any machine.
+wakeups() { awk '/^voluntary_ctxt_switches/ {s += $2} END {print s}' /proc/"$1"/task/*/status; }
 stored() { "$bin/taxiunitctl" status --json --socket "$work/control.sock" | python3 -c 'import json,sys; print(json.load(sys.stdin)["storedPositions"])'; }
 
 mqtt_port=$(free_port); gps_port=$(free_port)
@@ -60,24 +62,27 @@ setsid mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -q 1 -l -t taxi/bench/PIPE/raw
 
 sleep "$warmup"
 unit0=$(ticks "$unit"); pipe0=$(( $(ticks "$gpspipe") + $(ticks "$pub") )); fixes0=$(stored)
+wake0=$(wakeups "$unit"); pipewake0=$(( $(wakeups "$gpspipe") + $(wakeups "$pub") ))
 sleep "$seconds"
 unit1=$(ticks "$unit"); pipe1=$(( $(ticks "$gpspipe") + $(ticks "$pub") )); fixes1=$(stored)
+wake1=$(wakeups "$unit"); pipewake1=$(( $(wakeups "$gpspipe") + $(wakeups "$pub") ))
 rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$unit/status")
 hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$unit/status")
 pipe_rss_kb=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$gpspipe/status") + $(awk '/^VmRSS/ {print $2}' "/proc/$pub/status") ))
 kill -0 "$unit" || { echo "taxiunitd died:"; cat "$work/taxiunitd.log"; exit 1; }
 
 hz=$(getconf CLK_TCK)
-python3 - "$seconds" "$hz" "$((fixes1 - fixes0))" "$((unit1 - unit0))" "$((pipe1 - pipe0))" "$rss_kb" "$hwm_kb" "$pipe_rss_kb" <<'PY'
+python3 - "$seconds" "$hz" "$((fixes1 - fixes0))" "$((unit1 - unit0))" "$((pipe1 - pipe0))" "$rss_kb" "$hwm_kb" "$pipe_rss_kb" \
+    "$((wake1 - wake0))" "$((pipewake1 - pipewake0))" <<'PY'
 import sys
-seconds, hz, fixes, unit, pipe, rss, hwm, pipe_rss = (float(a) for a in sys.argv[1:])
+seconds, hz, fixes, unit, pipe, rss, hwm, pipe_rss, unit_wakes, pipe_wakes = (float(a) for a in sys.argv[1:])
 if fixes <= 0:
     sys.exit("no fixes in the window: is gpsfake feeding?")
 per = lambda ticks: ticks / hz / fixes * 1e6
 print(f"window {seconds:.0f} s, {fixes:.0f} valid fixes ({fixes / seconds:.1f}/s), same gpsd, same window")
-print(f"{'':34}{'CPU user+sys':>14}{'per fix':>12}{'RSS':>10}")
-print(f"{'taxiunitd (store+filter+publish)':34}{unit / hz:>12.2f} s{per(unit):>9.0f} µs{rss / 1024:>7.1f} MB")
-print(f"{'gpspipe -w | mosquitto_pub -l':34}{pipe / hz:>12.2f} s{per(pipe):>9.0f} µs{pipe_rss / 1024:>7.1f} MB")
+print(f"{'':34}{'CPU user+sys':>14}{'per fix':>12}{'RSS':>10}{'wakeups/fix':>13}")
+print(f"{'taxiunitd (store+filter+publish)':34}{unit / hz:>12.2f} s{per(unit):>9.0f} µs{rss / 1024:>7.1f} MB{unit_wakes / fixes:>13.1f}")
+print(f"{'gpspipe -w | mosquitto_pub -l':34}{pipe / hz:>12.2f} s{per(pipe):>9.0f} µs{pipe_rss / 1024:>7.1f} MB{pipe_wakes / fixes:>13.1f}")
 print(f"taxiunitd peak RSS {hwm / 1024:.1f} MB")
 cpu_ok = unit <= pipe
 rss_ok = rss <= 12 * 1024

@@ -21,8 +21,13 @@ public enum GPSDEvent: Sendable, Equatable {
 /// Built against gpsd 3.22 (API 11). Only `mode`, `time`, coordinates and error estimates are read:
 /// gpsd 3.23.1 renamed the `STATUS_*` constants, so validity never depends on `status`.
 public final class GPSDConnection: @unchecked Sendable {
+    public typealias EventHandler = @Sendable (GPSDEvent) -> Void
+
+    /// The events, unless `deliverEvents(to:)` sends them elsewhere.
     public let events: AsyncStream<GPSDEvent>
     private let eventSink: AsyncStream<GPSDEvent>.Continuation
+    /// Guarded by `state`; the reader thread takes its copy when it starts.
+    private var eventHandler: EventHandler
     private let host: String
     private let port: Int
     private let minRetryDelayS: Double
@@ -44,13 +49,22 @@ public final class GPSDConnection: @unchecked Sendable {
         self.port = port
         self.minRetryDelayS = minRetryDelayS
         self.maxRetryDelayS = max(minRetryDelayS, maxRetryDelayS)
-        (events, eventSink) = AsyncStream.makeStream(of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        let (events, eventSink) = AsyncStream.makeStream(of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        (self.events, self.eventSink) = (events, eventSink)
+        eventHandler = { eventSink.yield($0) }
+    }
+
+    /// Hands every event to `handler` on the reader thread itself, instead of to `events`: for a
+    /// consumer with a queue of its own (the engine), which spares each fix a hop through a task.
+    /// Call before `start()`.
+    public func deliverEvents(to handler: @escaping EventHandler) {
+        state.withLock { eventHandler = handler }
     }
 
     public func start() {
         let thread = Thread { [self] in
             Liveness.nameCurrentThread("gpsd-reader")
-            runReader()
+            runReader(delivering: state.withLock { eventHandler })
             heartbeat.finished()
             readerFinished.signal()
         }
@@ -83,7 +97,7 @@ public final class GPSDConnection: @unchecked Sendable {
         while !isStopping && state.wait(until: deadline) {}
     }
 
-    private func runReader() {
+    private func runReader(delivering deliver: EventHandler) {
         let data = UnsafeMutablePointer<gps_data_t>.allocate(capacity: 1)
         defer { data.deallocate() }
         var lastFailure: String?
@@ -93,7 +107,7 @@ public final class GPSDConnection: @unchecked Sendable {
             heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
             guard gps_open(host, String(port), data) == 0 else {
                 let reason = "cannot reach gpsd at \(host):\(port): \(String(cString: gps_errstr(errno)))"
-                if reason != lastFailure { eventSink.yield(.disconnected(reason: reason)) }
+                if reason != lastFailure { deliver(.disconnected(reason: reason)) }
                 lastFailure = reason
                 waitBeforeRetry(retryDelayS)
                 retryDelayS = min(retryDelayS * 2, maxRetryDelayS)
@@ -104,21 +118,21 @@ public final class GPSDConnection: @unchecked Sendable {
             guard gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil) == 0 else {
                 gps_close(data)
                 lastFailure = "gpsd refused the watch request"
-                eventSink.yield(.disconnected(reason: lastFailure!))
+                deliver(.disconnected(reason: lastFailure!))
                 waitBeforeRetry(retryDelayS)
                 continue
             }
-            eventSink.yield(.connected)
-            let reason = readReports(data)
+            deliver(.connected)
+            let reason = readReports(data, delivering: deliver)
             gps_close(data)
-            eventSink.yield(.disconnected(reason: reason))
+            deliver(.disconnected(reason: reason))
             lastFailure = reason
             if !stopping { waitBeforeRetry(retryDelayS) }
         }
     }
 
     /// Reads until gpsd closes the socket or we are stopped; returns why it ended.
-    private func readReports(_ data: UnsafeMutablePointer<gps_data_t>) -> String {
+    private func readReports(_ data: UnsafeMutablePointer<gps_data_t>, delivering deliver: EventHandler) -> String {
         var message = [CChar](repeating: 0, count: 8192)
         while !stopping {
             heartbeat.beat(allowingSilenceS: Double(Self.waitMicroseconds) / 1e6 + Liveness.slackS)
@@ -134,7 +148,7 @@ public final class GPSDConnection: @unchecked Sendable {
             if count == -1 { return "gpsd closed the connection" }
             // gps_read leaves the previous fix in place for SKY, DEVICE... reports: only TPV carries one.
             guard Self.isTPV(message) else { continue }
-            eventSink.yield(.sample(Self.sample(from: data.pointee.fix)))
+            deliver(.sample(Self.sample(from: data.pointee.fix)))
         }
         return "stopped"
     }

@@ -15,8 +15,13 @@ public final class MQTTConnection: @unchecked Sendable {
         init(_ reason: String) { self.reason = reason }
     }
 
+    public typealias EventHandler = @Sendable (MQTTEvent) -> Void
+
+    /// The events, unless `deliverEvents(to:)` sends them elsewhere.
     public let events: AsyncStream<MQTTEvent>
     private let eventSink: AsyncStream<MQTTEvent>.Continuation
+    private let handlerLock = NSLock()
+    private var eventHandler: EventHandler
 
     private let endpoint: MQTTEndpoint
     private let will: MQTTWill?
@@ -52,7 +57,16 @@ public final class MQTTConnection: @unchecked Sendable {
         self.will = will
         self.backoff = backoff
         self.logger = logger
-        (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
+        let (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
+        (self.events, self.eventSink) = (events, eventSink)
+        eventHandler = { eventSink.yield($0) }
+    }
+
+    /// Hands every event to `handler` on the thread that has it (the loop thread, in libmosquitto's
+    /// callbacks) instead of to `events`: for a consumer with a queue of its own (the engine), which
+    /// spares each PUBACK a hop through a task. Call before `start()`.
+    public func deliverEvents(to handler: @escaping EventHandler) {
+        handlerLock.withLock { eventHandler = handler }
     }
 
     public func start() {
@@ -102,7 +116,7 @@ public final class MQTTConnection: @unchecked Sendable {
         guard !isStopping, loopFinished != nil, loopSilence > limit else { return false }
         logger.error("the MQTT loop thread stopped responding; starting a new one", metadata: ["silent_for": "\(loopSilence)"])
         if let session = connectedLock.withLock({ connectedSession.take() }) {
-            eventSink.yield(.disconnected(session, reason: "loop thread stalled"))
+            yield(.disconnected(session, reason: "loop thread stalled"))
         }
         handle = nil
         startLoopThread()
@@ -158,14 +172,14 @@ public final class MQTTConnection: @unchecked Sendable {
             case .success(let created):
                 handle = created
             case .failure(let failure):
-                eventSink.yield(.connectFailed(reason: failure.reason))
+                yield(.connectFailed(reason: failure.reason))
                 waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
                 failures += 1
                 continue
             }
             let rc = mosquitto_connect(handle, endpoint.host, Int32(endpoint.port), Int32(endpoint.keepaliveS))
             if rc != MOSQ_ERR_SUCCESS.rawValue {
-                eventSink.yield(.connectFailed(reason: Self.failureReason(rc, handle)))
+                yield(.connectFailed(reason: Self.failureReason(rc, handle)))
             } else {
                 var everConnected = false
                 while isCurrent(generation) {
@@ -177,7 +191,7 @@ public final class MQTTConnection: @unchecked Sendable {
                     }
                     if loopRC != MOSQ_ERR_SUCCESS.rawValue {
                         // A TLS handshake the broker rejects (our certificate) fails here, before any CONNACK.
-                        if !everConnected { eventSink.yield(.connectFailed(reason: Self.failureReason(loopRC, handle))) }
+                        if !everConnected { yield(.connectFailed(reason: Self.failureReason(loopRC, handle))) }
                         break
                     }
                 }
@@ -237,7 +251,10 @@ public final class MQTTConnection: @unchecked Sendable {
                 mosquitto_will_set(handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain)
             }
         }
-        mosquitto_connect_callback_set(handle) { _, context, rc in
+        mosquitto_connect_callback_set(handle) { mosq, context, rc in
+            // libmosquitto formats a line for every packet while a log callback is set; what it logs
+            // is only wanted to explain a failed connect, so a connected session stops listening.
+            if rc == 0 { mosquitto_log_callback_set(mosq, nil) }
             CallbackSink.from(context).connected(rc: rc)
         }
         mosquitto_disconnect_callback_set(handle) { _, context, rc in
@@ -281,7 +298,7 @@ public final class MQTTConnection: @unchecked Sendable {
         if wasCurrent { self.handle = nil }
         state.unlock()
         if wasCurrent, let session = connectedLock.withLock({ connectedSession.take() }) {
-            eventSink.yield(.disconnected(session, reason: "connection lost"))
+            yield(.disconnected(session, reason: "connection lost"))
         }
         let context = mosquitto_userdata(handle)
         mosquitto_destroy(handle)
@@ -294,7 +311,7 @@ public final class MQTTConnection: @unchecked Sendable {
             connectedSession = session
             return true
         }
-        if isLatest { eventSink.yield(.connected(session)) }
+        if isLatest { yield(.connected(session)) }
     }
 
     fileprivate func markDisconnected(_ session: MQTTSessionID, reason: String) {
@@ -303,11 +320,11 @@ public final class MQTTConnection: @unchecked Sendable {
             connectedSession = nil
             return true
         }
-        if wasConnected { eventSink.yield(.disconnected(session, reason: reason)) }
+        if wasConnected { yield(.disconnected(session, reason: reason)) }
     }
 
     fileprivate func yield(_ event: MQTTEvent) {
-        eventSink.yield(event)
+        handlerLock.withLock { eventHandler }(event)
     }
 
     static func describe(_ rc: Int32) -> String {

@@ -14,18 +14,22 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
         public var event: MQTTEvent
     }
 
-    public let events: AsyncStream<Event>
-    private let eventSink: AsyncStream<Event>.Continuation
     private let logger: Logger
-    /// Guards `current`, `generation` and `stopped`.
+    /// Guards `current`, `generation`, `stopped` and `deliver`.
     private let lock = NSLock()
     private var current: MQTTConnection?
     private var generation = 0
     private var stopped = false
+    private var deliver: @Sendable (Event) -> Void = { _ in }
 
     public init(logger: Logger) {
         self.logger = logger
-        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Where every connection's events go, on the thread that has them (the engine's inbox).
+    /// Set before the first `connect`.
+    func deliverEvents(to handler: @escaping @Sendable (Event) -> Void) {
+        lock.withLock { deliver = handler }
     }
 
     /// Connections start when the engine knows which configuration is in force.
@@ -37,7 +41,6 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
             return current.take()
         }
         connection?.stop()
-        eventSink.finish()
     }
 
     /// Closes the current connection (cleanly: no last will) and opens one for `configuration`.
@@ -56,6 +59,7 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
             logger: logger
         )
+        let deliver = lock.withLock { self.deliver }
         let (previous, newGeneration, isStopped) = lock.withLock {
             generation += 1
             let previous = current
@@ -66,9 +70,7 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
         // for minutes: not on the engine's loop.
         if let previous { Thread.detachNewThread { previous.stop() } }
         guard !isStopped else { return newGeneration }
-        Task { [eventSink] in
-            for await event in connection.events { eventSink.yield(Event(generation: newGeneration, event: event)) }
-        }
+        connection.deliverEvents { deliver(Event(generation: newGeneration, event: $0)) }
         connection.start()
         return newGeneration
     }

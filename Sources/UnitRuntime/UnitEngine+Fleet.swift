@@ -98,9 +98,9 @@ extension UnitEngine {
             }
         case .startRollbackTimer(let seconds):
             rollbackTimer?.cancel()
-            rollbackTimer = Task { [inputSink] in
+            rollbackTimer = Task { [inbox] in
                 guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
-                inputSink.yield(.fleetRollbackDue)
+                inbox.post(.fleetRollbackDue)
             }
         case .cancelRollbackTimer:
             rollbackTimer?.cancel()

@@ -22,8 +22,6 @@ enum EngineInput: Sendable {
     /// `generation` tells a restarted timer from a stale firing of the one it replaced.
     case timerFired(TimerID, generation: UInt64)
     case maintenance
-    /// Queued behind the PUBACKs already waiting, so they are marked in one commit.
-    case pumpOutbox
     case shutdownRequested
     case shutdownDeadline
     case fleetRollbackDue
@@ -36,8 +34,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     let mqtt: BrokerLink
     private let gpsd: GPSDConnection
     let logger: Logger
-    private let inputs: AsyncStream<EngineInput>
-    let inputSink: AsyncStream<EngineInput>.Continuation
+    let inbox = EngineInbox<EngineInput>()
 
     // Owned by the `run()` loop only.
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
@@ -47,7 +44,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var upkeep: StoreUpkeep
     /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
     private var unstoredMessages: [UnstoredMessage] = []
-    private var pumpScheduled = false
+    /// Set by `pumpOutbox()`; the loop pumps once after each batch of inputs.
+    private var pumpWanted = false
+    /// True while the pump has free slots in flight and nothing to fill them with.
+    private var acknowledgementsMayWait = false
+    /// PUBACKs the store does not know of yet: the next pump marks them.
+    private var acknowledgedSincePump = false
+    /// The clocks as read for the current batch of inputs: each reading costs a system call
+    /// (adjtimex), and a batch is handled within milliseconds.
+    private var batchClock: ClockSample?
     private var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
@@ -94,7 +99,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
         ) { [mqtt] topic, message throws(MQTTLinkError) in
             try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
         }
-        (inputs, inputSink) = AsyncStream.makeStream(of: EngineInput.self, bufferingPolicy: .unbounded)
+        gpsd.deliverEvents { [inbox] in inbox.post(.gps($0)) }
+        mqtt.deliverEvents { [inbox] linked in
+            let isPUBACK = if case .published = linked.event { true } else { false }
+            inbox.post(.mqtt(linked), mayWait: isPUBACK)
+        }
     }
 
     /// For the control socket: answered from inside the engine loop, so it sees a consistent state.
@@ -103,7 +112,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         do {
             let request = try JSONDecoder().decode(ControlRequest.self, from: Data(bytes))
             response = await withCheckedContinuation { reply in
-                inputSink.yield(.control(request, reply: reply))
+                inbox.post(.control(request, reply: reply))
             }
         } catch {
             response = .failure("malformed request: \(error)")
@@ -114,7 +123,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// For the systemd watchdog: the probe is answered when the loop gets to it.
     public func probe() -> EngineProbe {
         let probe = EngineProbe()
-        inputSink.yield(.healthProbe(probe))
+        inbox.post(.healthProbe(probe))
         return probe
     }
 
@@ -124,33 +133,40 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // The fleet's config in force may have set another language than the local file.
         devices?.useLanguage(of: configuration)
         step(.resumed(at: clockMs()))
+        pumpIfWanted()
         refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { [gpsd, inputSink] in
-                    for await event in gpsd.events { inputSink.yield(.gps(event)) }
-                }
-                group.addTask { [mqtt, inputSink] in
-                    for await event in mqtt.events { inputSink.yield(.mqtt(event)) }
-                }
-                group.addTask { [inputSink] in
-                    while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inputSink.yield(.maintenance) }
+                group.addTask { [inbox] in
+                    while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inbox.post(.maintenance) }
                 }
                 for presses in devices?.presses ?? [] {
-                    group.addTask { [inputSink] in
-                        for await press in presses { inputSink.yield(.driver(press)) }
+                    group.addTask { [inbox] in
+                        for await press in presses { inbox.post(.driver(press)) }
                     }
                 }
-                for await input in inputs {
-                    let outcome = handle(input)
+                // Inputs that arrived together (a fix and the PUBACKs of earlier ones) are handled
+                // together: one outbox pump, one look at the driver's screen.
+                loop: while let batch = await inbox.next() {
+                    batchClock = nil
+                    var outcome = LoopOutcome.running
+                    for input in batch where outcome == .running {
+                        outcome = handle(input)
+                    }
+                    pumpIfWanted()
+                    // A PUBACK only frees a slot in flight: while the pump has free slots and
+                    // nothing to fill them with, it neither wakes the loop nor commits on its own;
+                    // the next pump (the next fix, the upkeep tick) marks it. Shutdown waits for one.
+                    acknowledgementsMayWait = !stopping && outbox.inFlight < outbox.maxInFlight
+                    inbox.deferWaitingInputs = acknowledgementsMayWait
                     refreshDriverView()
-                    if outcome == .finished { break }
+                    if outcome == .finished { break loop }
                 }
                 for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
-        } onGracefulShutdown: { [inputSink] in
-            inputSink.yield(.shutdownRequested)
+        } onGracefulShutdown: { [inbox] in
+            inbox.post(.shutdownRequested)
         }
     }
 
@@ -164,6 +180,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             guard linked.generation == linkGeneration else { return .running }
             return handleMQTT(linked.event)
         case .control(let request, let reply):
+            // What was acknowledged is marked before the answer reads the store.
+            if acknowledgedSincePump { pumpOutbox() }
+            pumpIfWanted()
             reply.resume(returning: answer(request))
         case .healthProbe(let probe):
             probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? store.outboxDepth().total) ?? -1))
@@ -175,9 +194,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
             guard timers[id]?.generation == generation else { break }
             timers[id] = nil
             step(.timerFired(id, at: clockMs()))
-        case .pumpOutbox:
-            pumpScheduled = false
-            pumpOutbox()
         case .maintenance:
             // A healthy loop comes round every second; connecting may block for a while.
             mqtt.restartLoopIfSilent(longerThan: .seconds(max(60, 3 * configuration.mqtt.keepaliveS)))
@@ -233,9 +249,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if outbox.acknowledged(ticket), !pumpScheduled {
-                pumpScheduled = true
-                inputSink.yield(.pumpOutbox)
+            if outbox.acknowledged(ticket) {
+                acknowledgedSincePump = true
+                if !acknowledgementsMayWait { pumpOutbox() }
             }
         case .message(let message):
             if handleFleetMessage(message) { break }
@@ -274,7 +290,16 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
     }
 
+    /// The outbox is pumped once the current batch of inputs is handled, so a step's messages and
+    /// the PUBACKs that came with it share one commit.
     func pumpOutbox() {
+        pumpWanted = true
+    }
+
+    private func pumpIfWanted() {
+        guard pumpWanted else { return }
+        pumpWanted = false
+        acknowledgedSincePump = false
         outbox.pump(at: clockMs(), sending: !stopping)
     }
 
@@ -418,13 +443,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         timerGeneration += 1
         let generation = timerGeneration
         let delayMs = max(0, fireAt - clockMs())
-        let task = Task { [inputSink] in
+        let task = Task { [inbox] in
             do {
                 try await Task.sleep(for: .milliseconds(delayMs))
             } catch {
                 return
             }
-            inputSink.yield(.timerFired(id, generation: generation))
+            inbox.post(.timerFired(id, generation: generation))
         }
         timers[id] = (task, generation)
     }
@@ -562,16 +587,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }
-        Task { [inputSink] in
+        Task { [inbox] in
             try? await Task.sleep(for: .seconds(Self.shutdownGraceS))
-            inputSink.yield(.shutdownDeadline)
+            inbox.post(.shutdownDeadline)
         }
         return .running
     }
 
     /// The unit's clock for messages, ms since the Unix epoch.
     private func clockSample() -> ClockSample {
-        SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
+        if let batchClock { return batchClock }
+        let sample = SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
+        batchClock = sample
+        return sample
     }
 
     /// The unit clock (system time when synchronised, else GPS time), ms.

@@ -1,0 +1,78 @@
+import Foundation
+
+/// The engine loop's one input queue. Producers (the gpsd reader thread, libmosquitto's loop
+/// thread, timers, the control socket) post from any thread; the loop takes everything waiting at
+/// once, so inputs that pile up while it works are handled together and followed by ONE outbox pump
+/// (one commit for a fix and the PUBACKs that came with it). Posting from the adapters' own threads
+/// spares each fix and each PUBACK the hop through a forwarding task.
+final class EngineInbox<Input: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var waiting: [Input] = []
+    private var consumer: CheckedContinuation<[Input], Never>?
+    private var closed = false
+    private var deferring = false
+
+    /// While true, inputs posted with `mayWait` do not wake the loop: they are handled with the
+    /// next input that does (the next fix, the upkeep tick).
+    var deferWaitingInputs: Bool {
+        get { lock.withLock { deferring } }
+        set { lock.withLock { deferring = newValue } }
+    }
+
+    func post(_ input: Input, mayWait: Bool = false) {
+        lock.lock()
+        guard let consumer, !(mayWait && deferring) else {
+            if !closed { waiting.append(input) }
+            lock.unlock()
+            return
+        }
+        self.consumer = nil
+        lock.unlock()
+        consumer.resume(returning: [input])
+    }
+
+    /// Everything posted since the last call, oldest first; suspends while nothing is there. Nil once
+    /// the consuming task is cancelled.
+    func next() async -> [Input]? {
+        switch take(orPark: nil) {
+        case .batch(let batch): return batch
+        case .closed: return nil
+        case .nothing: break
+        }
+        return await withTaskCancellationHandler {
+            let batch = await withCheckedContinuation { continuation in
+                switch take(orPark: continuation) {
+                case .batch(let batch): continuation.resume(returning: batch)
+                case .closed: continuation.resume(returning: [])
+                case .nothing: break
+                }
+            }
+            return batch.isEmpty ? nil : batch
+        } onCancel: {
+            let parked = lock.withLock {
+                closed = true
+                return consumer.take()
+            }
+            parked?.resume(returning: [])
+        }
+    }
+
+    private enum Take {
+        case batch([Input])
+        case closed
+        case nothing
+    }
+
+    /// Takes what is waiting; if nothing is and `consumer` is given, parks it for `post` to resume.
+    private func take(orPark consumer: CheckedContinuation<[Input], Never>?) -> Take {
+        lock.withLock {
+            if !waiting.isEmpty {
+                defer { waiting = [] }
+                return .batch(waiting)
+            }
+            if closed { return .closed }
+            if let consumer { self.consumer = consumer }
+            return .nothing
+        }
+    }
+}
