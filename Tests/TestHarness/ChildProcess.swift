@@ -152,16 +152,45 @@ public enum Loopback {
     }
 
     public static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
+        guard let fd = connected(to: port) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// Sends `request` over a fresh connection and reads until the answer contains `marker`
+    /// (waiting at most 2 s for each read); nil if nothing listens or nothing came back.
+    public static func exchange(port: Int, request: String, until marker: String) -> String? {
+        guard let fd = connected(to: port) else { return nil }
         defer { close(fd) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard write(fd, request, request.utf8.count) == request.utf8.count else { return nil }
+        var answer = ""
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !answer.contains(marker) {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            answer += String(decoding: buffer[..<count], as: UTF8.self)
+        }
+        return answer.isEmpty ? nil : answer
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, or nil.
+    private static func connected(to port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
+        let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+        guard connected else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 
     public static func waitUntilAccepting(port: Int, timeoutS: Double = 10) throws {

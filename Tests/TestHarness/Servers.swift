@@ -71,24 +71,73 @@ public final class FakeGPS: @unchecked Sendable {
     public let process: ChildProcess
 
     /// `cycleS` is the delay between sentences; `once` stops after one pass instead of looping.
-    public convenience init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, port: Int? = nil) throws {
-        try self.init(spawning: log, in: directory, cycleS: cycleS, once: once, pipe: false, port: port)
-        try Loopback.waitUntilAccepting(port: self.port, timeoutS: 20)
+    /// Under load gpsfake may add its device before gpsd's control socket listens, silently, and
+    /// gpsd then serves nothing: a start whose gpsd lists no device is retried.
+    public init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, port: Int? = nil) throws {
+        var failures: [String] = []
+        for _ in 0..<3 {
+            let chosenPort = try port ?? Loopback.freePort()
+            let process = try Self.spawn(log, in: directory, cycleS: cycleS, once: once, pipe: false, port: chosenPort)
+            try Loopback.waitUntilAccepting(port: chosenPort, timeoutS: 20)
+            if Self.gpsdListsADevice(port: chosenPort, timeoutS: 10) {
+                self.port = chosenPort
+                self.process = process
+                return
+            }
+            failures.append(process.log)
+            Self.stop(process, port: chosenPort)
+        }
+        throw HarnessError("gpsd got no device from gpsfake for \(log):\n\(failures.joined(separator: "\n---\n"))")
+    }
+
+    private init(port: Int, process: ChildProcess) {
+        self.port = port
+        self.process = process
     }
 
     /// `pipe`: gpsfake watches gpsd itself and prints what it gets, unbuffered, to its log.
-    private init(spawning log: String, in directory: ScratchDirectory, cycleS: Double, once: Bool, pipe: Bool, port: Int?) throws {
-        self.port = try port ?? Loopback.freePort()
-        var arguments = ["-q", "-P", String(self.port), "-c", String(cycleS)]
+    private static func spawn(_ log: String, in directory: ScratchDirectory, cycleS: Double, once: Bool, pipe: Bool, port: Int) throws -> ChildProcess {
+        var arguments = ["-q", "-P", String(port), "-c", String(cycleS)]
         if once { arguments.insert("-1", at: 0) }
         if pipe { arguments.insert("-p", at: 0) }
-        process = try ChildProcess(
-            "gpsfake", arguments + [log], logPath: directory.file("gpsfake-\(self.port).log"),
+        return try ChildProcess(
+            "gpsfake", arguments + [log], logPath: directory.file("gpsfake-\(port).log"),
             environment: pipe ? ["PYTHONUNBUFFERED": "1"] : [:])
     }
 
+    /// Asks gpsd `?DEVICES;` until it lists one, or `timeoutS` passes.
+    private static func gpsdListsADevice(port: Int, timeoutS: Double) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeoutS * 1000))
+        while ContinuousClock.now < deadline {
+            if let answer = Loopback.exchange(port: port, request: "?DEVICES;\n", until: #""class":"DEVICES""#),
+               answer.contains(#""class":"DEVICES","devices":[{"#) {
+                return true
+            }
+            usleep(200_000)
+        }
+        return false
+    }
+
     /// Stops gpsfake and its gpsd child together.
-    public func stop() { process.stop() }
+    public func stop() { Self.stop(process, port: port) }
+
+    /// gpsd never removes the shared-memory segment it exports under gpsfake's port-derived key;
+    /// once earlier runs have used up the system's 4096 segments, new gpsds fail. Removed here as
+    /// soon as the dying gpsd has detached.
+    private static func stop(_ process: ChildProcess, port: Int) {
+        process.stop()
+        let segment = shmget(key_t(bitPattern: 0x4770_0000 | UInt32(port & 0xFFFF)), 0, 0)
+        guard segment >= 0 else { return }
+        for _ in 0..<50 {
+            var status = shmid_ds()
+            guard shmctl(segment, IPC_STAT, &status) == 0 else { return }
+            if status.shm_nattch == 0 {
+                shmctl(segment, IPC_RMID, nil)
+                return
+            }
+            usleep(20_000)
+        }
+    }
 
     /// gpsfake playing `log` once, frozen near its start so that every client can watch before it
     /// goes on and all of them see the same replay; call `releaseFeed()` then. (gpsd feeds only the
@@ -104,7 +153,8 @@ public final class FakeGPS: @unchecked Sendable {
     public static func held(log: String, in directory: ScratchDirectory, cycleS: Double) async throws -> FakeGPS {
         var failures: [String] = []
         for _ in 0..<3 {
-            let fake = try FakeGPS(spawning: log, in: directory, cycleS: cycleS, once: true, pipe: true, port: nil)
+            let port = try Loopback.freePort()
+            let fake = FakeGPS(port: port, process: try spawn(log, in: directory, cycleS: cycleS, once: true, pipe: true, port: port))
             let deadline = ContinuousClock.now + .seconds(30)
             while fake.process.isRunning && !fake.process.log.contains(#""class":"WATCH""#) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(2))
@@ -123,7 +173,7 @@ public final class FakeGPS: @unchecked Sendable {
 
     public func releaseFeed() { process.signalLeader(SIGCONT) }
 
-    deinit { process.stop() }
+    deinit { stop() }
 }
 
 public enum Corpus {
