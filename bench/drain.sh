@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 
 POSITIONS=${POSITIONS:-86400}
 EVENTS=${EVENTS:-500}
-BIN=${TAXIUNITD_BIN_DIR:-$(swift build -c release --show-bin-path)}
-[ -x "$BIN/taxiunitd" ] || swift build -c release >&2
+BIN=${TAXIUNITD_BIN_DIR:-$(swift build -c release --static-swift-stdlib --show-bin-path)}
+[ -n "${TAXIUNITD_BIN_DIR:-}" ] || swift build -c release --static-swift-stdlib >&2
 
 WORK=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 PIDS=()

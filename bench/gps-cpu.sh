@@ -12,8 +12,8 @@ warmup=5
 # gpsd dates nmea-rtk.log 2020 on every pass, 10 fixes per second of the receiver's time.
 log=${BENCH_GPS_LOG:-$root/../shared/gpsd-logs/nmea-rtk.log}
 
-(cd "$root" && swift build -c release --product taxiunitd >/dev/null && swift build -c release --product taxiunitctl >/dev/null)
-bin=$(cd "$root" && swift build -c release --show-bin-path)
+(cd "$root" && swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null && swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null)
+bin=$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)
 work=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 pids=()
 cleanup() {
