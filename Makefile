@@ -14,7 +14,9 @@ APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosq
 DEMO_PACKAGES := tmux
 # What a taxi runs, and what bench/ measures: the Swift runtime and Foundation linked in statically
 # (bench/README.md, "Memory"); Package.swift adds the release link layout.
+# Product by product: a static runtime cannot link GRDB's dynamic library product.
 RELEASE_FLAGS := -c release --static-swift-stdlib
+RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build test demo bench-drain bench-fleet clean release install install-files symbol-order
@@ -39,7 +41,7 @@ test: build
 	$(SWIFT) test --skip-build --no-parallel
 
 release: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 
 # DESTDIR-aware; an existing /etc/taxiunitd/taxiunitd.toml is never overwritten.
 install: release install-files
@@ -67,7 +69,6 @@ demo:
 
 # Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
 bench-drain: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
 	bench/drain.sh
 
 # N real units against dispatchsim (bench/README.md); e.g. make bench-fleet ARGS="--units 200 --duration 120".

@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 POSITIONS=${POSITIONS:-86400}
 EVENTS=${EVENTS:-500}
 BIN=${TAXIUNITD_BIN_DIR:-$(swift build -c release --static-swift-stdlib --show-bin-path)}
-[ -n "${TAXIUNITD_BIN_DIR:-}" ] || swift build -c release --static-swift-stdlib >&2
+if [ -z "${TAXIUNITD_BIN_DIR:-}" ]; then
+    for product in taxiunitd taxiunitctl; do swift build -c release --static-swift-stdlib --product $product >&2; done
+fi
 
 WORK=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 PIDS=()

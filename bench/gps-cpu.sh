@@ -64,13 +64,18 @@ sleep "$seconds"
 unit1=$(ticks "$unit"); pipe1=$(( $(ticks "$gpspipe") + $(ticks "$pub") )); fixes1=$(stored)
 rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$unit/status")
 hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$unit/status")
+# What RSS is made of (bench/README.md, "Memory"): PSS splits shared pages among their users,
+# private pages are the daemon's own (dirty ones cannot be dropped by the kernel).
+read -r pss_kb private_kb dirty_kb < <(awk '/^Pss:/ {p = $2} /^Private_(Clean|Dirty):/ {v += $2} /^Private_Dirty:/ {d = $2}
+    END {print p, v, d}' "/proc/$unit/smaps_rollup")
 pipe_rss_kb=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$gpspipe/status") + $(awk '/^VmRSS/ {print $2}' "/proc/$pub/status") ))
 kill -0 "$unit" || { echo "taxiunitd died:"; cat "$work/taxiunitd.log"; exit 1; }
 
 hz=$(getconf CLK_TCK)
-python3 - "$seconds" "$hz" "$((fixes1 - fixes0))" "$((unit1 - unit0))" "$((pipe1 - pipe0))" "$rss_kb" "$hwm_kb" "$pipe_rss_kb" <<'PY'
+python3 - "$seconds" "$hz" "$((fixes1 - fixes0))" "$((unit1 - unit0))" "$((pipe1 - pipe0))" "$rss_kb" "$hwm_kb" "$pipe_rss_kb" \
+    "$pss_kb" "$private_kb" "$dirty_kb" <<'PY'
 import sys
-seconds, hz, fixes, unit, pipe, rss, hwm, pipe_rss = (float(a) for a in sys.argv[1:])
+seconds, hz, fixes, unit, pipe, rss, hwm, pipe_rss, pss, private, dirty = (float(a) for a in sys.argv[1:])
 if fixes <= 0:
     sys.exit("no fixes in the window: is gpsfake feeding?")
 per = lambda ticks: ticks / hz / fixes * 1e6
@@ -78,7 +83,7 @@ print(f"window {seconds:.0f} s, {fixes:.0f} valid fixes ({fixes / seconds:.1f}/s
 print(f"{'':34}{'CPU user+sys':>14}{'per fix':>12}{'RSS':>10}")
 print(f"{'taxiunitd (store+filter+publish)':34}{unit / hz:>12.2f} s{per(unit):>9.0f} µs{rss / 1024:>7.1f} MB")
 print(f"{'gpspipe -w | mosquitto_pub -l':34}{pipe / hz:>12.2f} s{per(pipe):>9.0f} µs{pipe_rss / 1024:>7.1f} MB")
-print(f"taxiunitd peak RSS {hwm / 1024:.1f} MB")
+print(f"taxiunitd peak RSS {hwm / 1024:.1f} MB; now PSS {pss / 1024:.1f} MB, private {private / 1024:.1f} MB (dirty {dirty / 1024:.1f} MB)")
 cpu_ok = unit <= pipe
 rss_ok = rss <= 12 * 1024
 print(f"CPU per fix target (<= pipeline): {'met' if cpu_ok else 'NOT met'} ({unit / pipe if pipe else float('inf'):.2f}x the pipeline)")

@@ -7,7 +7,8 @@
 #
 # Records every function the release daemon runs under valgrind's callgrind: start-up, gpsd fixes
 # from a gpsfake replay, positions queued while the broker is down, then the backlog drained when it
-# comes up, status over the control socket, and shutdown. Needs valgrind (make symbol-order).
+# comes up, status over the control socket, and shutdown; then a backlog drain (bench/drain.sh, small).
+# Needs valgrind (make symbol-order).
 # Usage: scripts/symbol-order.sh [seconds per phase, default 30]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +30,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing on port $1" >&2; exit 1; }
 
 # valgrind 3.19 cannot read the toolchain's DWARF 5; the symbol table is all it needs.
-strip --strip-debug -o "$work/taxiunitd" "$bin/taxiunitd"
+mkdir "$work/bin"
+strip --strip-debug -o "$work/bin/taxiunitd" "$bin/taxiunitd"
+ln -s "$bin/taxiunitctl" "$work/bin/taxiunitctl"
 mqtt_port=$(free_port); gps_port=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\n%s\n' "$mqtt_port" "$([ "$(id -u)" = 0 ] && echo 'user root')" > "$work/mosquitto.conf"
 setsid gpsfake -q -P "$gps_port" -c 0.01 "$log" >"$work/gpsfake.log" 2>&1 & pids+=($!)
@@ -54,7 +57,7 @@ every_fix = true
 level = "info"
 TOML
 setsid valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
-    "$work/taxiunitd" --config "$work/unit.toml" >"$work/taxiunitd.log" 2>&1 & unit=$!; pids+=($unit)
+    "$work/bin/taxiunitd" --config "$work/unit.toml" >"$work/taxiunitd.log" 2>&1 & unit=$!; pids+=($unit)
 sleep "$phase"
 setsid mosquitto -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 & pids+=($!)
 sleep "$phase"
@@ -64,8 +67,12 @@ kill -TERM "$unit"
 wait "$unit" || true
 grep -q "connected to broker" "$work/taxiunitd.log" || { cat "$work/taxiunitd.log"; echo "the daemon never reached the broker" >&2; exit 1; }
 
+POSITIONS=5000 EVENTS=100 TAXIUNITD_BIN_DIR="$work/bin" \
+    PERF="valgrind --tool=callgrind --demangle=no --callgrind-out-file=$work/drain.callgrind.out" \
+    "$root/bench/drain.sh" >/dev/null
+
 # Each named function once, in the order callgrind first names it; recursion marks ('2) stripped.
-sed -n -E "s/^c?fn=\([0-9]+\) ([^']+)('[0-9]+)?$/\1/p" "$work/callgrind.out" | grep -v '^0x' | awk '!seen[$0]++' \
+cat "$work/callgrind.out" "$work/drain.callgrind.out" | sed -n -E "s/^c?fn=\([0-9]+\) ([^']+)('[0-9]+)?$/\1/p" | grep -v '^0x' | awk '!seen[$0]++' \
     > "$root/scripts/taxiunitd.order"
 # The linker reads the list, but the build does not track it: make the next release build link again.
 rm -f "$bin/taxiunitd" "$bin/taxiunitctl"
