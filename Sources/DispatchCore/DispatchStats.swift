@@ -19,16 +19,15 @@ public struct DispatchStats: Sendable, Equatable {
     public var duplicatesDropped = 0
     /// From the request (or a reservation's allocation time) to the accepting reply, ms.
     public var requestToAssignmentMs: [Int64] = []
+    /// The same without the time offers waited for drivers: what dispatch and the links add, ms.
+    /// Only requests whose every offer's think time is known (a unit's event and reply arrived).
+    public var requestToAssignmentWithoutThinkMs: [Int64] = []
     /// From publishing an offer to receiving its reply, ms: includes the driver's think time.
     public var offerToReplyMs: [Int64] = []
     /// The same round trip without the time the offer sat on the unit waiting for the driver, ms.
     public var offerToReplyTransitMs: [Int64] = []
 
     public init() {}
-
-    mutating func recordProbe(_ transitMs: Int64?) {
-        if let transitMs { offerToReplyTransitMs.append(transitMs) }
-    }
 
     public var summary: String {
         """
@@ -37,6 +36,7 @@ public struct DispatchStats: Sendable, Equatable {
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
         completed \(completed)  sos \(sos)  duplicates dropped \(duplicatesDropped)
         request → assignment          \(Percentiles(requestToAssignmentMs))
+        request → assignment, no think time  \(Percentiles(requestToAssignmentWithoutThinkMs))
         offer → reply                 \(Percentiles(offerToReplyMs))
         offer → reply, no think time  \(Percentiles(offerToReplyTransitMs))
         """

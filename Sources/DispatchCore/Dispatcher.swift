@@ -123,6 +123,10 @@ public struct Dispatcher: Sendable {
         /// When allocation began: the request time, or the reservation's allocation time.
         var allocationStart: Int64 = 0
         var tried: Set<String> = []
+        /// How long this request's offers sat on units waiting for a driver, and how many offers'
+        /// wait is not known yet: request → assignment without it is the system's own share.
+        var driverThinkMs: Int64 = 0
+        var offersWithUnknownThink = 0
     }
 
     struct ProbeKey: Hashable {
@@ -207,6 +211,7 @@ public struct Dispatcher: Sendable {
             taxis[unit, default: Taxi()].offeredJob = id
             open.tried.insert(unit)
             open.phase = .offering(unit: unit, sentAt: now)
+            open.offersWithUnknownThink += 1
             requests[id] = open
             stats.offers += 1
             replyProbes[ProbeKey(job: id, unit: unit)] = ReplyProbe(offerSentAt: now)
@@ -260,6 +265,15 @@ public struct Dispatcher: Sendable {
         }
     }
 
+    /// Once all four clocks of an offer are known: its round trip without the driver, and the
+    /// driver's time added to the request's.
+    private mutating func completeProbe(_ key: ProbeKey) {
+        guard let round = replyProbes.removeIfComplete(key) else { return }
+        stats.offerToReplyTransitMs.append(round.transitMs)
+        requests[key.job]?.driverThinkMs += round.thinkMs
+        requests[key.job]?.offersWithUnknownThink -= 1
+    }
+
     private func cancel(job: String, unit: String, reason: String) -> [DispatchAction] {
         [.send(unit: unit, .cancel(JobCancel(job: job, reason: reason))), .log(.init(level: .info, text: "\(job) cancelled on \(unit) (\(reason))"))]
     }
@@ -270,7 +284,7 @@ public struct Dispatcher: Sendable {
         switch report {
         case .status(let status):
             taxis[unit, default: Taxi()].online = status.online
-            let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit) } ?? []
+            let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit, live: true) } ?? []
             return actions + reconcile(unit)
         case .offline:
             taxis[unit, default: Taxi()].online = false
@@ -279,7 +293,7 @@ public struct Dispatcher: Sendable {
             guard firstArrival(id) else { return [] }
             if transition.to == .offered, let job = transition.job {
                 replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t
-                stats.recordProbe(replyProbes.removeIfComplete(ProbeKey(job: job, unit: unit)))
+                completeProbe(ProbeKey(job: job, unit: unit))
             }
             return apply(state: transition.to, zone: nil, at: transition.t, to: unit) + reconcile(unit)
         case .reply(let id, let reply):
@@ -310,9 +324,12 @@ public struct Dispatcher: Sendable {
         return false
     }
 
-    private mutating func apply(state: StateName, zone: String?, at t: Int64, to unit: String) -> [DispatchAction] {
+    /// `live`: a status, which units publish directly (never from their outbox), so it is the unit's
+    /// present even if its clock stepped back, as when an unsynchronised system clock gives way to
+    /// GPS time. Only events can be history.
+    private mutating func apply(state: StateName, zone: String?, at t: Int64, to unit: String, live: Bool = false) -> [DispatchAction] {
         var taxi = taxis[unit, default: Taxi()]
-        guard t >= taxi.stateTime else { return [] }
+        guard live || t >= taxi.stateTime else { return [] }
         taxi.stateTime = t
         var actions: [DispatchAction] = []
         if zone != nil { taxi.reportsZone = true }
@@ -356,7 +373,7 @@ public struct Dispatcher: Sendable {
         stats.offerToReplyMs.append(now - sentAt)
         replyProbes[key]?.replyMadeAt = reply.t
         replyProbes[key]?.replyReceivedAt = now
-        stats.recordProbe(replyProbes.removeIfComplete(key))
+        completeProbe(key)
         taxis[unit, default: Taxi()].offeredJob = nil
         var actions: [DispatchAction] = [.cancelTimer(.offerDeadline(job: reply.job, unit: unit))]
         let reason = reply.reason.map { " (\($0))" } ?? ""
@@ -364,7 +381,11 @@ public struct Dispatcher: Sendable {
         switch reply.reply {
         case .accept:
             stats.accepted += 1
-            stats.requestToAssignmentMs.append(now - open.allocationStart)
+            let assignmentMs = now - open.allocationStart
+            stats.requestToAssignmentMs.append(assignmentMs)
+            if let request = requests[reply.job], request.offersWithUnknownThink == 0 {
+                stats.requestToAssignmentWithoutThinkMs.append(assignmentMs - request.driverThinkMs)
+            }
             requests[reply.job]?.phase = .assigned(unit: unit)
             taxis[unit]?.assignedJob = reply.job
             actions += apply(state: .enRoute, zone: nil, at: reply.t, to: unit)
@@ -423,11 +444,13 @@ public struct Dispatcher: Sendable {
 }
 
 extension Dictionary where Key == Dispatcher.ProbeKey, Value == Dispatcher.ReplyProbe {
-    /// The think-time-free round trip once all four clocks are known; the probe is then dropped.
-    mutating func removeIfComplete(_ key: Key) -> Int64? {
+    /// The round trip split into the driver's think time and the rest, once all four clocks are
+    /// known; the probe is then dropped.
+    mutating func removeIfComplete(_ key: Key) -> (transitMs: Int64, thinkMs: Int64)? {
         guard let probe = self[key], let received = probe.offerReceivedAt, let made = probe.replyMadeAt,
               let arrived = probe.replyReceivedAt else { return nil }
         self[key] = nil
-        return (arrived - probe.offerSentAt) - (made - received)
+        let thinkMs = made - received
+        return ((arrived - probe.offerSentAt) - thinkMs, thinkMs)
     }
 }

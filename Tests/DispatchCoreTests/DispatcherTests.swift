@@ -347,6 +347,52 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .accept, t: sent + 7 + 3000))))
         #expect(h.dispatcher.stats.offerToReplyMs == [3012])
         #expect(h.dispatcher.stats.offerToReplyTransitMs == [12])
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [3012])
+        #expect(h.dispatcher.stats.requestToAssignmentWithoutThinkMs == [12])
+    }
+
+    @Test func aStatusCountsEvenWhenTheUnitClockSteppedBack() {
+        var h = Harness()
+        let systemClock = h.now
+        h.status("T1", "off_duty", zone: "A")
+        // The unit's first fix: its clock moves from an unsynchronised system clock to GPS time, an hour back.
+        let gpsClock = systemClock - 3_600_000
+        h.event("T1", .offDuty, .available, t: gpsClock)
+        #expect(h.dispatcher.queue(of: "A").isEmpty, "an event older than the state applied is history")
+        let status: StatusMessage = decoded(#"{"online":true,"unit":"T1","state":"available","seats_left":4,"t":\#(gpsClock + 1),"zone":"A"}"#)
+        h.feed(.report(unit: "T1", .status(status)))
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        // Stored-and-forwarded history from before that status still does not count.
+        h.event("T1", .available, .offDuty, t: gpsClock - 10)
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+    }
+
+    @Test func everyOffersThinkTimeIsTakenOutOfTheAssignment() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        let requested = h.now
+        // T1 gets the offer after 7 ms and rejects it after 2 s; the reject takes 5 ms back.
+        h.event("T1", .available, .offered, job: "R1", t: requested + 7)
+        h.now = requested + 2012
+        let next = h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .reject, t: requested + 2007))))
+        #expect(offers(next) == ["R1→T2"])
+        // T2 gets it after 5 ms and accepts after 1 s; the accept takes 4 ms back.
+        h.event("T2", .available, .offered, job: "R1", t: requested + 2017)
+        h.now = requested + 3021
+        h.feed(.report(unit: "T2", .reply(id: "r2", JobReply(job: "R1", reply: .accept, t: requested + 3017))))
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [3021])
+        #expect(h.dispatcher.stats.requestToAssignmentWithoutThinkMs == [21])
+    }
+
+    @Test func anAssignmentWithAnUnknownThinkTimeIsLeftOutOfTheSystemShare() {
+        var h = Harness()
+        h.queue("T1")
+        h.request("R1", at: inA)
+        // The unit's `offered` event never arrived, so how long the driver thought is unknown.
+        h.reply("T1", "R1", .accept)
+        #expect(h.dispatcher.stats.requestToAssignmentMs == [10])
+        #expect(h.dispatcher.stats.requestToAssignmentWithoutThinkMs.isEmpty)
     }
 
     @Test func percentilesUseNearestRank() {
