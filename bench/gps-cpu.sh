@@ -4,6 +4,8 @@
 # both watching the same gpsd (gpsfake looping a real receiver's log), measured in the same run.
 # taxiunitd reports every valid fix (every_fix = true), so it stores, filters and publishes each one.
 # Usage: bench/gps-cpu.sh [seconds, default 60] [cycle between sentences, default 0.005]
+# TAXIUNITD_BIN_DIR: run the daemon from there instead of building it; PERF: a command to run it
+# under (scripts/symbol-order.sh records it with valgrind).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -12,8 +14,10 @@ warmup=5
 # gpsd dates nmea-rtk.log 2020 on every pass, 10 fixes per second of the receiver's time.
 log=${BENCH_GPS_LOG:-$root/../shared/gpsd-logs/nmea-rtk.log}
 
-(cd "$root" && swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null && swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null)
-bin=$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)
+if [ -z "${TAXIUNITD_BIN_DIR:-}" ]; then
+    (cd "$root" && swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null && swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null)
+fi
+bin=${TAXIUNITD_BIN_DIR:-$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)}
 work=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 pids=()
 cleanup() {
@@ -53,11 +57,12 @@ every_fix = true
 [log]
 level = "warning"
 TOML
-setsid "$bin/taxiunitd" --config "$work/unit.toml" >"$work/taxiunitd.log" 2>&1 & unit=$!; pids+=($unit)
+setsid ${PERF:-} "$bin/taxiunitd" --config "$work/unit.toml" >"$work/taxiunitd.log" 2>&1 & unit=$!; pids+=($unit)
 mkfifo "$work/pipe"
 setsid gpspipe -w "127.0.0.1:$gps_port" >"$work/pipe" 2>/dev/null & gpspipe=$!; pids+=($gpspipe)
 setsid mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -q 1 -l -t taxi/bench/PIPE/raw <"$work/pipe" & pub=$!; pids+=($pub)
 
+for _ in $(seq 1 600); do [ -S "$work/control.sock" ] && break; sleep 0.05; done
 sleep "$warmup"
 unit0=$(ticks "$unit"); pipe0=$(( $(ticks "$gpspipe") + $(ticks "$pub") )); fixes0=$(stored)
 sleep "$seconds"
@@ -70,6 +75,8 @@ read -r pss_kb private_kb dirty_kb < <(awk '/^Pss:/ {p = $2} /^Private_(Clean|Di
     END {print p, v, d}' "/proc/$unit/smaps_rollup")
 pipe_rss_kb=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$gpspipe/status") + $(awk '/^VmRSS/ {print $2}' "/proc/$pub/status") ))
 kill -0 "$unit" || { echo "taxiunitd died:"; cat "$work/taxiunitd.log"; exit 1; }
+# A graceful stop, so that a PERF wrapper writes its profile.
+kill -TERM "$unit"; wait "$unit" || true
 
 hz=$(getconf CLK_TCK)
 python3 - "$seconds" "$hz" "$((fixes1 - fixes0))" "$((unit1 - unit0))" "$((pipe1 - pipe0))" "$rss_kb" "$hwm_kb" "$pipe_rss_kb" \
