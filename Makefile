@@ -50,8 +50,11 @@ install: release install-files
 	fi
 
 # The config holds no secrets (password and key live in files of their own): readable by the daemon.
+# The terminal's catalogues go to $(PREFIX)/share/taxiunitd/lang, and a new config points there.
 install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(PREFIX)/share/taxiunitd/lang
+	install -m 644 share/taxiunitd/lang/*.toml $(DESTDIR)$(PREFIX)/share/taxiunitd/lang/
 	install -d -m 755 $(DESTDIR)$(SYSCONFDIR)/taxiunitd
 	install -m 755 $(BUILT)/taxiunitd $(BUILT)/taxiunitctl $(DESTDIR)$(BINDIR)/
 	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/taxiunitd/|$(SYSCONFDIR)/taxiunitd/|g' \
@@ -60,8 +63,10 @@ install-files:
 	chmod 644 $(DESTDIR)$(UNITDIR)/taxiunitd.service
 	install -m 644 systemd/taxiunitd.sysusers $(DESTDIR)$(SYSUSERSDIR)/taxiunitd.conf
 	install -m 644 README.md docs/protocol.md etc/mosquitto-acl.example $(DESTDIR)$(DOCDIR)/
-	test -e $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml || \
-		install -m 644 etc/taxiunitd.toml $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml
+	test -e $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml || { \
+		sed -e 's|"/usr/share/taxiunitd/lang"|"$(PREFIX)/share/taxiunitd/lang"|' etc/taxiunitd.toml \
+			> $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml && \
+		chmod 644 $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml; }
 
 demo:
 	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"

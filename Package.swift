@@ -83,7 +83,7 @@ let package = Package(
 
         // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
         .target(name: "DriverKeys"),
-        .target(name: "DriverDisplay", dependencies: ["UnitConfig"]),
+        .target(name: "DriverDisplay", dependencies: ["UnitCore", "UnitConfig"]),
         .target(name: "DriverDevices", dependencies: [
             "DriverKeys", "DriverDisplay",
             .product(name: "Logging", package: "swift-log"),
@@ -127,7 +127,7 @@ let package = Package(
 
         // bench/terminal-latency.sh: key press to job/reply PUBLISH on the real parts.
         .executableTarget(name: "TerminalLatencyBench", dependencies: [
-            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache",
+            "TestHarness", "MQTTLink", "ControlSocket", "LocalCache", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
         ], path: "bench/terminal-latency"),
 
@@ -142,7 +142,7 @@ let package = Package(
             "DriverKeys",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "SystemServiceTests", dependencies: [

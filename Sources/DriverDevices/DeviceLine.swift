@@ -135,6 +135,17 @@ final class DeviceLine: @unchecked Sendable {
         }
     }
 
+    /// As `wait(fd:timeoutMs:)`, to the µs, for the terminal's noise guard of a couple of character
+    /// times. poll counts whole ms: a rest under 1 ms is slept and the line looked at afterwards;
+    /// bytes that came meanwhile are read then, and a `wake()` waits that long at most.
+    func wait(fd: Int32?, timeoutUs: Int64) -> Wait {
+        if timeoutUs > 0, timeoutUs < 1000 {
+            var rest = timespec(tv_sec: 0, tv_nsec: Int(timeoutUs) * 1000)
+            nanosleep(&rest, nil)
+        }
+        return wait(fd: fd, timeoutMs: Int(max(0, timeoutUs) / 1000))
+    }
+
     /// Waits until `fd` has bytes (or hung up: the next read tells), the timeout passes, or `wake()`.
     func wait(fd: Int32?, timeoutMs: Int) -> Wait {
         var descriptors = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
@@ -185,11 +196,16 @@ final class DeviceLine: @unchecked Sendable {
         return .all
     }
 
-    /// Milliseconds on the monotonic clock: what the pure decoders count in.
+    /// Milliseconds on the monotonic clock: what the button debouncer counts in.
     static func monotonicMs() -> Int64 {
+        monotonicUs() / 1000
+    }
+
+    /// Microseconds on the monotonic clock: what the terminal's key decoder counts in.
+    static func monotonicUs() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
     }
 
     /// Opens `path` non-blocking; refuses regular files, which would be read again from the start on every reopen.

@@ -15,22 +15,24 @@ public final class SerialTerminal: @unchecked Sendable {
     private let line: DeviceLine
     private let baud: Int
     private let keys: [TerminalKey: (name: String, input: String)]
-    private let noiseGuardMs: Int64
+    /// The noise guard's quiet time before and after a key (see `TerminalKeyDecoder`).
+    private let quietUs: Int64
 
     private let lock = NSLock()
     private var view = DriverView()
     private var presenter: TerminalPresenter
 
     /// How often the screen is looked at while nothing happens: countdowns tick in seconds.
-    static let refreshMs: Int64 = 200
+    static let refreshUs: Int64 = 200_000
     public static let baudRates: [Int: speed_t] = [
         1200: speed_t(B1200), 2400: speed_t(B2400), 4800: speed_t(B4800), 9600: speed_t(B9600),
         19200: speed_t(B19200), 38400: speed_t(B38400), 57600: speed_t(B57600), 115200: speed_t(B115200),
     ]
 
-    /// `keys`: key name (see `TerminalKey(configName:)`) → driver input.
+    /// `keys`: key name (see `TerminalKey(configName:)`) → driver input. `noiseGuardCharacters`: the
+    /// quiet time a key needs before and after it, in character times at `baud`.
     public init(
-        path: String, baud: Int, keys: [String: String], noiseGuardMs: Int, presenter: TerminalPresenter,
+        path: String, baud: Int, keys: [String: String], noiseGuardCharacters: Int, presenter: TerminalPresenter,
         retryIntervalS: Double = 3, logger: Logger
     ) {
         var decoded: [TerminalKey: (String, String)] = [:]
@@ -39,7 +41,7 @@ public final class SerialTerminal: @unchecked Sendable {
         }
         self.keys = decoded
         self.baud = baud
-        self.noiseGuardMs = Int64(noiseGuardMs)
+        quietUs = TerminalKeyDecoder.quietTimeUs(characters: noiseGuardCharacters, baud: baud)
         self.presenter = presenter
         line = DeviceLine(path: path, role: "serial terminal", retryIntervalS: retryIntervalS, logger: logger)
         (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
@@ -104,24 +106,24 @@ public final class SerialTerminal: @unchecked Sendable {
     }
 
     private func serve(_ fd: Int32) -> DeviceLine.Served {
-        var decoder = TerminalKeyDecoder(noiseGuardMs: noiseGuardMs)
+        var decoder = TerminalKeyDecoder(quietUs: quietUs)
         var buffer = [UInt8](repeating: 0, count: 512)
         lock.withLock { presenter.invalidate() }
         while !line.stopping {
             if let failure = draw(fd) { return .lost(failure) }
-            let now = DeviceLine.monotonicMs()
-            let deadline = min(decoder.nextDeadline ?? .max, now + Self.refreshMs)
-            switch line.wait(fd: fd, timeoutMs: Int(deadline - now)) {
+            let now = DeviceLine.monotonicUs()
+            let deadline = min(decoder.nextDeadline ?? .max, now + Self.refreshUs)
+            switch line.wait(fd: fd, timeoutUs: deadline - now) {
             case .failed(let reason): return .lost(reason)
             case .woken: continue
-            case .timedOut: handle(decoder.tick(at: DeviceLine.monotonicMs()))
+            case .timedOut: handle(decoder.tick(at: DeviceLine.monotonicUs()))
             case .readable:
                 switch DeviceLine.read(fd, into: &buffer) {
                 case .failed(let reason): return .lost(reason)
                 // A tty that reads end-of-file has hung up (the USB adapter went away).
                 case .end: return .lost("hung up")
                 case .nothingYet: break
-                case .bytes(let count): handle(decoder.receive(buffer[..<count], at: DeviceLine.monotonicMs()))
+                case .bytes(let count): handle(decoder.receive(buffer[..<count], at: DeviceLine.monotonicUs()))
                 }
             }
         }

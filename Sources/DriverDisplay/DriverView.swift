@@ -1,3 +1,5 @@
+import UnitCore
+
 /// What the driver's screen shows, as plain values: the engine builds it from the state machine
 /// after every event, and the terminal draws it. Times are unit clock ms since the Unix epoch.
 public struct DriverView: Sendable, Equatable {
@@ -38,8 +40,8 @@ public struct DriverView: Sendable, Equatable {
         case sent
         /// The offer was not answered in time: refused.
         case timedOut
-        /// The input made no sense now; `why` is the state machine's short explanation.
-        case refused(why: String)
+        /// The input made no sense now, for this reason (shown in the driver's language).
+        case refused(DriverRefusal)
 
         /// Cancellations and shared-ride updates ring and blink; the rest is information.
         public var alerts: Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import UnitConfig
+import UnitCore
 
 /// Every text the terminal shows, by key. A catalogue file gives each key a translation; `{name}`
 /// placeholders are filled in when the screen is drawn.
@@ -51,11 +52,43 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeUpdated = "notice.updated"
     case noticeSent = "notice.sent"
     case noticeTimedOut = "notice.timeout"
-    /// `{why}`: the state machine's short reason.
-    case noticeRefused = "notice.refused"
+
+    /// Why an input was refused, one text per `DriverRefusal`, on the notice row.
+    case refusalFinishJobFirst = "refusal.finish_job_first"
+    case refusalNoOffer = "refusal.no_offer"
+    case refusalNotOnTheWay = "refusal.not_on_the_way"
+    /// `{seats}`: the taxi's seats.
+    case refusalNotEnoughSeats = "refusal.not_enough_seats"
+    case refusalNotAtPickup = "refusal.not_at_pickup"
+    /// `{s}`: seconds left before a no-show may be recorded.
+    case refusalNoShowTooEarly = "refusal.no_show_too_early"
+    case refusalNoPosition = "refusal.no_position"
+    case refusalTooFarForNoShow = "refusal.too_far_for_no_show"
+    case refusalNoPassenger = "refusal.no_passenger"
+    case refusalAlreadyPaused = "refusal.already_paused"
+    case refusalPauseOnlyWhenAvailable = "refusal.pause_only_when_available"
+    case refusalNotPaused = "refusal.not_paused"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
+
+    /// The text for a refusal, and the values it may use.
+    public static func refusal(_ refusal: DriverRefusal) -> (key: MessageKey, values: [String: String]) {
+        switch refusal {
+        case .finishJobFirst: (.refusalFinishJobFirst, [:])
+        case .noOffer: (.refusalNoOffer, [:])
+        case .notOnTheWay: (.refusalNotOnTheWay, [:])
+        case .notEnoughSeats(let seats): (.refusalNotEnoughSeats, ["seats": "\(seats)"])
+        case .notAtPickup: (.refusalNotAtPickup, [:])
+        case .noShowTooEarly(let secondsLeft): (.refusalNoShowTooEarly, ["s": "\(secondsLeft)"])
+        case .noPosition: (.refusalNoPosition, [:])
+        case .tooFarForNoShow: (.refusalTooFarForNoShow, [:])
+        case .noPassenger: (.refusalNoPassenger, [:])
+        case .alreadyPaused: (.refusalAlreadyPaused, [:])
+        case .pauseOnlyWhenAvailable: (.refusalPauseOnlyWhenAvailable, [:])
+        case .notPaused: (.refusalNotPaused, [:])
+        }
+    }
 }
 
 /// One language's texts, loaded from a TOML file (`share/taxiunitd/lang/<code>.toml`). Adding a
@@ -85,6 +118,12 @@ public struct MessageCatalogue: Sendable, Equatable {
             text = text.replacingOccurrences(of: "{\(name)}", with: value)
         }
         return text
+    }
+
+    /// Why an input was refused, in this language.
+    public func text(_ refusal: DriverRefusal) -> String {
+        let refused = MessageKey.refusal(refusal)
+        return text(refused.key, refused.values)
     }
 
     /// Parses a catalogue file's text: TOML tables of strings, `[state] available = "AVAILABLE"`.

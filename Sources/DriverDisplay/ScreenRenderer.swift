@@ -175,7 +175,7 @@ public struct ScreenRenderer: Sendable {
         case .updated: catalogue.text(.noticeUpdated)
         case .sent: catalogue.text(.noticeSent)
         case .timedOut: catalogue.text(.noticeTimedOut)
-        case .refused(let why): catalogue.text(.noticeRefused, ["why": why])
+        case .refused(let refusal): catalogue.text(refusal)
         }
     }
 }

@@ -27,19 +27,24 @@ public enum TerminalKey: Sendable, Hashable {
     }
 }
 
-/// Turns the bytes from a serial terminal into keys. Pure: the caller passes the time (ms, any
-/// monotonic origin) and calls `tick` at `nextDeadline`.
+/// Turns the bytes from a serial terminal into keys. Pure: the caller passes the time (µs, any
+/// monotonic origin) and calls `tick` at `nextDeadline` when the line has nothing to read.
 ///
 /// Whatever is not a key is dropped: bytes outside printable ASCII, unknown or broken escape
-/// sequences (including a lone ESC, dropped after `escapeTimeoutMs`). Line noise is told from typing
+/// sequences (including a lone ESC, dropped after `escapeTimeoutUs`). Line noise is told from typing
 /// by timing: a keypad sends one key per press, alone on the line, while noise (a loose cable, a
-/// spike) comes as bursts at line speed. So a key counts only when the line was quiet for
-/// `noiseGuardMs` before it and stays quiet for as long after it; every key in a burst is dropped.
+/// spike) comes as bursts at line speed, one character time apart or several bytes in one read. So
+/// a key counts only when the line was quiet for `quietUs` before it and is seen quiet again
+/// `quietUs` after it; every key in a burst, and one that a burst follows, is dropped. `quietUs` is
+/// a couple of character times (`quietTimeUs(characters:baud:)`), so a lone key counts about 2 ms
+/// after it arrived at 9600 baud and sooner on faster lines.
 public struct TerminalKeyDecoder: Sendable {
-    public let noiseGuardMs: Int64
-    public let escapeTimeoutMs: Int64
+    public let quietUs: Int64
+    public let escapeTimeoutUs: Int64
     /// Longer than any sequence a terminal sends for a key: beyond it, the bytes are noise.
     static let maximumSequenceLength = 16
+    /// Start bit, 8 data bits, stop bit.
+    static let bitsPerCharacter: Int64 = 10
 
     private enum Parse {
         case ground
@@ -50,20 +55,27 @@ public struct TerminalKeyDecoder: Sendable {
 
     private var parse = Parse.ground
     private var lastByteAt: Int64?
-    /// A key that was quiet before and now waits to see whether the line stays quiet.
+    /// A key that was quiet before and now waits for the line to be seen quiet after it.
     private var pending: (key: TerminalKey, endedAt: Int64)?
 
-    public init(noiseGuardMs: Int64, escapeTimeoutMs: Int64 = 100) {
-        self.noiseGuardMs = noiseGuardMs
-        self.escapeTimeoutMs = escapeTimeoutMs
+    public init(quietUs: Int64, escapeTimeoutUs: Int64 = 100_000) {
+        self.quietUs = quietUs
+        self.escapeTimeoutUs = escapeTimeoutUs
+    }
+
+    /// The time `characters` take on an 8N1 line at `baud`, rounded up to the µs.
+    public static func quietTimeUs(characters: Int, baud: Int) -> Int64 {
+        (Int64(characters) * bitsPerCharacter * 1_000_000 + Int64(baud) - 1) / Int64(max(1, baud))
     }
 
     public mutating func receive(_ bytes: some Sequence<UInt8>, at now: Int64) -> [TerminalKey] {
-        var keys = tick(at: now)
+        dropUnfinishedSequence(at: now)
+        var keys: [TerminalKey] = []
         for byte in bytes {
-            // Anything on the line this soon after a key makes that key part of a burst.
+            // Anything on the line before it was seen quiet after a key makes that key part of a
+            // burst, however late this thread got to read it.
             pending = nil
-            let quietBefore = lastByteAt.map { now - $0 >= noiseGuardMs } ?? true
+            let quietBefore = lastByteAt.map { now - $0 >= quietUs } ?? true
             lastByteAt = now
             if let key = step(byte, at: now, quietBefore: quietBefore) {
                 keys += decided(key, at: now)
@@ -72,19 +84,24 @@ public struct TerminalKeyDecoder: Sendable {
         return keys
     }
 
-    /// Releases a key whose quiet time after it has passed, and drops an escape sequence left unfinished.
+    /// The line had nothing to read at `now`: releases a key whose quiet time after it has passed,
+    /// and drops an escape sequence left unfinished.
     public mutating func tick(at now: Int64) -> [TerminalKey] {
-        if let started = sequenceStart, now - started >= escapeTimeoutMs {
-            parse = .ground
-        }
-        guard let waiting = pending, now - waiting.endedAt >= noiseGuardMs else { return [] }
+        dropUnfinishedSequence(at: now)
+        guard let waiting = pending, now - waiting.endedAt >= quietUs else { return [] }
         pending = nil
         return [waiting.key]
     }
 
     /// When `tick` has something to decide, or nil when nothing is pending.
     public var nextDeadline: Int64? {
-        [pending.map { $0.endedAt + noiseGuardMs }, sequenceStart.map { $0 + escapeTimeoutMs }].compactMap { $0 }.min()
+        [pending.map { $0.endedAt + quietUs }, sequenceStart.map { $0 + escapeTimeoutUs }].compactMap { $0 }.min()
+    }
+
+    private mutating func dropUnfinishedSequence(at now: Int64) {
+        if let started = sequenceStart, now - started >= escapeTimeoutUs {
+            parse = .ground
+        }
     }
 
     private var sequenceStart: Int64? {
@@ -96,7 +113,7 @@ public struct TerminalKeyDecoder: Sendable {
 
     private mutating func decided(_ key: (TerminalKey, quietBefore: Bool), at now: Int64) -> [TerminalKey] {
         guard key.quietBefore else { return [] }
-        if noiseGuardMs == 0 { return [key.0] }
+        if quietUs == 0 { return [key.0] }
         pending = (key.0, now)
         return []
     }

@@ -20,8 +20,9 @@ public struct InputConfiguration: Sendable, Equatable {
         public var rows: Int
         /// `ascii` or `utf-8`.
         public var charset: String
-        /// A key counts only with this much silence on the line before and after it (line noise comes in bursts).
-        public var noiseGuardMs: Int
+        /// A key counts only with this many character times of silence on the line before and after
+        /// it (line noise comes in bursts at line speed).
+        public var noiseGuardCharacters: Int
         /// Key (`a`, `ENTER`, `PF1`, ...) → driver input.
         public var keys: [String: String]
     }
@@ -75,13 +76,13 @@ public struct InputConfiguration: Sendable, Equatable {
             let columns = reader.integer("columns", default: 20, in: 16...132)
             let rows = reader.integer("rows", default: 4, in: 4...48)
             let charset = reader.oneOf("charset", default: "ascii", allowed: Self.charsets)
-            let noiseGuardMs = reader.integer("noise_guard_ms", default: 3, in: 0...100)
+            let noiseGuardCharacters = reader.integer("noise_guard_chars", default: 2, in: 0...100)
             let keys = Self.keyMap(reader.table("keys"), path: "input.serial.keys", default: Self.defaultSerialKeys,
                                    isKey: { TerminalKey(configName: $0) != nil },
                                    keyHelp: "one printable character, ENTER, UP, DOWN, LEFT, RIGHT or PF1-PF4",
                                    isDriverInput: isDriverInput, problems: &problems)
             reader.finish(into: &problems)
-            serial = Serial(device: device, baud: baud, columns: columns, rows: rows, charset: charset, noiseGuardMs: noiseGuardMs, keys: keys)
+            serial = Serial(device: device, baud: baud, columns: columns, rows: rows, charset: charset, noiseGuardCharacters: noiseGuardCharacters, keys: keys)
         }
     }
 

@@ -253,6 +253,8 @@ public enum UnitAction: Sendable, Equatable {
     /// Tell the driver something (terminal line, control socket answer). Performed after the
     /// durable writes, so "sent" is only said of what is stored.
     case tellDriver(String)
+    /// The driver's input makes no sense now; nothing else happens.
+    case refuse(DriverRefusal)
     /// Worth a log line, not worth bothering the driver with.
     case log(String)
     /// Queue the last valid fix on `pos` again, flagged stale, `ageMs` old by the unit clock.
@@ -363,43 +365,43 @@ public struct UnitStateMachine: Sendable {
         case (.duty, .offered(let offer)):
             return answerOffer(.reject, reason: "off_duty", now: now, then: .offDuty, tell: "Job \(offer.job.id) refused; off duty")
         case (.duty, .enRoute), (.duty, .atPickup), (.duty, .onBoard):
-            return refuse("Finish the job first")
+            return refuse(.finishJobFirst)
 
         case (.accept, .offered(let offer)):
             return answerOffer(.accept, reason: nil, now: now, then: .enRoute(offer.job), tell: "Job \(offer.job.id) accepted, sent. Go to \(offer.job.pickup.label)")
         case (.reject(let reason), .offered(let offer)):
             return answerOffer(.reject, reason: reason, now: now, then: .available, tell: "Job \(offer.job.id) refused, sent")
         case (.accept, _), (.reject, _):
-            return refuse("No offer to answer")
+            return refuse(.noOffer)
 
         case (.arrived, .enRoute(let job)):
             return transition(to: .atPickup(job, arrivedAt: now), now: now, tell: "At pickup. Passenger on board?")
         case (.arrived, _):
-            return refuse("Not on the way to a pickup")
+            return refuse(.notOnTheWay)
 
         case (.passengersOnBoard(let count), .atPickup(let job, _)):
             var job = job
             let passengers = count ?? job.passengers
-            guard passengers <= settings.seats else { return refuse("Only \(settings.seats) seats") }
+            guard passengers <= settings.seats else { return refuse(.notEnoughSeats(seats: settings.seats)) }
             job.passengers = passengers
             let start = RideStart(time: now, fix: lastFix)
             return transition(to: .onBoard(job, since: start), now: now, tell: "\(passengers) on board")
         case (.passengersOnBoard, _):
-            return refuse("Not at a pickup")
+            return refuse(.notAtPickup)
 
         case (.noShow, .atPickup(let job, let arrivedAt)):
             let waitMs = Int64(settings.noShowWaitS * 1000)
             guard now - arrivedAt >= waitMs else {
                 let left = Int(((arrivedAt + waitMs - now) + 999) / 1000)
-                return refuse("Wait \(left) s more before a no-show")
+                return refuse(.noShowTooEarly(secondsLeft: left))
             }
-            guard let fix = lastFix else { return refuse("No position to show you are at the pickup") }
+            guard let fix = lastFix else { return refuse(.noPosition) }
             guard Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.noShowRadiusM else {
-                return refuse("Too far from the pickup for a no-show")
+                return refuse(.tooFarForNoShow)
             }
             return transition(to: .available, now: now, reason: "no_show", tell: "No-show recorded, available")
         case (.noShow, _):
-            return refuse("Not at a pickup")
+            return refuse(.notAtPickup)
 
         case (.clear, .onBoard(let job, let since)):
             let ride = RideSummary(
@@ -408,19 +410,19 @@ public struct UnitStateMachine: Sendable {
             actions.insert(.recordRide(ride), at: 1)
             return actions
         case (.clear, _):
-            return refuse("No passenger on board")
+            return refuse(.noPassenger)
 
         case (.pause(let reason), .available):
             return transition(to: .paused(reason), now: now, reason: reason.rawValue, tell: "Paused (\(reason.rawValue))")
         case (.pause, .paused):
-            return refuse("Already paused")
+            return refuse(.alreadyPaused)
         case (.pause, _):
-            return refuse("Pause only when available")
+            return refuse(.pauseOnlyWhenAvailable)
 
         case (.resume, .paused):
             return transition(to: .available, now: now, tell: "Available")
         case (.resume, _):
-            return refuse("Not paused")
+            return refuse(.notPaused)
         }
     }
 
@@ -547,8 +549,8 @@ public struct UnitStateMachine: Sendable {
         if excess > 0 { snapshot.answeredOffers.removeFirst(excess) }
     }
 
-    private func refuse(_ why: String) -> [UnitAction] {
-        [.tellDriver(why)]
+    private func refuse(_ reason: DriverRefusal) -> [UnitAction] {
+        [.refuse(reason)]
     }
 }
 

@@ -32,7 +32,7 @@ public struct DriverDeviceSet: Sendable {
                 catalogue: catalogue, size: ScreenSize(columns: serial.columns, rows: serial.rows),
                 keyLabels: ScreenRenderer.keyLabels(for: serial.keys))
             return SerialTerminal(
-                path: serial.device, baud: serial.baud, keys: serial.keys, noiseGuardMs: serial.noiseGuardMs,
+                path: serial.device, baud: serial.baud, keys: serial.keys, noiseGuardCharacters: serial.noiseGuardCharacters,
                 presenter: TerminalPresenter(renderer: renderer, charset: TerminalCharset(rawValue: serial.charset) ?? .ascii),
                 logger: logger)
         }

@@ -11,7 +11,6 @@ struct DriverPanel {
 
     /// Notes what one step means for the driver: `event` was handled in `before` and produced `actions`.
     mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, actions: [UnitAction]) {
-        let told = actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
         switch event {
         case .driver(let input, _):
             sosAcknowledged = false
@@ -19,8 +18,8 @@ struct DriverPanel {
             if case .sos = input { return }
             if actions.contains(where: { if case .reply = $0 { true } else { false } }) {
                 raise(.sent)
-            } else if !actions.contains(where: { if case .persist = $0 { true } else { false } }), !told.isEmpty {
-                raise(.refused(why: told.joined(separator: "; ")))
+            } else if let refusal = actions.lazy.compactMap({ if case .refuse(let refusal) = $0 { refusal } else { nil } }).first {
+                raise(.refused(refusal))
             }
         case .inbound(.sosAck, _):
             sosAcknowledged = true

@@ -294,8 +294,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
     // MARK: Actions
 
     /// Performs one step's actions: first everything durable in ONE transaction (snapshot, replies,
-    /// events, alarms, rides, fixes), fsync'd when it holds a promise; only then timers, status,
-    /// publishing and what the driver is told. Returns what the driver was told.
+    /// events, alarms, rides, fixes), fsync'd when it holds a promise; then what was stored goes to
+    /// the broker at once (a driver's reply waits for nothing else), and only then timers, status
+    /// and what the driver is told. Returns what the driver was told.
     @discardableResult
     private func perform(_ actions: [UnitAction]) -> [String] {
         var stored = false
@@ -311,6 +312,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             for case .recordFix(_, true) in actions { upkeep.positionLost() }
             if !messages.isEmpty { told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
         }
+        if stored { pumpOutbox() }
         for action in actions {
             switch action {
             case .recordFix(let fix, _):
@@ -328,11 +330,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
             case .tellDriver(let text):
                 logger.info("driver: \(text)")
                 told.append(text)
+            case .refuse(let refusal):
+                logger.info("driver input refused: \(refusal)")
+                told.append(refusal.description)
             case .log(let text):
                 logger.notice("\(text)")
             }
         }
-        if stored { pumpOutbox() }
         return told
     }
 

@@ -31,7 +31,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
             catalogue: try MessageCatalogue.load(language: language, directory: catalogueDirectory),
             size: ScreenSize(columns: 20, rows: 4), keyLabels: ["accept": "a", "reject": "r"])
         let terminal = SerialTerminal(
-            path: pair.unitPath, baud: 9600, keys: Self.keys, noiseGuardMs: 3,
+            path: pair.unitPath, baud: 9600, keys: Self.keys, noiseGuardCharacters: 2,
             presenter: TerminalPresenter(renderer: renderer, charset: .ascii), retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(terminal.presses)
         terminal.start()
@@ -92,6 +92,22 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         try await rig.screen.press("r")
         try await rig.collector.waitFor(count: 1)
         #expect(rig.collector.inputs == ["reject"])
+        rig.stop()
+    }
+
+    /// On the real PTY: a burst that ends in a mapped key, or holds one, does nothing; the same key
+    /// alone on the line afterwards counts.
+    @Test func aKeyAtTheEndOfABurstDoesNothingUntilTheLineIsQuiet() async throws {
+        let rig = try await rig()
+        rig.terminal.show(DriverView(mode: .available, zone: "Z1", seatsLeft: 4, online: true))
+        try await rig.screen.waitFor("the screen") { $0.rows[0].hasPrefix("AVAILABLE") }
+        try await rig.pair.type([0x00, 0x9b, 0xff, 0x07] + Array("a".utf8))
+        try await rig.pair.type([0x80] + Array("r".utf8) + [0xfe, 0x01])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(rig.collector.inputs == [])
+        try await rig.screen.press("a")
+        try await rig.collector.waitFor(count: 1)
+        #expect(rig.collector.inputs == ["accept"])
         rig.stop()
     }
 

@@ -2,6 +2,7 @@ import DriverDisplay
 import Foundation
 import TestHarness
 import Testing
+import UnitCore
 
 let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
 
@@ -103,10 +104,14 @@ let halfPastTwo: Int64 = 1_795_271_400_000
         #expect(shown.rows[3] == "JOB CANCELLED       ")
         #expect(shown.lines[3].alert)
         #expect(try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: false).screen.rows[3] == "Online              ")
-        view.notice = .refused(why: "no offer")
+        view.notice = .refused(.noOffer)
         let refused = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
-        #expect(refused.rows[3] == "no offer            ")
+        #expect(refused.rows[3] == "No offer to answer  ")
         #expect(!refused.lines[3].alert)
+        view.notice = .refused(.notEnoughSeats(seats: 4))
+        #expect(try renderer("it").render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Solo 4 posti        ")
+        view.notice = .refused(.noShowTooEarly(secondsLeft: 42))
+        #expect(try renderer("zu").render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Linda 42 s          ")
     }
 
     @Test func anAcknowledgedSOSIsOneDotNothingMore() throws {
@@ -134,6 +139,12 @@ let halfPastTwo: Int64 = 1_795_271_400_000
     }
 }
 
+/// Every reason an input can be refused, with the longest values: 99 seats, a day's no-show wait.
+let everyRefusal: [DriverRefusal] = [
+    .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
+    .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused,
+]
+
 /// Every view the terminal can show, with the longest values each field takes.
 func worstCaseViews() -> [DriverView] {
     let pickup = DriverView.Pickup(address: "A", distanceM: 9_949, passengers: 8, meetingTime: halfPastTwo + 9 * 3600_000 + 29 * 60_000)
@@ -146,7 +157,7 @@ func worstCaseViews() -> [DriverView] {
     var meetingSoon = pickup
     meetingSoon.meetingTime = halfPastTwo + 99 * 60_000
     modes += [.enRoute(meetingSoon)]
-    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut]
+    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut] + everyRefusal.map { .refused($0) }
     var views: [DriverView] = []
     for mode in modes {
         for online in [true, false] {
@@ -175,10 +186,20 @@ func worstCaseViews() -> [DriverView] {
         let r = try renderer(language)
         for view in worstCaseViews() {
             let rendered = r.render(view, now: halfPastTwo, utcOffsetS: 0, showNotice: true)
-            #expect(rendered.overflow == [], "\(language): \(view.mode)")
+            #expect(rendered.overflow == [], "\(language): \(view.mode), \(String(describing: view.notice))")
             #expect(rendered.screen.lines.count == 4)
             for line in rendered.screen.lines { #expect(line.text.count == 20) }
         }
+    }
+
+    /// Each reason has a text of its own, and the worst cases above cover every one of them.
+    @Test func everyRefusalHasItsOwnText() throws {
+        let keys = everyRefusal.map { MessageKey.refusal($0).key }
+        #expect(Set(keys).count == everyRefusal.count)
+        #expect(Set(keys) == Set(MessageKey.allCases.filter { $0.rawValue.hasPrefix("refusal.") }))
+        let english = try MessageCatalogue.load(language: "en", directory: catalogueDirectory)
+        #expect(english.text(.notEnoughSeats(seats: 4)) == "Only 4 seats")
+        #expect(english.text(.noShowTooEarly(secondsLeft: 12)) == "No-show in 12 s")
     }
 
     @Test func aMissingTextFallsBackToEnglishThenToItsKey() throws {

@@ -33,6 +33,14 @@ import Testing
         }
         let config = root + "/etc/taxiunitd/taxiunitd.toml"
         #expect(try mode(config) == 0o644)
+        #expect(try String(contentsOfFile: config, encoding: .utf8).contains("catalogues = \"/usr/share/taxiunitd/lang\"\n"))
+        let shipped = try FileManager.default.contentsOfDirectory(atPath: Corpus.packageRoot + "/share/taxiunitd/lang").filter { $0.hasSuffix(".toml") }
+        #expect(Set(["en.toml", "it.toml", "zu.toml"]).isSubset(of: Set(shipped)))
+        for file in shipped {
+            let installed = root + "/usr/share/taxiunitd/lang/" + file
+            #expect(FileManager.default.contents(atPath: installed) == FileManager.default.contents(atPath: Corpus.packageRoot + "/share/taxiunitd/lang/" + file), "\(file)")
+            #expect(try mode(installed) == 0o644, "\(file)")
+        }
         let check = try runCommand(root + "/usr/bin/taxiunitd", ["--config", config, "--check"])
         #expect(check.exitCode == 0, "\(check.output)")
 
@@ -64,6 +72,32 @@ import Testing
         let security = try runCommand("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", unitDirectory + "/taxiunitd.service"])
         let exposure = try #require(security.output.firstMatch(of: /Overall exposure level for taxiunitd\.service: (\d+\.\d+)/))
         #expect(try #require(Double(exposure.1)) <= 2.0, "\(security.output)")
+    }
+
+    /// Installed under a PREFIX of its own, the daemon of a new config finds its terminal's catalogue
+    /// in every shipped language, and `--check` would say so if it could not.
+    @Test func theInstalledDaemonFindsItsCatalogues() throws {
+        let scratch = try ScratchDirectory()
+        let prefix = scratch.file("opt")
+        try install(["PREFIX=\(prefix)", "SYSCONFDIR=\(scratch.file("etc"))"])
+        let config = scratch.file("etc") + "/taxiunitd/taxiunitd.toml"
+        let installed = try String(contentsOfFile: config, encoding: .utf8)
+        #expect(installed.contains("catalogues = \"\(prefix)/share/taxiunitd/lang\"\n"))
+        let daemon = prefix + "/bin/taxiunitd"
+        // A terminal makes the language matter: --check loads its catalogue.
+        let withTerminal = installed + "\n[input.serial]\ndevice = \"/dev/ttyUSB0\"\n"
+        for language in ["en", "it", "zu"] {
+            let file = scratch.file("\(language).toml")
+            try withTerminal.replacingOccurrences(of: "language = \"en\"", with: "language = \"\(language)\"")
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let check = try runCommand(daemon, ["--config", file, "--check"])
+            #expect(check.exitCode == 0, "\(language): \(check.output)")
+            #expect(!check.output.contains("warning"), "\(language): \(check.output)")
+        }
+        try FileManager.default.removeItem(atPath: prefix + "/share/taxiunitd/lang/it.toml")
+        let missing = try runCommand(daemon, ["--config", scratch.file("it.toml"), "--check"])
+        #expect(missing.exitCode == 1, "without the file the check fails: \(missing.output)")
+        #expect(missing.output.contains(prefix + "/share/taxiunitd/lang/it.toml"))
     }
 
     @Test func helpTextsAreManStyle() throws {

@@ -29,7 +29,7 @@ import UnitConfig
         #expect(serial.baud == 9600)
         #expect(serial.columns == 20 && serial.rows == 4)
         #expect(serial.charset == "ascii")
-        #expect(serial.noiseGuardMs == 3)
+        #expect(serial.noiseGuardCharacters == 2)
         #expect(serial.keys["a"] == "accept" && serial.keys["r"] == "reject" && serial.keys["2"] == "pob 2" && serial.keys["8"] == "pob 8")
     }
 

@@ -136,7 +136,7 @@ import UnitCore
     @Test func rule8_passengersOnBoardAndSeatsLeft() {
         var machine = Scenario.machine(in: .atPickup, settings: UnitSettings(seats: 4))
         #expect(machine.status.seatsLeft == 4)
-        #expect(Scenario.told(machine.handle(.driver(.passengersOnBoard(5), at: t))) == ["Only 4 seats"])
+        #expect(Scenario.refused(machine.handle(.driver(.passengersOnBoard(5), at: t))) == [.notEnoughSeats(seats: 4)])
         let actions = machine.handle(.driver(.passengersOnBoard(3), at: t))
         #expect(machine.status.seatsLeft == 1)
         #expect(actions.contains(.statusChanged(UnitStatus(state: .onBoard, job: "J1", seatsLeft: 1))))
@@ -153,9 +153,9 @@ import UnitCore
         _ = machine.handle(.driver(.arrived, at: t))
         // 0.0008° ≈ 89 m from the pickup.
         _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 10, lat: 46.5008)))
-        #expect(Scenario.told(machine.handle(.driver(.noShow, at: t + 299_000))) == ["Wait 1 s more before a no-show"])
+        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + 299_000))) == [.noShowTooEarly(secondsLeft: 1)])
         _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 20, lat: 46.5010)))
-        #expect(Scenario.told(machine.handle(.driver(.noShow, at: t + 300_000))) == ["Too far from the pickup for a no-show"])
+        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + 300_000))) == [.tooFarForNoShow])
         _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 30, lat: 46.5008)))
         let actions = machine.handle(.driver(.noShow, at: t + 300_000))
         #expect(machine.state == .available)
@@ -168,7 +168,7 @@ import UnitCore
         _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
         _ = machine.handle(.driver(.accept, at: t))
         _ = machine.handle(.driver(.arrived, at: t))
-        #expect(Scenario.told(machine.handle(.driver(.noShow, at: t))) == ["No position to show you are at the pickup"])
+        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t))) == [.noPosition])
     }
 
     @Test func rule10_clearCompletesTheRideAndRecordsIt() {
@@ -198,7 +198,7 @@ import UnitCore
         #expect(offered.state == .offDuty)
         for state in [StateName.enRoute, .atPickup, .onBoard] {
             var machine = Scenario.machine(in: state)
-            #expect(machine.handle(.driver(.duty, at: t)) == [.tellDriver("Finish the job first")])
+            #expect(machine.handle(.driver(.duty, at: t)) == [.refuse(.finishJobFirst)])
         }
     }
 
@@ -211,7 +211,7 @@ import UnitCore
         _ = machine.handle(.driver(.resume, at: t + 1))
         #expect(machine.state == .available)
         var offDuty = Scenario.machine(in: .offDuty)
-        #expect(offDuty.handle(.driver(.pause(.break), at: t)) == [.tellDriver("Pause only when available")])
+        #expect(offDuty.handle(.driver(.pause(.break), at: t)) == [.refuse(.pauseOnlyWhenAvailable)])
     }
 
     @Test func rule13_aReservationKeepsItsMeetingTime() {
@@ -274,10 +274,10 @@ import UnitCore
     @Test func rule17_senselessInputsChangeNothingAndSayWhy() {
         var machine = available()
         let before = machine.snapshot
-        #expect(machine.handle(.driver(.accept, at: t)) == [.tellDriver("No offer to answer")])
-        #expect(machine.handle(.driver(.clear, at: t)) == [.tellDriver("No passenger on board")])
-        #expect(machine.handle(.driver(.arrived, at: t)) == [.tellDriver("Not on the way to a pickup")])
-        #expect(machine.handle(.driver(.resume, at: t)) == [.tellDriver("Not paused")])
+        #expect(machine.handle(.driver(.accept, at: t)) == [.refuse(.noOffer)])
+        #expect(machine.handle(.driver(.clear, at: t)) == [.refuse(.noPassenger)])
+        #expect(machine.handle(.driver(.arrived, at: t)) == [.refuse(.notOnTheWay)])
+        #expect(machine.handle(.driver(.resume, at: t)) == [.refuse(.notPaused)])
         #expect(machine.snapshot == before)
     }
 

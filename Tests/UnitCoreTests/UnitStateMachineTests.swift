@@ -71,6 +71,10 @@ enum Scenario {
     static func told(_ actions: [UnitAction]) -> [String] {
         actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
     }
+
+    static func refused(_ actions: [UnitAction]) -> [DriverRefusal] {
+        actions.compactMap { if case .refuse(let reason) = $0 { reason } else { nil } }
+    }
 }
 
 /// Every (state, event) pair has a defined outcome, and this table is it.
@@ -99,7 +103,7 @@ enum Scenario {
         let reply = Scenario.replies(actions).first?.reply
         if after.state.name != before.state.name { return .to(after.state.name, reply: reply) }
         if actions.allSatisfy({ if case .log = $0 { true } else { false } }) { return .ignored }
-        if actions.count == 1, case .tellDriver = actions[0] { return .refused }
+        if actions.count == 1, case .refuse = actions[0] { return .refused }
         return .stays(reply: reply)
     }
 

@@ -1,0 +1,43 @@
+/// Why the state machine refused a driver input. The core gives the reason, not the words: the
+/// terminal shows it from the driver's language catalogue (`refusal.*`); logs and
+/// `taxiunitctl press` use `description`, in English.
+public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
+    /// Going off duty with a job under way.
+    case finishJobFirst
+    /// Accept or reject with no offer pending.
+    case noOffer
+    /// Arrived while not on the way to a pickup.
+    case notOnTheWay
+    /// More passengers on board than the taxi has seats.
+    case notEnoughSeats(seats: Int)
+    /// Passengers on board or no-show away from a pickup.
+    case notAtPickup
+    /// No-show before the configured wait is over.
+    case noShowTooEarly(secondsLeft: Int)
+    /// No-show without a fix to show the taxi is at the pickup.
+    case noPosition
+    /// No-show farther from the pickup than the configured radius.
+    case tooFarForNoShow
+    /// Clear with nobody on board.
+    case noPassenger
+    case alreadyPaused
+    case pauseOnlyWhenAvailable
+    case notPaused
+
+    public var description: String {
+        switch self {
+        case .finishJobFirst: "Finish the job first"
+        case .noOffer: "No offer to answer"
+        case .notOnTheWay: "Not on the way to a pickup"
+        case .notEnoughSeats(let seats): "Only \(seats) seats"
+        case .notAtPickup: "Not at a pickup"
+        case .noShowTooEarly(let secondsLeft): "Wait \(secondsLeft) s more before a no-show"
+        case .noPosition: "No position to show you are at the pickup"
+        case .tooFarForNoShow: "Too far from the pickup for a no-show"
+        case .noPassenger: "No passenger on board"
+        case .alreadyPaused: "Already paused"
+        case .pauseOnlyWhenAvailable: "Pause only when available"
+        case .notPaused: "Not paused"
+        }
+    }
+}
