@@ -12,9 +12,14 @@ APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosq
 	libsqlite3-dev socat libsystemd-dev sqlite3 systemd openssl python3
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
+# What a taxi runs, and what bench/ measures: the Swift runtime and Foundation linked in statically
+# (bench/README.md, "Memory"); Package.swift adds the release link layout.
+# Product by product: a static runtime cannot link GRDB's dynamic library product.
+RELEASE_FLAGS := -c release --static-swift-stdlib
+RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo bench-drain bench-fleet clean release install install-files
+.PHONY: deps build test demo bench-drain bench-fleet clean release install install-files symbol-order
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -36,7 +41,7 @@ test: build
 	$(SWIFT) test --skip-build --no-parallel
 
 release: deps
-	$(SWIFT) build -c release
+	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 
 # DESTDIR-aware; an existing /etc/taxiunitd/taxiunitd.toml is never overwritten.
 install: release install-files
@@ -69,12 +74,16 @@ demo:
 
 # Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
 bench-drain: deps
-	$(SWIFT) build -c release
 	bench/drain.sh
 
 # N real units against dispatchsim (bench/README.md); e.g. make bench-fleet ARGS="--units 200 --duration 120".
 bench-fleet:
 	bench/fleet.sh $(ARGS)
+
+# Re-records which functions the daemon runs (scripts/taxiunitd.order) after its code has changed much.
+symbol-order:
+	$(MAKE) deps EXTRA_PACKAGES=valgrind
+	scripts/symbol-order.sh
 
 clean:
 	rm -rf .build

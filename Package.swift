@@ -1,6 +1,22 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Release builds of the programs a taxi runs (`swift build -c release --static-swift-stdlib`, as
+// `make release` and bench/ do) are laid out for a small resident set (bench/README.md, "Memory"):
+// relative relocations packed (DT_RELR, glibc 2.36), no dynamic symbol table for our own objects
+// (the static runtime's -export-dynamic would map 1.5 MB of it; nothing looks them up at run time),
+// and the code the daemon runs placed together in the order of scripts/taxiunitd.order, which
+// scripts/symbol-order.sh regenerates.
+let packageRoot = String(#filePath.dropLast("Package.swift".count))
+let compactRelease: [LinkerSetting] = [
+    .unsafeFlags([
+        "-use-ld=lld",
+        "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic",
+        "-Xlinker", "--symbol-ordering-file=\(packageRoot)scripts/taxiunitd.order",
+        "-Xlinker", "--no-warn-symbol-ordering",
+    ], .when(platforms: [.linux], configuration: .release)),
+]
+
 let package = Package(
     name: "taxiunitd",
     platforms: [.macOS(.v14)],
@@ -24,6 +40,8 @@ let package = Package(
         .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // glibc's mallopt, to bound the daemon's malloc arenas.
+        .systemLibrary(name: "CMalloc"),
 
         // The kernel's clock synchronisation state (sys/timex.h is not in Swift's Glibc module).
         .target(name: "CSystemClock"),
@@ -80,16 +98,16 @@ let package = Package(
         ]),
 
         .executableTarget(name: "taxiunitd", dependencies: [
-            "UnitRuntime", "UnitConfig", "JournalLog",
+            "UnitRuntime", "UnitConfig", "JournalLog", "CMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        ], linkerSettings: compactRelease),
 
         // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
@@ -142,3 +160,10 @@ let package = Package(
         ]),
     ]
 )
+
+// One section per function in release, so that the linker can order the daemon's code (above).
+for target in package.targets where target.type != .system && target.type != .test {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .unsafeFlags(["-function-sections"], .when(platforms: [.linux], configuration: .release)),
+    ]
+}

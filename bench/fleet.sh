@@ -5,6 +5,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 make deps >/dev/null
-swift build -c release --product taxiunitd
-swift build -c release --product dispatchsim
-exec python3 bench/fleet.py --bin "$(swift build -c release --show-bin-path)" "$@"
+swift build -c release --static-swift-stdlib --product taxiunitd
+swift build -c release --static-swift-stdlib --product dispatchsim
+exec python3 bench/fleet.py --bin "$(swift build -c release --static-swift-stdlib --show-bin-path)" "$@"

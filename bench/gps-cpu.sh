@@ -4,6 +4,8 @@
 # both watching the same gpsd (gpsfake looping a real receiver's log), measured in the same run.
 # taxiunitd reports every valid fix (every_fix = true), so it stores, filters and publishes each one.
 # Usage: bench/gps-cpu.sh [seconds, default 60] [cycle between sentences, default 0.005]
+# TAXIUNITD_BIN_DIR: run the daemon from there instead of building it; PERF: a command to run it
+# under (scripts/symbol-order.sh records it with valgrind).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -12,8 +14,10 @@ warmup=5
 # gpsd dates nmea-rtk.log 2020 on every pass, 10 fixes per second of the receiver's time.
 log=${BENCH_GPS_LOG:-$root/../shared/gpsd-logs/nmea-rtk.log}
 
-(cd "$root" && swift build -c release --product taxiunitd >/dev/null && swift build -c release --product taxiunitctl >/dev/null)
-bin=$(cd "$root" && swift build -c release --show-bin-path)
+if [ -z "${TAXIUNITD_BIN_DIR:-}" ]; then
+    (cd "$root" && swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null && swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null)
+fi
+bin=${TAXIUNITD_BIN_DIR:-$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)}
 work=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 pids=()
 cleanup() {
@@ -55,11 +59,12 @@ every_fix = true
 [log]
 level = "warning"
 TOML
-setsid "$bin/taxiunitd" --config "$work/unit.toml" >"$work/taxiunitd.log" 2>&1 & unit=$!; pids+=($unit)
+setsid ${PERF:-} "$bin/taxiunitd" --config "$work/unit.toml" >"$work/taxiunitd.log" 2>&1 & unit=$!; pids+=($unit)
 mkfifo "$work/pipe"
 setsid gpspipe -w "127.0.0.1:$gps_port" >"$work/pipe" 2>/dev/null & gpspipe=$!; pids+=($gpspipe)
 setsid mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -q 1 -l -t taxi/bench/PIPE/raw <"$work/pipe" & pub=$!; pids+=($pub)
 
+for _ in $(seq 1 600); do [ -S "$work/control.sock" ] && break; sleep 0.05; done
 sleep "$warmup"
 unit0=$(ticks "$unit"); pipe0=$(( $(ticks "$gpspipe") + $(ticks "$pub") )); fixes0=$(stored)
 wake0=$(wakeups "$unit"); pipewake0=$(( $(wakeups "$gpspipe") + $(wakeups "$pub") ))
@@ -68,14 +73,20 @@ unit1=$(ticks "$unit"); pipe1=$(( $(ticks "$gpspipe") + $(ticks "$pub") )); fixe
 wake1=$(wakeups "$unit"); pipewake1=$(( $(wakeups "$gpspipe") + $(wakeups "$pub") ))
 rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$unit/status")
 hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$unit/status")
+# What RSS is made of (bench/README.md, "Memory"): PSS splits shared pages among their users,
+# private pages are the daemon's own (dirty ones cannot be dropped by the kernel).
+read -r pss_kb private_kb dirty_kb < <(awk '/^Pss:/ {p = $2} /^Private_(Clean|Dirty):/ {v += $2} /^Private_Dirty:/ {d = $2}
+    END {print p, v, d}' "/proc/$unit/smaps_rollup")
 pipe_rss_kb=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$gpspipe/status") + $(awk '/^VmRSS/ {print $2}' "/proc/$pub/status") ))
 kill -0 "$unit" || { echo "taxiunitd died:"; cat "$work/taxiunitd.log"; exit 1; }
+# A graceful stop, so that a PERF wrapper writes its profile.
+kill -TERM "$unit"; wait "$unit" || true
 
 hz=$(getconf CLK_TCK)
 python3 - "$seconds" "$hz" "$((fixes1 - fixes0))" "$((unit1 - unit0))" "$((pipe1 - pipe0))" "$rss_kb" "$hwm_kb" "$pipe_rss_kb" \
-    "$((wake1 - wake0))" "$((pipewake1 - pipewake0))" <<'PY'
+    "$((wake1 - wake0))" "$((pipewake1 - pipewake0))" "$pss_kb" "$private_kb" "$dirty_kb" <<'PY'
 import sys
-seconds, hz, fixes, unit, pipe, rss, hwm, pipe_rss, unit_wakes, pipe_wakes = (float(a) for a in sys.argv[1:])
+seconds, hz, fixes, unit, pipe, rss, hwm, pipe_rss, unit_wakes, pipe_wakes, pss, private, dirty = (float(a) for a in sys.argv[1:])
 if fixes <= 0:
     sys.exit("no fixes in the window: is gpsfake feeding?")
 per = lambda ticks: ticks / hz / fixes * 1e6
@@ -83,7 +94,7 @@ print(f"window {seconds:.0f} s, {fixes:.0f} valid fixes ({fixes / seconds:.1f}/s
 print(f"{'':34}{'CPU user+sys':>14}{'per fix':>12}{'RSS':>10}{'wakeups/fix':>13}")
 print(f"{'taxiunitd (store+filter+publish)':34}{unit / hz:>12.2f} s{per(unit):>9.0f} µs{rss / 1024:>7.1f} MB{unit_wakes / fixes:>13.1f}")
 print(f"{'gpspipe -w | mosquitto_pub -l':34}{pipe / hz:>12.2f} s{per(pipe):>9.0f} µs{pipe_rss / 1024:>7.1f} MB{pipe_wakes / fixes:>13.1f}")
-print(f"taxiunitd peak RSS {hwm / 1024:.1f} MB")
+print(f"taxiunitd peak RSS {hwm / 1024:.1f} MB; now PSS {pss / 1024:.1f} MB, private {private / 1024:.1f} MB (dirty {dirty / 1024:.1f} MB)")
 cpu_ok = unit <= pipe
 rss_ok = rss <= 12 * 1024
 print(f"CPU per fix target (<= pipeline): {'met' if cpu_ok else 'NOT met'} ({unit / pipe if pipe else float('inf'):.2f}x the pipeline)")

@@ -4,7 +4,7 @@
 # and socat (make deps).
 set -eu
 cd "$(dirname "$0")/.."
-swift build -c release --product taxiunitd
-swift build -c release --product taxiunitctl
-swift build -c release --product terminal-latency-bench
-TAXIUNITD_BIN_DIR="$(swift build -c release --show-bin-path)" "$(swift build -c release --show-bin-path)/terminal-latency-bench"
+swift build -c release --static-swift-stdlib --product taxiunitd
+swift build -c release --static-swift-stdlib --product taxiunitctl
+swift build -c release --static-swift-stdlib --product terminal-latency-bench
+TAXIUNITD_BIN_DIR="$(swift build -c release --static-swift-stdlib --show-bin-path)" "$(swift build -c release --static-swift-stdlib --show-bin-path)/terminal-latency-bench"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CMalloc
 import ControlSocket
 import Foundation
 import GPSReader
@@ -51,6 +52,7 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
     var check = false
 
     func run() async throws {
+        limitMallocArenas()
         let local: ConfigValue
         let settings: UnitConfiguration
         do {
@@ -134,4 +136,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
 
 func printToStandardError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// glibc gives every thread that allocates an arena of its own (up to 8 per core), each holding on to
+/// memory it freed; two arenas keep the peak of a 24 h backlog drain about 2 MB lower (bench/README.md).
+private func limitMallocArenas() {
+    _ = mallopt(M_ARENA_MAX, 2)
 }
