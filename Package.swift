@@ -155,6 +155,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
+        .testTarget(name: "UnitRuntimeTests", dependencies: ["UnitRuntime"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),

@@ -19,16 +19,27 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
         set { lock.withLock { deferring = newValue } }
     }
 
+    /// True while the loop waits for input (tests wait for it before posting).
+    var hasParkedConsumer: Bool { lock.withLock { consumer != nil } }
+
+    /// An input that wakes the loop takes the deferred ones along, ahead of it: the loop sees
+    /// everything in the order it was posted (a control request after the PUBACKs before it).
     func post(_ input: Input, mayWait: Bool = false) {
         lock.lock()
+        guard !closed else {
+            lock.unlock()
+            return
+        }
+        waiting.append(input)
         guard let consumer, !(mayWait && deferring) else {
-            if !closed { waiting.append(input) }
             lock.unlock()
             return
         }
         self.consumer = nil
+        let batch = waiting
+        waiting = []
         lock.unlock()
-        consumer.resume(returning: [input])
+        consumer.resume(returning: batch)
     }
 
     /// Everything posted since the last call, oldest first; suspends while nothing is there. Nil once

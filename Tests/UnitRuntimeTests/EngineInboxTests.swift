@@ -1,0 +1,41 @@
+import Testing
+@testable import UnitRuntime
+
+@Suite struct EngineInboxTests {
+    @Test func inputsPostedWhileTheLoopWorksComeAsOneBatchInOrder() async {
+        let inbox = EngineInbox<Int>()
+        inbox.post(1)
+        inbox.post(2)
+        inbox.post(3)
+        #expect(await inbox.next() == [1, 2, 3])
+    }
+
+    @Test func aDeferredInputWaitsForTheNextWakingOneAndComesBeforeIt() async {
+        let inbox = EngineInbox<String>()
+        inbox.deferWaitingInputs = true
+        let loop = Task { await inbox.next() }
+        // Let the loop park before anything is posted, as it does between batches.
+        while !inbox.hasParkedConsumer { await Task.yield() }
+        inbox.post("puback", mayWait: true)
+        inbox.post("status request")
+        #expect(await loop.value == ["puback", "status request"])
+    }
+
+    @Test func aDeferredInputWakesTheLoopOnceDeferringIsOff() async {
+        let inbox = EngineInbox<String>()
+        let loop = Task { await inbox.next() }
+        while !inbox.hasParkedConsumer { await Task.yield() }
+        inbox.post("puback", mayWait: true)
+        #expect(await loop.value == ["puback"])
+    }
+
+    @Test func nothingIsTakenOnceTheLoopIsCancelled() async {
+        let inbox = EngineInbox<Int>()
+        let loop = Task { await inbox.next() }
+        while !inbox.hasParkedConsumer { await Task.yield() }
+        loop.cancel()
+        #expect(await loop.value == nil)
+        inbox.post(1)
+        #expect(await inbox.next() == nil)
+    }
+}
