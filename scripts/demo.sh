@@ -70,6 +70,8 @@ interval_s = 5
 [input.serial]
 device = "$work/unit-tty"
 CONF
+# The unit gets the dispatcher's zones, as a fleet's units do: its screen and status name the zone.
+cat "$root/demo/zones.toml" >> "$work/taxiunitd.toml"
 # escape=0x03: Ctrl-C ends the console instead of going down the cable.
 console="socat -,raw,echo=0,escape=0x03 $work/console-tty,raw,echo=0"
 

@@ -24,7 +24,8 @@ public struct DriverView: Sendable, Equatable {
         case available
         /// `reason`: break, refuel, personal or other.
         case paused(reason: String)
-        /// Waiting for accept or reject until `deadline`.
+        /// Waiting for accept or reject until `deadline` (ms on the system clock, which the
+        /// terminal counts down on).
         case offered(Pickup, deadline: Int64)
         case enRoute(Pickup)
         /// Arrived: the driver is asked how many passengers boarded.

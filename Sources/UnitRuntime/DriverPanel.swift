@@ -41,9 +41,11 @@ struct DriverPanel {
         noticeSerial += 1
     }
 
-    /// `distance`: metres from the taxi's last fix, nil without one.
+    /// `distance`: metres from the taxi's last fix, nil without one. `unitClockAheadMs`: the unit
+    /// clock minus the system clock, which the terminal counts down on.
     func view(
-        state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, distance: (Place) -> Double?
+        state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, unitClockAheadMs: Int64,
+        distance: (Place) -> Double?
     ) -> DriverView {
         func pickup(_ job: Job) -> DriverView.Pickup {
             DriverView.Pickup(
@@ -55,7 +57,7 @@ struct DriverPanel {
         case .offDuty: mode = .offDuty
         case .available: mode = .available
         case .paused(let reason): mode = .paused(reason: reason.rawValue)
-        case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline)
+        case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline - unitClockAheadMs)
         case .enRoute(let job): mode = .enRoute(pickup(job))
         case .atPickup(let job, _): mode = .atPickup(pickup(job))
         case .onBoard(let job, _): mode = .onBoard(passengers: job.passengers)

@@ -478,9 +478,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // The count of waiting messages is shown only offline: no store query while online.
         let waiting = broker.connected ? 0 : ((try? store.outboxDepth().total) ?? 0)
         let fix = machine.lastFix.map(Coordinate.init)
+        // Deadlines are on the unit clock, which is GPS time while the system clock is
+        // unsynchronised (hours off on a board without a real-time clock); the terminal counts down
+        // on the system clock. In steps of 100 ms, so that GPS jitter does not change the view.
+        let unitClockAheadMs = (clockMs() - Self.clockMs()) / 100 * 100
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
-            distance: { place in fix?.distance(to: place.coordinate) })
+            unitClockAheadMs: unitClockAheadMs, distance: { place in fix?.distance(to: place.coordinate) })
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

@@ -16,14 +16,15 @@ import Testing
         let unit: UnitUnderTest
         let recorder: MQTTRecorder
 
-        init(language: String = "en", withGPS: Bool = false, extraTOML: String = "") async throws {
+        init(language: String = "en", withGPS: Bool = false, extraTOML: String = "", trustSystemClock: Bool = true) async throws {
             scratch = try ScratchDirectory()
             broker = try MosquittoBroker(in: scratch)
             gps = withGPS ? try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.05) : nil
             pair = try await SerialPair(in: scratch)
             unit = try UnitUnderTest(
                 mqttPort: broker.port, gpsdPort: try gps?.port ?? Loopback.freePort(), in: scratch,
-                extraTOML: "[input.serial]\ndevice = \"\(pair.unitPath)\"\n" + extraTOML, language: language)
+                extraTOML: "[input.serial]\ndevice = \"\(pair.unitPath)\"\n" + extraTOML, language: language,
+                trustSystemClock: trustSystemClock)
             recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])
             screen = TerminalScreen(pair: pair)
             try await unit.start()
@@ -120,6 +121,20 @@ import Testing
         #expect(seen.first! <= 4)
         try await rig.waitForReply("J2", "timeout")
         try await rig.screen.waitFor("the refusal notice") { $0.rows[3] == "No answer: refused  " }
+        rig.stop()
+    }
+
+    /// A board without a real-time clock: the unit clock is GPS time (nmea-rtk.log is from 2020),
+    /// years away from the system clock the terminal counts down on.
+    @Test func theCountdownIsRightWhileTheUnitClockIsGPSTime() async throws {
+        let rig = try await Rig(withGPS: true, trustSystemClock: false)
+        try await rig.unit.waitForStatus("the unit clock on GPS time") { $0.clock == "gps" }
+        try await rig.screen.press("d")
+        try await rig.waitForRow(0, "AVAILABLE")
+        try rig.publish("job/offer", #"{"job":"J9","pickup":{"lat":46.5,"lon":7.5,"address":"Piazza Duomo"},"respond_within_s":30}"#)
+        let offer = try await rig.waitForRow(0, "NEW JOB")
+        let seconds = Int(offer.rows[0].dropFirst(7).trimmingCharacters(in: .whitespaces).dropLast())
+        #expect((25...30).contains(seconds ?? -1), "\(offer.rows[0])")
         rig.stop()
     }
 
