@@ -70,12 +70,16 @@ public final class FakeGPS: @unchecked Sendable {
     public let port: Int
     public let process: ChildProcess
 
+    /// gpsfake's start-up races (below) hit one start in several when four replays and their
+    /// daemons share two cores: six tries make a corpus run of 136 logs fail on them next to never.
+    static let startAttempts = 6
+
     /// `cycleS` is the delay between sentences; `once` stops after one pass instead of looping.
     /// Under load gpsfake may add its device before gpsd's control socket listens, silently, and
     /// gpsd then serves nothing: a start whose gpsd lists no device is retried.
     public init(log: String, in directory: ScratchDirectory, cycleS: Double = 0.05, once: Bool = false, port: Int? = nil) throws {
         var failures: [String] = []
-        for _ in 0..<3 {
+        for _ in 0..<Self.startAttempts {
             let chosenPort = try port ?? Loopback.freePort()
             let process = try Self.spawn(log, in: directory, cycleS: cycleS, once: once, pipe: false, port: chosenPort)
             try Loopback.waitUntilAccepting(port: chosenPort, timeoutS: 20)
@@ -152,7 +156,7 @@ public final class FakeGPS: @unchecked Sendable {
     /// recognised by gpsfake's greeting and retried.
     public static func held(log: String, in directory: ScratchDirectory, cycleS: Double) async throws -> FakeGPS {
         var failures: [String] = []
-        for _ in 0..<3 {
+        for _ in 0..<Self.startAttempts {
             let port = try Loopback.freePort()
             let fake = FakeGPS(port: port, process: try spawn(log, in: directory, cycleS: cycleS, once: true, pipe: true, port: port))
             let deadline = ContinuousClock.now + .seconds(30)
