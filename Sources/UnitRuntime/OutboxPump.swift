@@ -15,8 +15,9 @@ import UnitCore
 /// In steady state a fix costs one commit: the engine's transaction that stores it also marks the
 /// last PUBACKs and packs the live message (`pack(in:at:)`). A PUBACK with nothing to send after
 /// it is not committed on its own; it waits for that next commit (the next fix, a second later),
-/// at most `ackDelayMs` (the maintenance tick flushes it). Until then `status` still counts the
-/// row; a kill in between only means that message is sent again with its `id`, which receivers drop.
+/// at most `ackDelayMs` (the maintenance tick flushes it). Until then `status` leaves the row out
+/// (the store is told it is acknowledged); a kill in between only means that message is sent again
+/// with its `id`, which receivers drop.
 final class OutboxPump {
     typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
