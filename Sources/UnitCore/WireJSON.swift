@@ -43,22 +43,9 @@ struct WireJSONWriter {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// Up to 15 characters (every timestamp) make a small String: no allocation.
     mutating func integer(_ value: Int64) {
-        // Digits of the magnitude, least significant first, without a String per number.
-        var magnitude = value.magnitude
-        if value < 0 { byte("-") }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-        }
+        bytes += value.description.utf8
     }
 
     /// Swift's shortest round-trip form, as the Foundation encoder writes it: integral values

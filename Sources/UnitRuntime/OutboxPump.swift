@@ -106,10 +106,7 @@ final class OutboxPump {
         let next: [OutboxMessage]
         let resendsTaken: Int
         do {
-            (next, resendsTaken) = try transaction.undoingOnFailure {
-                try transaction.markDelivered(acknowledgedRows, at: time)
-                return try nextMessages(transaction, limit: free, at: time)
-            }
+            (next, resendsTaken) = try transaction.undoingOnFailure { try markAndTakeNext(transaction, limit: free, at: time) }
         } catch {
             logger.error("cannot pack the outbox with this commit; the next pump tries again", metadata: ["error": "\(error)"])
             return false
@@ -134,10 +131,7 @@ final class OutboxPump {
         do {
             let marked = acknowledgedRows.count
             let resendsTaken: Int
-            (next, resendsTaken) = try store.write { transaction in
-                try transaction.markDelivered(acknowledgedRows, at: time)
-                return try nextMessages(transaction, limit: free, at: time)
-            }
+            (next, resendsTaken) = try store.write { transaction in try markAndTakeNext(transaction, limit: free, at: time) }
             committed(marked: marked, resendsTaken: resendsTaken)
         } catch {
             logger.error("cannot update the outbox; acknowledged messages may be sent again", metadata: ["error": "\(error)"])
@@ -145,6 +139,12 @@ final class OutboxPump {
             return
         }
         hand(next, session: session)
+    }
+
+    /// Marks what was acknowledged and reads (or packs) what goes next, in the caller's transaction.
+    private func markAndTakeNext(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> ([OutboxMessage], Int) {
+        try transaction.markDelivered(acknowledgedRows, at: time)
+        return try nextMessages(transaction, limit: limit, at: time)
     }
 
     /// A PUBACK alone is worth a commit only when shutting down, when many wait, or when no other
