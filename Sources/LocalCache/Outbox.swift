@@ -22,7 +22,8 @@ extension LocalCache.Transaction {
     /// Packs the newest queued fix into a live message (`points` with one object, as in
     /// docs/protocol.md), so the dispatcher sees where the taxi is now before any history.
     public func formLivePosition(unit: String, topic: String, createdAt: Int64) throws -> OutboxMessage? {
-        guard let (id, point) = try queuedPoints(newest: true, limit: 1).first else {
+        let newest = try queuedPoints(newest: true, limit: 1)
+        guard let id = newest.ids.first, let point = newest.points.first else {
             notes.queueFoundEmpty = true
             return nil
         }
@@ -36,38 +37,41 @@ extension LocalCache.Transaction {
     /// points each, oldest first, reading and deleting them in one go.
     public func formBackfill(unit: String, topic: String, limit: Int, messages: Int = 1, createdAt: Int64) throws -> [OutboxMessage] {
         let queued = try queuedPoints(newest: false, limit: limit * messages)
-        guard let last = queued.last else {
+        guard let last = queued.ids.last else {
             notes.queueFoundEmpty = true
             return []
         }
-        try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id <= ?").execute(arguments: [last.id])
-        let starts = stride(from: 0, to: queued.count, by: limit)
+        try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id <= ?").execute(arguments: [last])
+        let starts = stride(from: 0, to: queued.ids.count, by: limit)
         let firstSeq = try reserveSequence(for: topic, count: starts.underestimatedCount)
         return try starts.enumerated().map { index, start in
-            let batch = queued[start..<min(start + limit, queued.count)]
+            let end = min(start + limit, queued.ids.count)
             return try enqueue(
-                topic: topic, lane: .backfill, createdAt: createdAt, firstSeq: firstSeq + Int64(index), pointCount: batch.count,
-                newestPoint: batch.last!.id
+                topic: topic, lane: .backfill, createdAt: createdAt, firstSeq: firstSeq + Int64(index), pointCount: end - start,
+                newestPoint: queued.ids[end - 1]
             ) { seq, messageID in
-                BackfillMessage(unit: unit, seq: seq, id: messageID, points: batch.map(\.point)).json
+                BackfillMessage.writeJSON(unit: unit, seq: seq, id: messageID, points: queued.points[start..<end])
             }
         }
     }
 
     /// Read through a cursor: one reused row instead of a copied `Row` per point of a 500-point read.
-    private func queuedPoints(newest: Bool, limit: Int) throws -> [(id: Int64, point: PositionPoint)] {
+    private func queuedPoints(newest: Bool, limit: Int) throws -> (ids: [Int64], points: [PositionPoint]) {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: newest
                     ? "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id DESC LIMIT ?"
                     : "SELECT id, t, lat, lon, spd, hdg, acc FROM position_queue ORDER BY id ASC LIMIT ?"),
             arguments: [limit])
-        var points: [(id: Int64, point: PositionPoint)] = []
+        var ids: [Int64] = []
+        var points: [PositionPoint] = []
+        ids.reserveCapacity(limit)
         points.reserveCapacity(limit)
         while let row = try rows.next() {
-            points.append((row[0], PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6])))
+            ids.append(row[0])
+            points.append(PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6]))
         }
-        return points
+        return (ids, points)
     }
 
     /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.

@@ -13,30 +13,68 @@ public enum PositionBatch {
     /// Quantises `points` (oldest first) and delta-encodes every column. Unknown values become `nil`
     /// (JSON `null`); trailing unknowns are left out.
     public static func encode(_ points: [PositionPoint]) -> [[Int64?]] {
-        var previous = [Int64?](repeating: nil, count: columns.count)
-        var previousInterval: Int64 = 0
-        return points.map { point in
-            let values: [Int64?] = [
-                point.t, quantise(point.lat, 1), quantise(point.lon, 2),
-                point.spd.map { quantise($0, 3) }, point.hdg.map { quantise($0, 4) }, point.acc.map { quantise($0, 5) },
-            ]
-            var row = [Int64?]()
-            for (column, value) in values.enumerated() {
-                guard let value else {
-                    row.append(nil)
-                    continue
-                }
-                if column == 0, let previousTime = previous[0] {
-                    let interval = value - previousTime
-                    row.append(interval - previousInterval)
-                    previousInterval = interval
-                } else {
-                    row.append(previous[column].map { value - $0 } ?? value)
-                }
-                previous[column] = value
+        var differences = Differences()
+        return points.map { Array(differences.next($0)) }
+    }
+
+    /// One encoded point: 3 to 6 values, without an array of its own, so a batch can be written
+    /// straight into the wire bytes (`BackfillMessage.writeJSON(unit:seq:id:points:)`).
+    struct Row: RandomAccessCollection {
+        var t: Int64
+        var lat: Int64
+        var lon: Int64
+        var spd: Int64?
+        var hdg: Int64?
+        var acc: Int64?
+
+        var startIndex: Int { 0 }
+        /// Trailing unknowns are left out.
+        var endIndex: Int { acc != nil ? 6 : hdg != nil ? 5 : spd != nil ? 4 : 3 }
+
+        subscript(column: Int) -> Int64? {
+            switch column {
+            case 0: t
+            case 1: lat
+            case 2: lon
+            case 3: spd
+            case 4: hdg
+            default: acc
             }
-            while row.count > 3, row.last! == nil { row.removeLast() }
+        }
+    }
+
+    /// The running state of one batch: each column's last known value and the last time interval.
+    struct Differences {
+        private var t: Int64?
+        private var interval: Int64 = 0
+        private var lat: Int64?
+        private var lon: Int64?
+        private var spd: Int64?
+        private var hdg: Int64?
+        private var acc: Int64?
+
+        /// The row of `point`, the next point of the batch (oldest first).
+        mutating func next(_ point: PositionPoint) -> Row {
+            let time = point.t
+            var row = Row(t: time, lat: 0, lon: 0)
+            if let previous = t {
+                let interval = time - previous
+                row.t = interval - self.interval
+                self.interval = interval
+            }
+            t = time
+            row.lat = Self.difference(PositionBatch.quantise(point.lat, 1), &lat)
+            row.lon = Self.difference(PositionBatch.quantise(point.lon, 2), &lon)
+            row.spd = point.spd.map { Self.difference(PositionBatch.quantise($0, 3), &spd) }
+            row.hdg = point.hdg.map { Self.difference(PositionBatch.quantise($0, 4), &hdg) }
+            row.acc = point.acc.map { Self.difference(PositionBatch.quantise($0, 5), &acc) }
             return row
+        }
+
+        /// `value` relative to the column's last known value (absolute if there is none).
+        private static func difference(_ value: Int64, _ last: inout Int64?) -> Int64 {
+            defer { last = value }
+            return last.map { value - $0 } ?? value
         }
     }
 
@@ -69,7 +107,7 @@ public enum PositionBatch {
         return points
     }
 
-    private static func quantise(_ value: Double, _ column: Int) -> Int64 {
+    fileprivate static func quantise(_ value: Double, _ column: Int) -> Int64 {
         Int64((value * scales[column]).rounded())
     }
 }

@@ -43,9 +43,21 @@ struct WireJSONWriter {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    /// Up to 15 characters (every timestamp) make a small String: no allocation.
+    /// The decimal digits straight into the bytes, as `description` spells them: a backfill
+    /// batch is ~300 integers, mostly one or two digits.
     mutating func integer(_ value: Int64) {
-        bytes += value.description.utf8
+        if value < 0 { byte("-") }
+        var magnitude = value.magnitude
+        guard magnitude >= 10 else {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        let first = bytes.count
+        while magnitude > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        }
+        bytes[first...].reverse()
     }
 
     /// Swift's shortest round-trip form, as the Foundation encoder writes it: integral values
@@ -117,16 +129,18 @@ extension PositionPoint {
 extension WireJSONWriter {
     /// `{"backfill":true,"id":…,"points":[…],"seq":…,"unit":…}` (without `backfill` for a live
     /// message): the envelope both position messages share. `point` writes one element of `points`.
-    static func positionMessage<Point, Failure: Error>(
-        backfill: Bool, id: String, points: [Point], seq: Int64, unit: String, bytesPerPoint: Int,
-        point: (Point, inout WireJSONWriter) throws(Failure) -> Void
+    static func positionMessage<Points: Collection, Failure: Error>(
+        backfill: Bool, id: String, points: Points, seq: Int64, unit: String, bytesPerPoint: Int,
+        point: (Points.Element, inout WireJSONWriter) throws(Failure) -> Void
     ) throws(Failure) -> [UInt8] {
         var writer = WireJSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * bytesPerPoint)
         writer.raw(backfill ? #"{"backfill":true,"id":"# : #"{"id":"#)
         writer.string(id)
         writer.raw(#","points":["#)
-        for (index, element) in points.enumerated() {
-            if index > 0 { writer.byte(",") }
+        var first = true
+        for element in points {
+            if !first { writer.byte(",") }
+            first = false
             try point(element, &writer)
         }
         writer.raw(#"],"seq":"#)
@@ -151,12 +165,30 @@ extension BackfillMessage {
     /// The wire bytes of a backfill `pos` message (docs/protocol.md, "Backfill batches").
     public var json: [UInt8] {
         WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { row, writer in
-            writer.byte("[")
-            for (column, value) in row.enumerated() {
-                if column > 0 { writer.byte(",") }
-                if let value { writer.integer(value) } else { writer.raw("null") }
-            }
-            writer.byte("]")
+            writer.backfillRow(row)
         }
+    }
+
+    /// The same bytes as `BackfillMessage(unit:seq:id:points:).json`, written straight from the
+    /// points without the rows in between: what the pump packs while it drains a backlog.
+    public static func writeJSON(unit: String, seq: Int64, id: String, points: ArraySlice<PositionPoint>) -> [UInt8] {
+        var differences = PositionBatch.Differences()
+        return WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { point, writer in
+            writer.backfillRow(differences.next(point))
+        }
+    }
+}
+
+extension WireJSONWriter {
+    /// `[v,v,…]` with `null` for an unknown value.
+    fileprivate mutating func backfillRow(_ values: some Collection<Int64?>) {
+        byte("[")
+        var first = true
+        for value in values {
+            if !first { byte(",") }
+            first = false
+            if let value { integer(value) } else { raw("null") }
+        }
+        byte("]")
     }
 }

@@ -18,6 +18,12 @@ import UnitCore
 /// at most `ackDelayMs` (the maintenance tick flushes it). Until then `status` leaves the row out
 /// (the store is told it is acknowledged); a kill in between only means that message is sent again
 /// with its `id`, which receivers drop.
+///
+/// While it drains a backlog the pump keeps up to a window of backfill messages packed ahead
+/// (committed, not handed over): a PUBACK is followed by the next PUBLISH before any SQL, and the
+/// commit that marks it refills the reserve only when half of it is gone, so the batches are
+/// read, encoded and inserted a window at a time. Rows packed ahead are ordinary undelivered
+/// rows: a new session sends them from the store like any other.
 final class OutboxPump {
     typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
@@ -48,6 +54,8 @@ final class OutboxPump {
     private var acknowledgedWaitingSince: Int64?
     /// Packed in the engine's commit, handed to libmosquitto by the next `pump`.
     private var packed: [OutboxMessage] = []
+    /// Backfill messages committed ahead of the window, oldest first; ids above `cursors[.backfill]`.
+    private var packedAhead: [OutboxMessage] = []
 
     init(store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
         self.store = store
@@ -68,6 +76,7 @@ final class OutboxPump {
         self.session = session
         rowsByTicket.removeAll()
         cursors.removeAll()
+        packedAhead.removeAll()
         do {
             // Another process (a tool, an older daemon) may have written the file meanwhile.
             try store.refreshHints()
@@ -84,6 +93,7 @@ final class OutboxPump {
         rowsByTicket.removeAll()
         // Stored already; the next session sends them from the store.
         packed.removeAll()
+        packedAhead.removeAll()
     }
 
     /// True if the PUBACK was for one of our rows; it is marked delivered by the next commit.
@@ -103,19 +113,18 @@ final class OutboxPump {
         let free = max(0, maxInFlight - rowsByTicket.count)
         guard free > 0 && mayHaveWork(transaction) || !acknowledgedRows.isEmpty else { return false }
         let marked = acknowledgedRows.count
-        let next: [OutboxMessage]
-        let resendsTaken: Int
+        let taken: Taken
         do {
-            (next, resendsTaken) = try transaction.undoingOnFailure { try markAndTakeNext(transaction, limit: free, at: time) }
+            taken = try transaction.undoingOnFailure { try markAndTakeNext(transaction, limit: free, at: time) }
         } catch {
             logger.error("cannot pack the outbox with this commit; the next pump tries again", metadata: ["error": "\(error)"])
             return false
         }
         transaction.afterCommit { [self] in
-            committed(marked: marked, resendsTaken: resendsTaken)
-            packed += next
+            committed(marked: marked, taken)
+            packed += taken.next
         }
-        return !next.isEmpty
+        return !taken.next.isEmpty
     }
 
     /// Hands over what was packed, then marks what was acknowledged and, unless `sending` is off
@@ -125,30 +134,47 @@ final class OutboxPump {
         let alreadyPacked = packed
         packed.removeAll()
         if sending, !hand(alreadyPacked, session: session) { return }
+        // A drain's next batches are packed already: they go out now, the commit follows.
+        if sending, !packedAhead.isEmpty, !mayHaveUrgentWork(store) {
+            let ahead = packedAhead.prefix(maxInFlight - rowsByTicket.count)
+            packedAhead.removeFirst(ahead.count)
+            if !hand(ahead, session: session) { return }
+        }
         let free = sending ? maxInFlight - rowsByTicket.count : 0
         guard free > 0 && mayHaveWork(store) || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
-        let next: [OutboxMessage]
+        let taken: Taken
         do {
             let marked = acknowledgedRows.count
-            let resendsTaken: Int
-            (next, resendsTaken) = try store.write { transaction in try markAndTakeNext(transaction, limit: free, at: time) }
-            committed(marked: marked, resendsTaken: resendsTaken)
+            taken = try store.write { transaction in try markAndTakeNext(transaction, limit: free, at: time) }
+            committed(marked: marked, taken)
         } catch {
             logger.error("cannot update the outbox; acknowledged messages may be sent again", metadata: ["error": "\(error)"])
             if acknowledgedRows.count > 10 * maxInFlight { acknowledgedRows.removeAll() }
             return
         }
-        hand(next, session: session)
+        hand(taken.next, session: session)
+    }
+
+    /// What a commit took for the pump; applied to its state once committed.
+    private struct Taken {
+        /// To hand over now.
+        var next: [OutboxMessage] = []
+        /// How many of `liveResends` and of `packedAhead` are in `next`.
+        var resends = 0
+        var ahead = 0
+        /// Packed for later, after what is left of `packedAhead`.
+        var packedAhead: [OutboxMessage] = []
     }
 
     /// Marks what was acknowledged and reads (or packs) what goes next, in the caller's transaction.
-    private func markAndTakeNext(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> ([OutboxMessage], Int) {
+    private func markAndTakeNext(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> Taken {
         try transaction.markDelivered(acknowledgedRows, at: time)
         return try nextMessages(transaction, limit: limit, at: time)
     }
 
     /// A PUBACK alone is worth a commit only when shutting down, when many wait, or when no other
-    /// commit came along for `ackDelayMs`.
+    /// commit came along for `ackDelayMs`. During a drain every PUBACK gets one (`mayHaveWork`):
+    /// what a kill would send again stays at what is in flight.
     private func mustMarkAcknowledged(at time: Int64, stopping: Bool) -> Bool {
         guard !acknowledgedRows.isEmpty else { return false }
         let since = acknowledgedWaitingSince ?? time
@@ -156,16 +182,18 @@ final class OutboxPump {
         return stopping || acknowledgedRows.count >= maxInFlight || time - since >= Self.ackDelayMs
     }
 
-    private func committed(marked: Int, resendsTaken: Int) {
+    private func committed(marked: Int, _ taken: Taken) {
         if marked > 0 { acknowledgedRows.removeSubrange(..<marked) }
         if acknowledgedRows.isEmpty { acknowledgedWaitingSince = nil }
-        if resendsTaken > 0 { liveResends.removeSubrange(..<resendsTaken) }
+        if taken.resends > 0 { liveResends.removeSubrange(..<taken.resends) }
+        if taken.ahead > 0 { packedAhead.removeSubrange(..<taken.ahead) }
+        packedAhead += taken.packedAhead
     }
 
     /// False if the connection went away under us; `.disconnected` follows and the next session
     /// starts over.
     @discardableResult
-    private func hand(_ messages: [OutboxMessage], session: MQTTSessionID) -> Bool {
+    private func hand(_ messages: some Sequence<OutboxMessage>, session: MQTTSessionID) -> Bool {
         for message in messages {
             do {
                 let ticket = try publish(topicBase + message.topic, message)
@@ -181,12 +209,24 @@ final class OutboxPump {
 
     /// From the hints alone: false means nothing is waiting that this session has not handed over.
     private func mayHaveWork(_ hints: some OutboxHints) -> Bool {
-        OutboxLane.allCases.contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
-            || hints.hasFreshFix || !liveResends.isEmpty || hints.hasQueuedPositions
+        mayHaveUrgentWork(hints) || !packedAhead.isEmpty || hints.newestRowID(in: .backfill) > backfillCursor || hints.hasQueuedPositions
     }
 
-    /// What goes next, and how many of `liveResends` it took (removed once committed).
-    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> ([OutboxMessage], Int) {
+    /// From the hints alone: whether anything may wait that goes before the backfill lane.
+    private func mayHaveUrgentWork(_ hints: some OutboxHints) -> Bool {
+        [OutboxLane.alarm, .reply, .event, .livePosition].contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
+            || hints.hasFreshFix || !liveResends.isEmpty
+    }
+
+    /// The newest backfill row handed over or packed ahead in this session.
+    private var backfillCursor: Int64 {
+        max(cursors[.backfill] ?? 0, packedAhead.last?.rowID ?? 0)
+    }
+
+    /// What goes next, in lane order; what it takes from `liveResends` and `packedAhead` is removed
+    /// once committed.
+    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> Taken {
+        var taken = Taken()
         var next: [OutboxMessage] = []
         for lane in [OutboxLane.alarm, .reply, .event] where next.count < limit {
             let cursor = cursors[lane] ?? 0
@@ -203,18 +243,31 @@ final class OutboxPump {
         }
         let resends = liveResends.prefix(limit - next.count)
         next += resends
+        taken.resends = resends.count
+        let ahead = packedAhead.prefix(limit - next.count)
+        next += ahead
+        taken.ahead = ahead.count
         // Rows made earlier in this session that are not in flight: publish failed, or enqueued
         // whole by someone else (a requested report). Rows packed just now are in `next` already.
         for lane in [OutboxLane.livePosition, .backfill] where next.count < limit {
-            let cursor = max(cursors[lane] ?? 0, next.last { $0.lane == lane }?.rowID ?? 0)
+            var cursor = max(cursors[lane] ?? 0, next.last { $0.lane == lane }?.rowID ?? 0)
+            if lane == .backfill { cursor = max(cursor, backfillCursor) }
             guard transaction.newestRowID(in: lane) > cursor else { continue }
             let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
             if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
             next += rows
         }
-        if next.count < limit, transaction.hasQueuedPositions {
-            next += try transaction.formBackfill(unit: unit, topic: topic, limit: batchMax, messages: limit - next.count, createdAt: time)
+        // Refilled only when half of it is gone, so packing reads and inserts a window at a time.
+        let aheadLeft = packedAhead.count - ahead.count
+        let packAhead = aheadLeft <= maxInFlight / 2 ? maxInFlight - aheadLeft : 0
+        let wanted = limit - next.count
+        if wanted + packAhead > 0, transaction.hasQueuedPositions {
+            let packedNow = try transaction.formBackfill(
+                unit: unit, topic: topic, limit: batchMax, messages: wanted + packAhead, createdAt: time)
+            next += packedNow.prefix(wanted)
+            taken.packedAhead = Array(packedNow.dropFirst(wanted))
         }
-        return (next, resends.count)
+        taken.next = next
+        return taken
     }
 }

@@ -153,6 +153,63 @@ import UnitCore
         #expect(duplicates <= 20 * maxInflight, "\(duplicates) redeliveries for 20 kills")
     }
 
+    /// The pump packs backfill messages a window ahead of what is in flight. A broker that goes
+    /// away in the middle of a drain (twice) costs nothing: every fix arrives, in one message
+    /// forever, and a message that comes again is the same bytes under the same id.
+    @Test func aBrokerRestartDuringADrainResendsTheSameMessagesAndLosesNothing() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let maxInflight = 10
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
+        // batch_max 5 makes the drain long enough to be interrupted.
+        try String(contentsOfFile: unit.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "reconnect_max_s = 1", with: "reconnect_max_s = 1\nbatch_max = 5\nmax_inflight = \(maxInflight)")
+            .write(toFile: unit.configPath, atomically: true, encoding: .utf8)
+        let fixes = 40_000
+        let injected = try Self.inject(into: unit.storePath, fixes: fixes, events: 10, replies: 0)
+        let recorder = try await MQTTRecorder(
+            port: broker.port, subscribe: [unit.topicBase + "#"], clientID: "recorder-restart", persistentSession: true)
+        let posTopic = unit.topicBase + "pos"
+        func backfillReceived(_ messages: [MQTTMessage]) -> Int {
+            ReceivedPositions.all(messages, topic: posTopic).filter(\.backfill).count
+        }
+        try await unit.start()
+        for interruption in 1...2 {
+            let before = backfillReceived(recorder.messages)
+            _ = try await recorder.waitFor("the drain under way (\(interruption))", timeoutS: 60) { backfillReceived($0) >= before + 200 }
+            broker.stop()
+            try await unit.waitForStatus("broker gone (\(interruption))") { !$0.broker.connected }
+            #expect(try unit.status().outbox.position > 0, "the drain was interrupted")
+            try broker.start()
+        }
+        try await unit.waitForStatus("drained", timeoutS: 60) { $0.outbox.depth == 0 && $0.outbox.inFlight == 0 }
+        let messages = try await recorder.waitFor("everything", timeoutS: 30) { messages in
+            Set(ReceivedPositions.all(messages, topic: posTopic).flatMap { $0.points.map(\.t) }).count >= fixes
+        }
+        unit.stop()
+
+        let received = messages.filter { $0.topic != unit.topicBase + "status" }
+        let points = Set(ReceivedPositions.all(received, topic: posTopic).flatMap { $0.points.map(\.t) })
+        #expect(points == Set((0..<fixes).map { Self.fix($0).time }), "nothing is lost")
+        #expect(Set(received.filter { $0.topic.hasSuffix("/event") }.compactMap(Self.id)) == Set(injected.eventIDs))
+        var payloads: [String: [UInt8]] = [:]
+        for message in received {
+            let id = try #require(Self.id(of: message))
+            #expect(payloads.updateValue(message.payload, forKey: id).map { $0 == message.payload } ?? true, "a resend is the same message")
+        }
+        var owner: [Int64: String] = [:]
+        for message in ReceivedPositions.all(received, topic: posTopic) {
+            for point in message.points {
+                #expect(owner.updateValue(message.id, forKey: point.t).map { $0 == message.id } ?? true, "a fix is in one message")
+            }
+        }
+        let history = ReceivedPositions.firstArrivals(ReceivedPositions.all(received, topic: posTopic)).filter(\.backfill).flatMap(\.points)
+        #expect(history.map(\.t) == history.map(\.t).sorted(), "the backfill stays in order across the restarts")
+        // Only what was in flight when the broker went away can come again.
+        let duplicates = received.count - payloads.count
+        #expect(duplicates <= 2 * maxInflight, "\(duplicates) redeliveries for 2 restarts")
+    }
+
     @Test func aTinyStoreThinsPositionsAndKeepsRepliesAndEvents() async throws {
         let scratch = try ScratchDirectory()
         let maxMB = 1.0

@@ -55,6 +55,29 @@ import UnitCore
         #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(message.json)) == message)
     }
 
+    /// The pump writes batches straight from the points; the bytes are those of the message built
+    /// from `PositionBatch.encode`'s rows, which the test above holds to the Foundation encoder.
+    @Test func batchesWrittenStraightFromThePointsAreTheSameBytes() {
+        var random = SplitMix(seed: 7)
+        for _ in 0..<300 {
+            var t = Int64.random(in: -1_000_000...1_900_000_000_000, using: &random)
+            var lat = Double.random(in: -90...90, using: &random), lon = Double.random(in: -180...180, using: &random)
+            var points: [PositionPoint] = []
+            for _ in 0..<Int.random(in: 0...60, using: &random) {
+                t += [1000, 1000, 0, -1000, 999, 86_400_000].randomElement(using: &random)!
+                lat += Double.random(in: -0.01...0.01, using: &random)
+                lon += Double.random(in: -0.01...0.01, using: &random)
+                func maybe(_ range: ClosedRange<Double>) -> Double? { Bool.random(using: &random) ? Double.random(in: range, using: &random) : nil }
+                points.append(PositionPoint(t: t, lat: lat, lon: lon, spd: maybe(-1...300), hdg: maybe(0...359.99), acc: maybe(0...100_000)))
+            }
+            let seq = Int64.random(in: 0...Int64.max, using: &random)
+            let expected = BackfillMessage(unit: "T-7", seq: seq, id: "a/b", points: points).json
+            #expect(BackfillMessage.writeJSON(unit: "T-7", seq: seq, id: "a/b", points: points[...]) == expected)
+            let tail = points.indices.dropFirst(points.count / 2)
+            #expect(BackfillMessage.writeJSON(unit: "T-7", seq: seq, id: "a/b", points: points[tail]) == BackfillMessage(unit: "T-7", seq: seq, id: "a/b", points: Array(points[tail])).json)
+        }
+    }
+
     @Test func malformedRowsAreRefused() {
         #expect(PositionBatch.decode([[1, 2]]) == nil)
         #expect(PositionBatch.decode([[1, 2, 3, 4, 5, 6, 7]]) == nil)

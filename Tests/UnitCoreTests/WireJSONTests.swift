@@ -98,7 +98,10 @@ import UnitCore
     /// Backfill rows carry negative deltas, nulls for unknown values and 64-bit extremes.
     @Test func backfillIntegersAndNullsAreWhatTheFoundationEncoderWrites() throws {
         var message = BackfillMessage(unit: "T1", seq: 3, id: "c", points: [])
-        message.points = [[Int64.min, Int64.max, 0], [-1, 10, -10, nil, nil, 5], [0, -123_456_789, 987_654_321, nil, 7]]
+        message.points = [
+            [Int64.min, Int64.max, 0], [-1, 10, -10, nil, nil, 5], [0, -123_456_789, 987_654_321, nil, 7], [9, -9, 99, -99, 100, -100],
+            [Int64.min + 1, Int64.max - 1, 1_000_000_000_000_000_000, -999_999_999_999_999_999],
+        ]
         #expect(String(decoding: message.json, as: UTF8.self) == (try Self.foundationJSON(message)))
         #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(message.json)) == message)
     }
