@@ -86,6 +86,12 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     private let hintLock = NSLock()
     private var committedHints = Hints()
     private var acknowledgedRows: [Int64] = []
+    private var commitsSinceCheckpoint = 0
+
+    /// Commits between two checkpoints: one fix a second makes a checkpoint every few minutes,
+    /// about as often as SQLite's default of 1000 pages did.
+    public static let commitsPerCheckpoint = 250
+    static let walSizeLimit = 4 * 1024 * 1024
 
     /// Rows the broker acknowledged that are marked delivered with the pump's next commit, not in
     /// one of their own: `outboxDepth` does not count them.
@@ -146,6 +152,12 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         configuration.label = "taxiunitd.store"
         // Tests and tools may read or write the file from another process.
         configuration.busyMode = .timeout(5)
+        // No checkpoint inside a commit: a drain would wait for its copying and fsync several
+        // times. `checkpointIfDue()`, from the upkeep tick, does it instead; the WAL file is cut
+        // back to `walSizeLimit` once it starts over.
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walSizeLimit)")
+        }
         let pool = try DatabasePool(path: path, configuration: configuration)
         let verdict = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
         guard verdict == ["ok"] else {
@@ -272,8 +284,21 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     }
 
     private func note(_ notes: CommitNotes) {
-        hintLock.withLock { committedHints.apply(notes) }
+        hintLock.withLock {
+            committedHints.apply(notes)
+            commitsSinceCheckpoint += 1
+        }
         for action in notes.afterCommit { action() }
+    }
+
+    /// Copies the WAL into the database file once `commitsPerCheckpoint` commits have gone by
+    /// (PASSIVE: never waits for a reader). Returns whether it ran.
+    @discardableResult
+    public func checkpointIfDue() throws -> Bool {
+        guard hintLock.withLock({ commitsSinceCheckpoint >= Self.commitsPerCheckpoint }) else { return false }
+        try database.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+        hintLock.withLock { commitsSinceCheckpoint = 0 }
+        return true
     }
 
     /// Re-reads the hints from the file (at start, and when a new broker session starts).

@@ -20,10 +20,11 @@ import UnitCore
 /// with its `id`, which receivers drop.
 ///
 /// While it drains a backlog the pump keeps up to a window of backfill messages packed ahead
-/// (committed, not handed over): a PUBACK is followed by the next PUBLISH before any SQL, and the
-/// commit that marks it refills the reserve only when half of it is gone, so the batches are
-/// read, encoded and inserted a window at a time. Rows packed ahead are ordinary undelivered
-/// rows: a new session sends them from the store like any other.
+/// (committed, not handed over). The commit that marks a PUBACK hands the next message over from
+/// that reserve, and refills it only when half of it is gone, so the batches are read, encoded and
+/// inserted half a window at a time or more instead of one or two per PUBACK. The PUBACK is marked
+/// before the next message goes out, so a kill never sends again more than what was in flight.
+/// Rows packed ahead are ordinary undelivered rows: a new session sends them from the store.
 final class OutboxPump {
     typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
@@ -134,12 +135,6 @@ final class OutboxPump {
         let alreadyPacked = packed
         packed.removeAll()
         if sending, !hand(alreadyPacked, session: session) { return }
-        // A drain's next batches are packed already: they go out now, the commit follows.
-        if sending, !packedAhead.isEmpty, !mayHaveUrgentWork(store) {
-            let ahead = packedAhead.prefix(maxInFlight - rowsByTicket.count)
-            packedAhead.removeFirst(ahead.count)
-            if !hand(ahead, session: session) { return }
-        }
         let free = sending ? maxInFlight - rowsByTicket.count : 0
         guard free > 0 && mayHaveWork(store) || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
         let taken: Taken
@@ -173,8 +168,7 @@ final class OutboxPump {
     }
 
     /// A PUBACK alone is worth a commit only when shutting down, when many wait, or when no other
-    /// commit came along for `ackDelayMs`. During a drain every PUBACK gets one (`mayHaveWork`):
-    /// what a kill would send again stays at what is in flight.
+    /// commit came along for `ackDelayMs`.
     private func mustMarkAcknowledged(at time: Int64, stopping: Bool) -> Bool {
         guard !acknowledgedRows.isEmpty else { return false }
         let since = acknowledgedWaitingSince ?? time
@@ -193,7 +187,7 @@ final class OutboxPump {
     /// False if the connection went away under us; `.disconnected` follows and the next session
     /// starts over.
     @discardableResult
-    private func hand(_ messages: some Sequence<OutboxMessage>, session: MQTTSessionID) -> Bool {
+    private func hand(_ messages: [OutboxMessage], session: MQTTSessionID) -> Bool {
         for message in messages {
             do {
                 let ticket = try publish(topicBase + message.topic, message)
@@ -209,13 +203,9 @@ final class OutboxPump {
 
     /// From the hints alone: false means nothing is waiting that this session has not handed over.
     private func mayHaveWork(_ hints: some OutboxHints) -> Bool {
-        mayHaveUrgentWork(hints) || !packedAhead.isEmpty || hints.newestRowID(in: .backfill) > backfillCursor || hints.hasQueuedPositions
-    }
-
-    /// From the hints alone: whether anything may wait that goes before the backfill lane.
-    private func mayHaveUrgentWork(_ hints: some OutboxHints) -> Bool {
         [OutboxLane.alarm, .reply, .event, .livePosition].contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
-            || hints.hasFreshFix || !liveResends.isEmpty
+            || hints.newestRowID(in: .backfill) > backfillCursor || !packedAhead.isEmpty
+            || hints.hasFreshFix || !liveResends.isEmpty || hints.hasQueuedPositions
     }
 
     /// The newest backfill row handed over or packed ahead in this session.
@@ -257,9 +247,12 @@ final class OutboxPump {
             if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
             next += rows
         }
-        // Refilled only when half of it is gone, so packing reads and inserts a window at a time.
+        // Refilled only when half of it is gone, so packing reads and inserts a window at a time;
+        // never while older backfill rows wait unsent (a new session's resends): the lane stays in order.
         let aheadLeft = packedAhead.count - ahead.count
-        let packAhead = aheadLeft <= maxInFlight / 2 ? maxInFlight - aheadLeft : 0
+        let sentUpTo = max(backfillCursor, next.last { $0.lane == .backfill }?.rowID ?? 0)
+        let olderRowsWait = transaction.newestRowID(in: .backfill) > sentUpTo
+        let packAhead = aheadLeft <= maxInFlight / 2 && !olderRowsWait ? maxInFlight - aheadLeft : 0
         let wanted = limit - next.count
         if wanted + packAhead > 0, transaction.hasQueuedPositions {
             let packedNow = try transaction.formBackfill(

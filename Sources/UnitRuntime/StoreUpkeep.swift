@@ -22,7 +22,7 @@ struct UnstoredMessage {
 }
 
 /// The store's periodic chores, run from the engine loop: retrying messages the store refused,
-/// purging delivered rows, retention, and the size bound.
+/// purging delivered rows, retention, the size bound and the WAL checkpoint.
 struct StoreUpkeep {
     static let interval = Duration.seconds(2)
     /// Delivered rows removed per run: small, so the pump never waits long for the writer.
@@ -81,6 +81,7 @@ struct StoreUpkeep {
             if bound.stillAbove {
                 logger.error("store is above its size bound with only alarms, replies and events left; keeping them")
             }
+            try store.checkpointIfDue()
         } catch {
             logger.error("store upkeep failed", metadata: ["error": "\(error)"])
         }
