@@ -14,12 +14,12 @@ public enum PositionBatch {
     /// (JSON `null`); trailing unknowns are left out.
     public static func encode(_ points: [PositionPoint]) -> [[Int64?]] {
         var differences = Differences()
-        return points.map { Array(differences.next($0)) }
+        return points.map { differences.next($0).values }
     }
 
     /// One encoded point: 3 to 6 values, without an array of its own, so a batch can be written
     /// straight into the wire bytes (`BackfillMessage.writeJSON(unit:seq:id:points:)`).
-    struct Row: RandomAccessCollection {
+    struct Row {
         var t: Int64
         var lat: Int64
         var lon: Int64
@@ -27,20 +27,10 @@ public enum PositionBatch {
         var hdg: Int64?
         var acc: Int64?
 
-        var startIndex: Int { 0 }
         /// Trailing unknowns are left out.
-        var endIndex: Int { acc != nil ? 6 : hdg != nil ? 5 : spd != nil ? 4 : 3 }
+        var count: Int { acc != nil ? 6 : hdg != nil ? 5 : spd != nil ? 4 : 3 }
 
-        subscript(column: Int) -> Int64? {
-            switch column {
-            case 0: t
-            case 1: lat
-            case 2: lon
-            case 3: spd
-            case 4: hdg
-            default: acc
-            }
-        }
+        var values: [Int64?] { Array([t, lat, lon, spd, hdg, acc].prefix(count)) }
     }
 
     /// The running state of one batch: each column's last known value and the last time interval.

@@ -48,16 +48,19 @@ struct WireJSONWriter {
     mutating func integer(_ value: Int64) {
         if value < 0 { byte("-") }
         var magnitude = value.magnitude
-        guard magnitude >= 10 else {
+        if magnitude < 10 {
             bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
-            return
-        }
-        let first = bytes.count
-        while magnitude > 0 {
+        } else if magnitude < 100 {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / 10))
             bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
+        } else {
+            let first = bytes.count
+            while magnitude > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                magnitude /= 10
+            }
+            bytes[first...].reverse()
         }
-        bytes[first...].reverse()
     }
 
     /// Swift's shortest round-trip form, as the Foundation encoder writes it: integral values
@@ -180,8 +183,31 @@ extension BackfillMessage {
 }
 
 extension WireJSONWriter {
+    /// The row of one point, as `backfillRow(_: [Int64?])` writes its values, without an array
+    /// per point: 86,400 points a day of backlog.
+    fileprivate mutating func backfillRow(_ row: PositionBatch.Row) {
+        byte("[")
+        integer(row.t)
+        byte(",")
+        integer(row.lat)
+        byte(",")
+        integer(row.lon)
+        let count = row.count
+        if count > 3 { optionalInteger(row.spd) }
+        if count > 4 { optionalInteger(row.hdg) }
+        if count > 5 { optionalInteger(row.acc) }
+        byte("]")
+    }
+
+    private mutating func optionalInteger(_ value: Int64?) {
+        byte(",")
+        if let value { integer(value) } else { raw("null") }
+    }
+}
+
+extension WireJSONWriter {
     /// `[v,v,…]` with `null` for an unknown value.
-    fileprivate mutating func backfillRow(_ values: some Collection<Int64?>) {
+    fileprivate mutating func backfillRow(_ values: [Int64?]) {
         byte("[")
         var first = true
         for value in values {
