@@ -51,6 +51,23 @@ import UnitCore
 
     static func id(of message: MQTTMessage) -> String? { message.json?["id"] as? String }
 
+    /// batch_max 5: a backlog takes many messages, so a drain lasts long enough to interrupt.
+    static func useSmallBatches(in unit: UnitUnderTest, maxInflight: Int) throws {
+        try String(contentsOfFile: unit.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "reconnect_max_s = 1", with: "reconnect_max_s = 1\nbatch_max = 5\nmax_inflight = \(maxInflight)")
+            .write(toFile: unit.configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// A fix belongs to one message forever: a resend repeats the message, never repacks it.
+    static func expectEachFixInOneMessage(_ positions: [ReceivedPositions]) {
+        var owner: [Int64: String] = [:]
+        for message in positions {
+            for point in message.points {
+                #expect(owner.updateValue(message.id, forKey: point.t).map { $0 == message.id } ?? true, "fix \(point.t) in two messages")
+            }
+        }
+    }
+
     @Test func aBacklogDrainsByPriorityWithTheNewestFixFirstAndEachMessageOnce() async throws {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
@@ -107,10 +124,8 @@ import UnitCore
         let broker = try MosquittoBroker(in: scratch)
         let maxInflight = 10
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
-        // batch_max 5 makes the drain long enough to be interrupted twenty times.
-        try String(contentsOfFile: unit.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "reconnect_max_s = 1", with: "reconnect_max_s = 1\nbatch_max = 5\nmax_inflight = \(maxInflight)")
-            .write(toFile: unit.configPath, atomically: true, encoding: .utf8)
+        // Small batches make the drain long enough to be interrupted twenty times.
+        try Self.useSmallBatches(in: unit, maxInflight: maxInflight)
         let fixes = 60_000
         let injected = try Self.inject(into: unit.storePath, fixes: fixes, events: 40, replies: 10)
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"], clientID: "recorder-kill", persistentSession: true)
@@ -141,13 +156,7 @@ import UnitCore
         let otherIDs = Set(received.filter { !$0.topic.hasSuffix("/pos") }.compactMap(Self.id))
         #expect(otherIDs == Set(injected.eventIDs + injected.replyIDs))
 
-        // A fix belongs to one message forever: a resend repeats the message, never repacks it.
-        var owner: [Int64: String] = [:]
-        for message in ReceivedPositions.all(received, topic: posTopic) {
-            for point in message.points {
-                #expect(owner.updateValue(message.id, forKey: point.t).map { $0 == message.id } ?? true)
-            }
-        }
+        Self.expectEachFixInOneMessage(ReceivedPositions.all(received, topic: posTopic))
         // Only what was in flight at a kill can come again.
         let duplicates = received.count - Set(received.compactMap(Self.id)).count
         #expect(duplicates <= 20 * maxInflight, "\(duplicates) redeliveries for 20 kills")
@@ -161,10 +170,7 @@ import UnitCore
         let broker = try MosquittoBroker(in: scratch)
         let maxInflight = 10
         let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
-        // batch_max 5 makes the drain long enough to be interrupted.
-        try String(contentsOfFile: unit.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "reconnect_max_s = 1", with: "reconnect_max_s = 1\nbatch_max = 5\nmax_inflight = \(maxInflight)")
-            .write(toFile: unit.configPath, atomically: true, encoding: .utf8)
+        try Self.useSmallBatches(in: unit, maxInflight: maxInflight)
         let fixes = 40_000
         let injected = try Self.inject(into: unit.storePath, fixes: fixes, events: 10, replies: 0)
         let recorder = try await MQTTRecorder(
@@ -197,12 +203,7 @@ import UnitCore
             let id = try #require(Self.id(of: message))
             #expect(payloads.updateValue(message.payload, forKey: id).map { $0 == message.payload } ?? true, "a resend is the same message")
         }
-        var owner: [Int64: String] = [:]
-        for message in ReceivedPositions.all(received, topic: posTopic) {
-            for point in message.points {
-                #expect(owner.updateValue(message.id, forKey: point.t).map { $0 == message.id } ?? true, "a fix is in one message")
-            }
-        }
+        Self.expectEachFixInOneMessage(ReceivedPositions.all(received, topic: posTopic))
         let history = ReceivedPositions.firstArrivals(ReceivedPositions.all(received, topic: posTopic)).filter(\.backfill).flatMap(\.points)
         #expect(history.map(\.t) == history.map(\.t).sorted(), "the backfill stays in order across the restarts")
         // Only what was in flight when the broker went away can come again.
