@@ -143,6 +143,29 @@ import UnitCore
         #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
     }
 
+    /// No checkpoint inside a commit: the WAL grows past SQLite's usual 1000 pages until the
+    /// upkeep tick's `checkpointIfDue`, after which the next commit starts it over, cut back to
+    /// its size limit.
+    @Test func theWALIsCheckpointedByTheUpkeepNotByCommits() throws {
+        let store = try LocalCache(path: path)
+        let wal = path + "-wal"
+        func walBytes() throws -> Int { try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int ?? 0 }
+        #expect(try store.checkpointIfDue() == false)
+        // SQLite's own checkpoint would start the WAL over at 1000 pages (4 MB), never reaching 6.
+        var index = 0
+        while try walBytes() <= 6 * 1024 * 1024, index < 3000 * 40 {
+            try queue(store, index..<(index + 40))
+            index += 40
+        }
+        #expect(try walBytes() > 6 * 1024 * 1024)
+        for _ in 0..<LocalCache.commitsPerCheckpoint { try event(store) }
+        #expect(try store.checkpointIfDue())
+        #expect(try store.checkpointIfDue() == false, "nothing committed since")
+        try event(store)
+        #expect(try walBytes() <= 4 * 1024 * 1024)
+        #expect(try store.outboxDepth().position == index, "every queued fix is still there")
+    }
+
     @Test func retentionDropsOnlyOldUndeliveredPositionsAndCountsThem() throws {
         let store = try LocalCache(path: path)
         try queue(store, 0..<60, createdAt: 1_000)
