@@ -19,10 +19,10 @@ import UnitCore
 /// (the store is told it is acknowledged); a kill in between only means that message is sent again
 /// with its `id`, which receivers drop.
 ///
-/// While it drains a backlog the pump keeps up to a window of backfill messages packed ahead
+/// While it drains a backlog the pump keeps up to two windows of backfill messages packed ahead
 /// (committed, not handed over). The commit that marks a PUBACK hands the next message over from
-/// that reserve, and refills it only when half of it is gone, so the batches are read, encoded and
-/// inserted half a window at a time or more instead of one or two per PUBACK. The PUBACK is marked
+/// that reserve, and refills it only when a window of it is gone, so the batches are read, encoded
+/// and inserted a window or more at a time instead of one or two per PUBACK. The PUBACK is marked
 /// before the next message goes out, so a kill never sends again more than what was in flight.
 /// Rows packed ahead are ordinary undelivered rows: a new session sends them from the store.
 final class OutboxPump {
@@ -247,12 +247,13 @@ final class OutboxPump {
             if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
             next += rows
         }
-        // Refilled only when half of it is gone, so packing reads and inserts a window at a time;
-        // never while older backfill rows wait unsent (a new session's resends): the lane stays in order.
+        // Two windows ahead, refilled once one is gone: packing reads and inserts a window or more
+        // at a time. Never while older backfill rows wait unsent (a new session's resends): the
+        // lane stays in order.
         let aheadLeft = packedAhead.count - ahead.count
         let sentUpTo = max(backfillCursor, next.last { $0.lane == .backfill }?.rowID ?? 0)
         let olderRowsWait = transaction.newestRowID(in: .backfill) > sentUpTo
-        let packAhead = aheadLeft <= maxInFlight / 2 && !olderRowsWait ? maxInFlight - aheadLeft : 0
+        let packAhead = aheadLeft <= maxInFlight && !olderRowsWait ? 2 * maxInFlight - aheadLeft : 0
         let wanted = limit - next.count
         if wanted + packAhead > 0, transaction.hasQueuedPositions {
             let packedNow = try transaction.formBackfill(
