@@ -25,6 +25,8 @@ enum EngineInput: Sendable {
     case shutdownRequested
     case shutdownDeadline
     case fleetRollbackDue
+    /// The position commit window closed: the fixes held in it are committed.
+    case commitWindowClosed
 }
 
 /// The imperative shell: feeds `UnitStateMachine` with events from gpsd, the broker and the control
@@ -42,6 +44,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var machine: UnitStateMachine
     let outbox: OutboxPump
     var upkeep: StoreUpkeep
+    var commitWindow: PositionCommitWindow
     /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
     private var unstoredMessages: [UnstoredMessage] = []
     /// Set by `pumpOutbox()`; the loop pumps once after each batch of inputs.
@@ -93,6 +96,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
+        commitWindow = PositionCommitWindow(window: .milliseconds(configuration.store.positionCommitMs))
         outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
             maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
@@ -162,6 +166,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     refreshDriverView()
                     if outcome == .finished { break loop }
                 }
+                commitHeldFixes()
                 for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
@@ -207,6 +212,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .fleetRollbackDue:
             // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
             if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
+        case .commitWindowClosed:
+            if commitWindow.isDue(at: .now) { commitHeldFixes() }
         }
         return .running
     }
@@ -222,6 +229,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if gpsConnected { logger.warning("gpsd connection lost", metadata: ["reason": "\(reason)"]) }
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
+            // No fix follows soon: what gpsd sent is stored now.
+            commitHeldFixes()
         case .sample(let sample):
             step(.gps(sample, at: clockSample()))
         }
@@ -389,8 +398,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
     }
 
-    /// Returns whether anything was queued for the broker.
-    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage]) throws -> Bool {
+    /// Commits the fixes held by the commit window, alone.
+    private func commitHeldFixes() {
+        guard !commitWindow.held.isEmpty else { return }
+        do {
+            if try storeDurable([], [], mayHold: false) { pumpOutbox() }
+        } catch {
+            logger.error("cannot store the fixes held for this commit", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Returns whether anything was queued for the broker. A step that only records fixes may
+    /// leave them to the commit window; everything else commits at once, with the held fixes.
+    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage], mayHold: Bool = true) throws -> Bool {
         let promises = actions.contains {
             switch $0 {
             case .persist, .reply, .event, .sos, .recordRide: true
@@ -403,11 +423,55 @@ public final class UnitEngine: Service, @unchecked Sendable {
             default: false
             }
         }
-        guard promises || fixes else { return false }
+        guard promises || fixes || !commitWindow.held.isEmpty else { return false }
         let now = clockMs()
-        return try store.write(promises ? .full : .normal) { transaction in
+        let instant = ContinuousClock.now
+        if mayHold, !promises, commitWindow.holds(at: instant), actions.allSatisfy(Self.mayWaitForCommit) {
+            let arrived = actions.compactMap { action -> PositionCommitWindow.HeldFix? in
+                guard case .recordFix(let fix, let report) = action else { return nil }
+                return .init(fix: fix, report: report, createdAt: now)
+            }
+            if let closesAt = commitWindow.hold(arrived) { startCommitWindowTimer(closingAt: closesAt) }
+            return false
+        }
+        let held = commitWindow.takeForCommit(at: instant)
+        do {
+            return try write(actions, messages, held: held, durability: promises ? .full : .normal, now: now)
+        } catch {
+            for fix in held where fix.report { upkeep.positionLost() }
+            throw error
+        }
+    }
+
+    /// Recording a fix may wait for the commit window; what else a step stores may not.
+    private static func mayWaitForCommit(_ action: UnitAction) -> Bool {
+        switch action {
+        case .persist, .reply, .event, .sos, .recordRide, .reportStale, .zoneChanged: false
+        default: true
+        }
+    }
+
+    private func startCommitWindowTimer(closingAt deadline: ContinuousClock.Instant) {
+        Task { [inbox] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            inbox.post(.commitWindowClosed)
+        }
+    }
+
+    /// One transaction: the held fixes first (they came first), then the step's.
+    private func write(
+        _ actions: [UnitAction], _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: Int64
+    ) throws -> Bool {
+        try store.write(durability) { transaction in
             var queued = !messages.isEmpty
             for message in messages { try message.enqueue(in: transaction) }
+            for fix in held {
+                try transaction.insertPosition(fix.fix, createdAt: fix.createdAt)
+                if fix.report {
+                    try transaction.queuePosition(fix.fix, createdAt: fix.createdAt)
+                    queued = true
+                }
+            }
             for action in actions {
                 switch action {
                 case .recordFix(let fix, let report):
@@ -587,6 +651,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func beginShutdown() -> LoopOutcome {
         stopping = true
         logger.info("shutting down")
+        commitHeldFixes()
         pumpOutbox()
         guard broker.connected else { return .finished }
         publishStatus(online: false)
