@@ -13,7 +13,8 @@ import UnitCore
 
 /// Everything that can happen to the unit, in the one order the engine sees it.
 enum EngineInput: Sendable {
-    case gps(GPSDEvent)
+    /// `arrivedAtS`: the monotonic clock when the reader handed it over; a fix may wait in the inbox.
+    case gps(GPSDEvent, arrivedAtS: Double)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
     case healthProbe(EngineProbe)
@@ -103,10 +104,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
         ) { [mqtt] topic, message throws(MQTTLinkError) in
             try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
         }
-        gpsd.deliverEvents { [inbox] in inbox.post(.gps($0)) }
+        gpsd.deliverEvents { [inbox] event in
+            let isSample = if case .sample = event { true } else { false }
+            inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [])
+        }
         mqtt.deliverEvents { [inbox] linked in
             let isPUBACK = if case .published = linked.event { true } else { false }
-            inbox.post(.mqtt(linked), mayWait: isPUBACK)
+            inbox.post(.mqtt(linked), mayWait: isPUBACK ? .acknowledgement : [])
         }
     }
 
@@ -162,7 +166,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     // nothing to fill them with, it neither wakes the loop nor commits on its own;
                     // the next pump (the next fix, the upkeep tick) marks it. Shutdown waits for one.
                     acknowledgementsMayWait = !stopping && outbox.inFlight < outbox.maxInFlight
-                    inbox.deferWaitingInputs = acknowledgementsMayWait
+                    // While fixes wait for the commit window, its timer wakes the loop: the fixes
+                    // that come meanwhile wait with them, and are handled in one batch.
+                    var deferred: InputDeferral = acknowledgementsMayWait ? .acknowledgement : []
+                    if !commitWindow.held.isEmpty { deferred.insert(.fix) }
+                    inbox.deferred = deferred
                     refreshDriverView()
                     if outcome == .finished { break loop }
                 }
@@ -179,8 +187,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     private func handle(_ input: EngineInput) -> LoopOutcome {
         switch input {
-        case .gps(let event):
-            handleGPS(event)
+        case .gps(let event, let arrivedAtS):
+            handleGPS(event, arrivedAtS: arrivedAtS)
         case .mqtt(let linked):
             guard linked.generation == linkGeneration else { return .running }
             return handleMQTT(linked.event)
@@ -220,7 +228,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     // MARK: GPS
 
-    private func handleGPS(_ event: GPSDEvent) {
+    private func handleGPS(_ event: GPSDEvent, arrivedAtS: Double) {
         switch event {
         case .connected:
             gpsConnected = true
@@ -232,7 +240,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // No fix follows soon: what gpsd sent is stored now.
             commitHeldFixes()
         case .sample(let sample):
-            step(.gps(sample, at: clockSample()))
+            step(.gps(sample, at: clockSample(arrivedAtS: arrivedAtS)))
         }
     }
 
@@ -668,6 +676,16 @@ public final class UnitEngine: Service, @unchecked Sendable {
         if let batchClock { return batchClock }
         let sample = SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
         batchClock = sample
+        return sample
+    }
+
+    /// The clocks as they were when an input arrived (monotonic `arrivedAtS`): a fix may have
+    /// waited in the inbox for its batch, and the unit clock follows GPS time from its arrival.
+    private func clockSample(arrivedAtS: Double) -> ClockSample {
+        var sample = clockSample()
+        let waitedS = max(0, sample.monotonicS - arrivedAtS)
+        sample.systemS -= waitedS
+        sample.monotonicS -= waitedS
         return sample
     }
 
