@@ -35,14 +35,21 @@ import UnitCore
         unit.stop()
     }
 
-    @Test func aPressWhileFixesWaitIsCommittedAtOnceAndTakesThemAlong() async throws {
-        let scratch = try ScratchDirectory("commit-press")
-        let gps = try FakeGPS(log: Corpus.log("nmea-rtk.log"), in: scratch, cycleS: Self.tenHertzCycleS)
-        // No broker: what is queued stays in the store. A window no test outlasts: after the first
-        // fix only the press commits.
+    /// A unit fed at 10 Hz, every fix reported, with no broker: what is queued stays in the store.
+    static func unitWithoutBroker(_ name: String, commitWindowMs: Int) async throws -> (FakeGPS, UnitUnderTest) {
+        let scratch = try ScratchDirectory(name)
+        let gps = try FakeGPS(log: Corpus.log("nmea-rtk.log"), in: scratch, cycleS: tenHertzCycleS)
         let unit = try UnitUnderTest(
-            mqttPort: try Loopback.freePort(), gpsdPort: gps.port, in: scratch, reportingIntervalS: 0, storeTOML: "position_commit_ms = 60000")
+            mqttPort: try Loopback.freePort(), gpsdPort: gps.port, in: scratch, reportingIntervalS: 0,
+            storeTOML: "position_commit_ms = \(commitWindowMs)")
         try await unit.start()
+        return (gps, unit)
+    }
+
+    @Test func aPressWhileFixesWaitIsCommittedAtOnceAndTakesThemAlong() async throws {
+        // A window no test outlasts: after the first commit only the press commits.
+        let (gps, unit) = try await Self.unitWithoutBroker("commit-press", commitWindowMs: 60_000)
+        defer { gps.stop() }
         let held = try await unit.waitForStatus("fixes coming") { $0.gps.lastFixTime != nil }
         try await Task.sleep(for: .milliseconds(500))
         let beforePress = try unit.status()
@@ -61,11 +68,8 @@ import UnitCore
     }
 
     @Test func aKillLosesAtMostTheFixesOfOneWindow() async throws {
-        let scratch = try ScratchDirectory("commit-kill")
-        let gps = try FakeGPS(log: Corpus.log("nmea-rtk.log"), in: scratch, cycleS: Self.tenHertzCycleS)
-        let unit = try UnitUnderTest(
-            mqttPort: try Loopback.freePort(), gpsdPort: gps.port, in: scratch, reportingIntervalS: 0, storeTOML: "position_commit_ms = 500")
-        try await unit.start()
+        let (gps, unit) = try await Self.unitWithoutBroker("commit-kill", commitWindowMs: 500)
+        defer { gps.stop() }
         let seen = try await unit.waitForStatus("fixes coming") { $0.storedPositions > 5 && $0.gps.lastFixAgeS ?? 9 < 0.5 }
         // Well past the window: its commit has happened, whatever the load.
         try await Task.sleep(for: .seconds(2))

@@ -29,16 +29,21 @@ import Testing
         #expect(await loop.value == ["puback"])
     }
 
+    /// The loop parked, waiting for input, as it does between batches.
+    func parkedLoop(_ inbox: EngineInbox<String>) async -> Task<[String]?, Never> {
+        let loop = Task { await inbox.next() }
+        while !inbox.hasParkedConsumer { await Task.yield() }
+        return loop
+    }
+
     @Test func onlyTheKindsDeferredNowWait() async {
         let inbox = EngineInbox<String>()
         inbox.deferred = .acknowledgement
-        let loop = Task { await inbox.next() }
-        while !inbox.hasParkedConsumer { await Task.yield() }
+        let loop = await parkedLoop(inbox)
         inbox.post("fix", mayWait: .fix)
         #expect(await loop.value == ["fix"], "fixes are not deferred now")
         inbox.deferred = [.acknowledgement, .fix]
-        let next = Task { await inbox.next() }
-        while !inbox.hasParkedConsumer { await Task.yield() }
+        let next = await parkedLoop(inbox)
         inbox.post("fix", mayWait: .fix)
         inbox.post("puback", mayWait: .acknowledgement)
         inbox.post("window closed")
