@@ -155,7 +155,7 @@ public final class GPSDConnection: @unchecked Sendable {
                 return "gpsd socket error: \(String(cString: strerror(errno)))"
             }
             lines.forEachLine { line in
-                guard strstr(line, "\"class\":\"TPV\"") != nil, gps_unpack(line, data) == 0 else { return }
+                guard Self.isTPV(line), gps_unpack(line, data) == 0 else { return }
                 deliver(.sample(Self.sample(from: data.pointee.fix)))
             }
         }
@@ -198,10 +198,9 @@ public final class GPSDConnection: @unchecked Sendable {
         }
     }
 
-    static func isTPV(_ message: [CChar]) -> Bool {
-        message.withUnsafeBufferPointer { buffer in
-            strstr(buffer.baseAddress!, "\"class\":\"TPV\"") != nil
-        }
+    /// `line`: one NUL-terminated gpsd report.
+    static func isTPV(_ line: UnsafePointer<CChar>) -> Bool {
+        strstr(line, "\"class\":\"TPV\"") != nil
     }
 
     static func sample(from fix: gps_fix_t) -> GPSSample {

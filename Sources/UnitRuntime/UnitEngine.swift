@@ -45,6 +45,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var machine: UnitStateMachine
     let outbox: OutboxPump
     var upkeep: StoreUpkeep
+    /// Fixes waiting for the next commit (`[store] position_commit_ms`).
     var commitWindow: PositionCommitWindow
     /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
     private var unstoredMessages: [UnstoredMessage] = []
