@@ -248,12 +248,12 @@ final class OutboxPump {
             next += rows
         }
         // Two windows ahead, refilled once one is gone: packing reads and inserts a window or more
-        // at a time. Never while older backfill rows wait unsent (a new session's resends): the
-        // lane stays in order.
+        // at a time. Only while sending, and never while the newest fix waits for the live lane or
+        // older backfill rows wait unsent (a new session's resends): the lanes stay in order.
         let aheadLeft = packedAhead.count - ahead.count
         let sentUpTo = max(backfillCursor, next.last { $0.lane == .backfill }?.rowID ?? 0)
-        let olderRowsWait = transaction.newestRowID(in: .backfill) > sentUpTo
-        let packAhead = aheadLeft <= maxInFlight && !olderRowsWait ? 2 * maxInFlight - aheadLeft : 0
+        let mayPackAhead = limit > 0 && !transaction.hasFreshFix && transaction.newestRowID(in: .backfill) <= sentUpTo
+        let packAhead = mayPackAhead && aheadLeft <= maxInFlight ? 2 * maxInFlight - aheadLeft : 0
         let wanted = limit - next.count
         if wanted + packAhead > 0, transaction.hasQueuedPositions {
             let packedNow = try transaction.formBackfill(
