@@ -14,9 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-30}
 
 cd "$root"
-swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null
-swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null
-bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+make -s release >/dev/null
+bin=$(make -s release-bin-path)
 work=$(mktemp -d /tmp/taxiunitd-order-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

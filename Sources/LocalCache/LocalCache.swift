@@ -141,17 +141,25 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         try refreshHints()
     }
 
+    /// Per connection, in KiB (a negative `cache_size`). SQLite's default is 2 MiB for each of the
+    /// pool's connections; the daemon's statements touch the tails of a few tables, and the kernel's
+    /// page cache holds the file anyway (bench/README.md, "Memory").
+    static let cacheSizePragma = -256
+
     private static func openChecked(path: String) throws -> DatabasePool {
         var configuration = Configuration()
         configuration.label = "taxiunitd.store"
         // Tests and tools may read or write the file from another process.
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = \(cacheSizePragma)") }
         let pool = try DatabasePool(path: path, configuration: configuration)
         let verdict = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
         guard verdict == ["ok"] else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))")
         }
         try migrator.migrate(pool)
+        // The check read every page through one reader's cache.
+        pool.releaseMemory()
         return pool
     }
 
