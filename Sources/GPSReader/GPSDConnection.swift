@@ -14,7 +14,7 @@ public enum GPSDEvent: Sendable, Equatable {
 ///
 /// libgps reads block, so they run on one dedicated thread that hands TPV reports to `events`; it
 /// reads whenever data is there, so gpsd never drops us as a slow client. When gpsd goes away
-/// (`gps_read` returns -1, or it cannot be reached) the thread closes, backs off and opens again:
+/// (it closes the socket, or it cannot be reached) the thread closes, backs off and opens again:
 /// the daemon never exits for this. The backoff is capped at `maxRetryDelayS` so that fixes flow
 /// again within a few seconds of gpsd coming back (udev and package upgrades restart it).
 ///
@@ -40,9 +40,9 @@ public final class GPSDConnection: @unchecked Sendable {
     /// Beats each time round the reader loop, for the systemd watchdog.
     public let heartbeat = Heartbeat(name: "gpsd-reader", allowingSilenceS: Liveness.blockingConnectS)
 
-    /// How long one `gps_waiting` blocks (at least 2 s, so an idle gpsd costs nothing): also how
+    /// How long one wait for gpsd's data blocks (at least 2 s, so an idle gpsd costs nothing): also how
     /// quickly `stop()` is noticed.
-    static let waitMicroseconds: Int32 = 2_000_000
+    static let waitMilliseconds: Int32 = 2000
 
     public init(host: String, port: Int, minRetryDelayS: Double = 0.25, maxRetryDelayS: Double = 1) {
         self.host = host
@@ -132,31 +132,75 @@ public final class GPSDConnection: @unchecked Sendable {
     }
 
     /// Reads until gpsd closes the socket or we are stopped; returns why it ended.
+    ///
+    /// Reads gpsd's socket itself rather than through `gps_read`, which takes one object per call
+    /// (a wait and a read each) and parses every one: each cycle brings a SKY report with its list
+    /// of satellites, and often GST, DEVICE... Only TPV carries a fix, so only TPV lines go through
+    /// libgps's parser (`gps_unpack`, what `gps_read` calls on each line), and every line one read
+    /// brought is handled before waiting again.
     private func readReports(_ data: UnsafeMutablePointer<gps_data_t>, delivering deliver: EventHandler) -> String {
-        var message = [CChar](repeating: 0, count: 8192)
+        let socket = data.pointee.gps_fd
+        var lines = LineBuffer()
         while !stopping {
-            heartbeat.beat(allowingSilenceS: Double(Self.waitMicroseconds) / 1e6 + Liveness.slackS)
-            errno = 0
-            guard gps_waiting(data, Self.waitMicroseconds) else {
-                // A timeout is normal (no receiver attached); a dead socket shows up as a failed read below.
-                if errno != 0 && errno != EINTR && errno != EAGAIN { return "gpsd socket error: \(String(cString: strerror(errno)))" }
-                continue
+            heartbeat.beat(allowingSilenceS: Double(Self.waitMilliseconds) / 1e3 + Liveness.slackS)
+            var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, Self.waitMilliseconds)
+            // A timeout is normal (no receiver attached).
+            if polled == 0 || polled < 0 && errno == EINTR { continue }
+            if polled < 0 { return "gpsd socket error: \(String(cString: strerror(errno)))" }
+            let count = lines.read(from: socket)
+            if count == 0 { return "gpsd closed the connection" }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return "gpsd socket error: \(String(cString: strerror(errno)))"
             }
-            let count = message.withUnsafeMutableBufferPointer { buffer in
-                gps_read(data, buffer.baseAddress, Int32(buffer.count))
+            lines.forEachLine { line in
+                guard Self.isTPV(line), gps_unpack(line, data) == 0 else { return }
+                deliver(.sample(Self.sample(from: data.pointee.fix)))
             }
-            if count == -1 { return "gpsd closed the connection" }
-            // gps_read leaves the previous fix in place for SKY, DEVICE... reports: only TPV carries one.
-            guard Self.isTPV(message) else { continue }
-            deliver(.sample(Self.sample(from: data.pointee.fix)))
         }
         return "stopped"
     }
 
-    static func isTPV(_ message: [CChar]) -> Bool {
-        message.withUnsafeBufferPointer { buffer in
-            strstr(buffer.baseAddress!, "\"class\":\"TPV\"") != nil
+    /// gpsd's stream, cut into lines: what one read brought, and the start of a line it cut off.
+    struct LineBuffer {
+        /// Far more than any gpsd report (GPS_JSON_RESPONSE_MAX is 4096): a longer line is dropped.
+        static let capacity = 65_536
+        private var bytes = [CChar](repeating: 0, count: Self.capacity + 1)
+        private var filled = 0
+
+        /// Appends what `socket` has; returns what `read` returned.
+        mutating func read(from socket: Int32) -> Int {
+            if filled == Self.capacity { filled = 0 }
+            let count = bytes.withUnsafeMutableBufferPointer { buffer in
+                Glibc.read(socket, buffer.baseAddress! + filled, Self.capacity - filled)
+            }
+            if count > 0 { filled += count }
+            return count
         }
+
+        /// Hands over each complete line, NUL-terminated in place of its newline, and keeps the rest.
+        mutating func forEachLine(_ body: (UnsafeMutablePointer<CChar>) -> Void) {
+            let filled = self.filled
+            let consumed = bytes.withUnsafeMutableBufferPointer { buffer -> Int in
+                let base = buffer.baseAddress!
+                var start = 0
+                while start < filled, let newline = memchr(base + start, 0x0A, filled - start) {
+                    let end = newline.assumingMemoryBound(to: CChar.self)
+                    end.pointee = 0
+                    body(base + start)
+                    start = end - base + 1
+                }
+                if start > 0 && start < filled { memmove(base, base + start, filled - start) }
+                return start
+            }
+            self.filled -= consumed
+        }
+    }
+
+    /// `line`: one NUL-terminated gpsd report.
+    static func isTPV(_ line: UnsafePointer<CChar>) -> Bool {
+        strstr(line, "\"class\":\"TPV\"") != nil
     }
 
     static func sample(from fix: gps_fix_t) -> GPSSample {

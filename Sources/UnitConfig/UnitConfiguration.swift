@@ -49,6 +49,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var maxMB: Double
         /// Undelivered positions older than this are dropped (personal data).
         public var retentionDays: Double
+        /// Fixes alone are committed at most once per this many ms; 0 commits each one.
+        public var positionCommitMs: Int = 1000
     }
 
     public struct Control: Sendable, Equatable {
@@ -164,7 +166,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         let store = Store(
             path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!,
             maxMB: storeSection.number("max_mb", default: 64, in: 0.1...1_000_000),
-            retentionDays: storeSection.number("retention_days", default: 7, in: 0.001...3650)
+            retentionDays: storeSection.number("retention_days", default: 7, in: 0.001...3650),
+            positionCommitMs: storeSection.integer("position_commit_ms", default: 1000, in: 0...60_000)
         )
         storeSection.finish(into: &problems)
 

@@ -10,11 +10,11 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
     private var waiting: [Input] = []
     private var consumer: CheckedContinuation<[Input], Never>?
     private var closed = false
-    private var deferring = false
+    private var deferring: InputDeferral = []
 
-    /// While true, inputs posted with `mayWait` do not wake the loop: they are handled with the
-    /// next input that does (the next fix, the upkeep tick).
-    var deferWaitingInputs: Bool {
+    /// Inputs posted with one of these kinds do not wake the loop: they are handled with the next
+    /// input that does (the next fix, a timer, the upkeep tick).
+    var deferred: InputDeferral {
         get { lock.withLock { deferring } }
         set { lock.withLock { deferring = newValue } }
     }
@@ -24,14 +24,14 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
 
     /// An input that wakes the loop takes the deferred ones along, ahead of it: the loop sees
     /// everything in the order it was posted (a control request after the PUBACKs before it).
-    func post(_ input: Input, mayWait: Bool = false) {
+    func post(_ input: Input, mayWait kind: InputDeferral = []) {
         lock.lock()
         guard !closed else {
             lock.unlock()
             return
         }
         waiting.append(input)
-        guard let consumer, !(mayWait && deferring) else {
+        guard let consumer, kind.isEmpty || !deferring.isSuperset(of: kind) else {
             lock.unlock()
             return
         }
@@ -86,4 +86,14 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
             return .nothing
         }
     }
+}
+
+/// Kinds of input that need not wake the engine loop at once; the loop says which wait now.
+struct InputDeferral: OptionSet, Sendable {
+    let rawValue: UInt8
+
+    /// A PUBACK while the pump has free slots in flight and nothing to fill them with.
+    static let acknowledgement = InputDeferral(rawValue: 1)
+    /// A fix while earlier ones wait for the position commit window, whose timer wakes the loop.
+    static let fix = InputDeferral(rawValue: 2)
 }

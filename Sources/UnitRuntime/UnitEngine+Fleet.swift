@@ -90,6 +90,7 @@ extension UnitEngine {
             outbox.batchMax = next.mqtt.batchMax
             outbox.topicBase = next.unitTopicBase
             upkeep.limits = next.store
+            commitWindow.window = .milliseconds(next.store.positionCommitMs)
             if reconnect {
                 logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(next.mqtt.host):\(next.mqtt.port)"])
                 outbox.sessionEnded()

@@ -13,7 +13,8 @@ import UnitCore
 
 /// Everything that can happen to the unit, in the one order the engine sees it.
 enum EngineInput: Sendable {
-    case gps(GPSDEvent)
+    /// `arrivedAtS`: the monotonic clock when the reader handed it over; a fix may wait in the inbox.
+    case gps(GPSDEvent, arrivedAtS: Double)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
     case healthProbe(EngineProbe)
@@ -25,6 +26,8 @@ enum EngineInput: Sendable {
     case shutdownRequested
     case shutdownDeadline
     case fleetRollbackDue
+    /// The position commit window closed: the fixes held in it are committed.
+    case commitWindowClosed
 }
 
 /// The imperative shell: feeds `UnitStateMachine` with events from gpsd, the broker and the control
@@ -42,6 +45,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var machine: UnitStateMachine
     let outbox: OutboxPump
     var upkeep: StoreUpkeep
+    /// Fixes waiting for the next commit (`[store] position_commit_ms`).
+    var commitWindow: PositionCommitWindow
     /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
     private var unstoredMessages: [UnstoredMessage] = []
     /// Set by `pumpOutbox()`; the loop pumps once after each batch of inputs.
@@ -93,16 +98,20 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
         upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
+        commitWindow = PositionCommitWindow(window: .milliseconds(configuration.store.positionCommitMs))
         outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
             maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
         ) { [mqtt] topic, message throws(MQTTLinkError) in
             try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
         }
-        gpsd.deliverEvents { [inbox] in inbox.post(.gps($0)) }
+        gpsd.deliverEvents { [inbox] event in
+            let isSample = if case .sample = event { true } else { false }
+            inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [])
+        }
         mqtt.deliverEvents { [inbox] linked in
             let isPUBACK = if case .published = linked.event { true } else { false }
-            inbox.post(.mqtt(linked), mayWait: isPUBACK)
+            inbox.post(.mqtt(linked), mayWait: isPUBACK ? .acknowledgement : [])
         }
     }
 
@@ -158,10 +167,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     // nothing to fill them with, it neither wakes the loop nor commits on its own;
                     // the next pump (the next fix, the upkeep tick) marks it. Shutdown waits for one.
                     acknowledgementsMayWait = !stopping && outbox.inFlight < outbox.maxInFlight
-                    inbox.deferWaitingInputs = acknowledgementsMayWait
+                    // While fixes wait for the commit window, its timer wakes the loop: the fixes
+                    // that come meanwhile wait with them, and are handled in one batch.
+                    var deferred: InputDeferral = acknowledgementsMayWait ? .acknowledgement : []
+                    if !commitWindow.held.isEmpty { deferred.insert(.fix) }
+                    inbox.deferred = deferred
                     refreshDriverView()
                     if outcome == .finished { break loop }
                 }
+                commitHeldFixes()
                 for timer in timers.values { timer.task.cancel() }
                 group.cancelAll()
             }
@@ -174,8 +188,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     private func handle(_ input: EngineInput) -> LoopOutcome {
         switch input {
-        case .gps(let event):
-            handleGPS(event)
+        case .gps(let event, let arrivedAtS):
+            handleGPS(event, arrivedAtS: arrivedAtS)
         case .mqtt(let linked):
             guard linked.generation == linkGeneration else { return .running }
             return handleMQTT(linked.event)
@@ -207,13 +221,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .fleetRollbackDue:
             // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
             if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
+        case .commitWindowClosed:
+            if commitWindow.isDue(at: .now) { commitHeldFixes() }
         }
         return .running
     }
 
     // MARK: GPS
 
-    private func handleGPS(_ event: GPSDEvent) {
+    private func handleGPS(_ event: GPSDEvent, arrivedAtS: Double) {
         switch event {
         case .connected:
             gpsConnected = true
@@ -222,8 +238,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if gpsConnected { logger.warning("gpsd connection lost", metadata: ["reason": "\(reason)"]) }
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
+            // No fix follows soon: what gpsd sent is stored now.
+            commitHeldFixes()
         case .sample(let sample):
-            step(.gps(sample, at: clockSample()))
+            step(.gps(sample, at: clockSample(arrivedAtS: arrivedAtS)))
         }
     }
 
@@ -389,8 +407,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
     }
 
-    /// Returns whether anything was queued for the broker.
-    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage]) throws -> Bool {
+    /// Commits the fixes held by the commit window, alone.
+    private func commitHeldFixes() {
+        guard !commitWindow.held.isEmpty else { return }
+        do {
+            if try storeDurable([], [], mayHold: false) { pumpOutbox() }
+        } catch {
+            logger.error("cannot store the fixes held for this commit", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Returns whether anything was queued for the broker. A step that only records fixes may
+    /// leave them to the commit window; everything else commits at once, with the held fixes.
+    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage], mayHold: Bool = true) throws -> Bool {
         let promises = actions.contains {
             switch $0 {
             case .persist, .reply, .event, .sos, .recordRide: true
@@ -403,11 +432,55 @@ public final class UnitEngine: Service, @unchecked Sendable {
             default: false
             }
         }
-        guard promises || fixes else { return false }
+        guard promises || fixes || !commitWindow.held.isEmpty else { return false }
         let now = clockMs()
-        return try store.write(promises ? .full : .normal) { transaction in
+        let instant = ContinuousClock.now
+        if mayHold, !promises, commitWindow.holds(at: instant), actions.allSatisfy(Self.mayWaitForCommit) {
+            let arrived = actions.compactMap { action -> PositionCommitWindow.HeldFix? in
+                guard case .recordFix(let fix, let report) = action else { return nil }
+                return .init(fix: fix, report: report, createdAt: now)
+            }
+            if let closesAt = commitWindow.hold(arrived) { startCommitWindowTimer(closingAt: closesAt) }
+            return false
+        }
+        let held = commitWindow.takeForCommit(at: instant)
+        do {
+            return try write(actions, messages, held: held, durability: promises ? .full : .normal, now: now)
+        } catch {
+            for fix in held where fix.report { upkeep.positionLost() }
+            throw error
+        }
+    }
+
+    /// Recording a fix may wait for the commit window; what else a step stores may not.
+    private static func mayWaitForCommit(_ action: UnitAction) -> Bool {
+        switch action {
+        case .persist, .reply, .event, .sos, .recordRide, .reportStale, .zoneChanged: false
+        default: true
+        }
+    }
+
+    private func startCommitWindowTimer(closingAt deadline: ContinuousClock.Instant) {
+        Task { [inbox] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            inbox.post(.commitWindowClosed)
+        }
+    }
+
+    /// One transaction: the held fixes first (they came first), then the step's.
+    private func write(
+        _ actions: [UnitAction], _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: Int64
+    ) throws -> Bool {
+        try store.write(durability) { transaction in
             var queued = !messages.isEmpty
             for message in messages { try message.enqueue(in: transaction) }
+            for fix in held {
+                try transaction.insertPosition(fix.fix, createdAt: fix.createdAt)
+                if fix.report {
+                    try transaction.queuePosition(fix.fix, createdAt: fix.createdAt)
+                    queued = true
+                }
+            }
             for action in actions {
                 switch action {
                 case .recordFix(let fix, let report):
@@ -587,6 +660,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func beginShutdown() -> LoopOutcome {
         stopping = true
         logger.info("shutting down")
+        commitHeldFixes()
         pumpOutbox()
         guard broker.connected else { return .finished }
         publishStatus(online: false)
@@ -603,6 +677,16 @@ public final class UnitEngine: Service, @unchecked Sendable {
         if let batchClock { return batchClock }
         let sample = SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
         batchClock = sample
+        return sample
+    }
+
+    /// The clocks as they were when an input arrived (monotonic `arrivedAtS`): a fix may have
+    /// waited in the inbox for its batch, and the unit clock follows GPS time from its arrival.
+    private func clockSample(arrivedAtS: Double) -> ClockSample {
+        var sample = clockSample()
+        let waitedS = max(0, sample.monotonicS - arrivedAtS)
+        sample.systemS -= waitedS
+        sample.monotonicS -= waitedS
         return sample
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import GPSReader
+@testable import GPSReader
 import TestHarness
 import Testing
 import UnitCore
@@ -130,5 +130,36 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
             return
         }
         #expect(reason.contains("cannot reach gpsd"))
+    }
+}
+
+/// The reader's cut of gpsd's stream into lines, fed through a pipe as a socket would be.
+@Suite struct GPSDLineBufferTests {
+    func lines(fromWrites writes: [String]) throws -> [String] {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        var buffer = GPSDConnection.LineBuffer()
+        var lines: [String] = []
+        for chunk in writes {
+            _ = chunk.withCString { write(ends[1], $0, strlen($0)) }
+            #expect(buffer.read(from: ends[0]) == chunk.utf8.count)
+            buffer.forEachLine { lines.append(String(cString: $0)) }
+        }
+        close(ends[1])
+        #expect(buffer.read(from: ends[0]) == 0, "the end of the stream")
+        return lines
+    }
+
+    @Test func aLineCutAcrossReadsComesWholeOnceItsNewlineCame() throws {
+        #expect(try lines(fromWrites: [#"{"class":"TP"#, #"V","mode":3}"# + "\n" + #"{"class":"SKY"}"# + "\n{\"cl", "ass\":\"GST\"}\n"])
+            == [#"{"class":"TPV","mode":3}"#, #"{"class":"SKY"}"#, #"{"class":"GST"}"#])
+    }
+
+    @Test func aLineLongerThanTheBufferIsDroppedAndReadingGoesOn() throws {
+        let long = String(repeating: "x", count: GPSDConnection.LineBuffer.capacity)
+        let received = try lines(fromWrites: [long, "tail of the long line\n", #"{"class":"TPV"}"# + "\n"])
+        #expect(received.last == #"{"class":"TPV"}"#)
+        #expect(!received.contains { $0.count >= GPSDConnection.LineBuffer.capacity })
     }
 }

@@ -12,10 +12,11 @@ public final class UnitUnderTest: @unchecked Sendable {
     public private(set) var process: ChildProcess?
 
     /// `extraTOML` is appended to the generated file; use it for sections the defaults do not cover.
+    /// `mqttTOML` and `storeTOML` add keys to those sections.
     public init(
         unitID: String = "T1", fleet: String = "test", mqttPort: Int, gpsdPort: Int,
         in directory: ScratchDirectory, extraTOML: String = "", reportingIntervalS: Double = 0.5, language: String = "en",
-        mqttTOML: String = "",
+        mqttTOML: String = "", storeTOML: String = "",
         trustSystemClock: Bool = true
     ) throws {
         self.unitID = unitID
@@ -50,6 +51,7 @@ public final class UnitUnderTest: @unchecked Sendable {
 
         [store]
         path = "\(storePath)"
+        \(storeTOML)
 
         [control]
         socket = "\(controlSocket)"

@@ -12,11 +12,11 @@ import Testing
 
     @Test func aDeferredInputWaitsForTheNextWakingOneAndComesBeforeIt() async {
         let inbox = EngineInbox<String>()
-        inbox.deferWaitingInputs = true
+        inbox.deferred = .acknowledgement
         let loop = Task { await inbox.next() }
         // Let the loop park before anything is posted, as it does between batches.
         while !inbox.hasParkedConsumer { await Task.yield() }
-        inbox.post("puback", mayWait: true)
+        inbox.post("puback", mayWait: .acknowledgement)
         inbox.post("status request")
         #expect(await loop.value == ["puback", "status request"])
     }
@@ -25,8 +25,29 @@ import Testing
         let inbox = EngineInbox<String>()
         let loop = Task { await inbox.next() }
         while !inbox.hasParkedConsumer { await Task.yield() }
-        inbox.post("puback", mayWait: true)
+        inbox.post("puback", mayWait: .acknowledgement)
         #expect(await loop.value == ["puback"])
+    }
+
+    /// The loop parked, waiting for input, as it does between batches.
+    func parkedLoop(_ inbox: EngineInbox<String>) async -> Task<[String]?, Never> {
+        let loop = Task { await inbox.next() }
+        while !inbox.hasParkedConsumer { await Task.yield() }
+        return loop
+    }
+
+    @Test func onlyTheKindsDeferredNowWait() async {
+        let inbox = EngineInbox<String>()
+        inbox.deferred = .acknowledgement
+        let loop = await parkedLoop(inbox)
+        inbox.post("fix", mayWait: .fix)
+        #expect(await loop.value == ["fix"], "fixes are not deferred now")
+        inbox.deferred = [.acknowledgement, .fix]
+        let next = await parkedLoop(inbox)
+        inbox.post("fix", mayWait: .fix)
+        inbox.post("puback", mayWait: .acknowledgement)
+        inbox.post("window closed")
+        #expect(await next.value == ["fix", "puback", "window closed"])
     }
 
     @Test func nothingIsTakenOnceTheLoopIsCancelled() async {
