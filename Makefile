@@ -12,14 +12,16 @@ APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosq
 	libsqlite3-dev socat libsystemd-dev sqlite3 systemd openssl python3
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
-# What a taxi runs, and what bench/ measures: the Swift runtime and Foundation linked in statically
-# (bench/README.md, "Memory"); Package.swift adds the release link layout.
+# What a taxi runs, and what bench/ measures: the Swift runtime and Foundation linked in statically,
+# and one section per function in every module, ours and the dependencies' (Swift, C, C++), so that
+# the link (Package.swift) can place the code a taxi runs together (bench/README.md, "Memory").
 # Product by product: a static runtime cannot link GRDB's dynamic library product.
-RELEASE_FLAGS := -c release --static-swift-stdlib
+RELEASE_FLAGS := -c release --static-swift-stdlib \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xcxx -ffunction-sections
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo bench-drain bench-fleet clean release install install-files symbol-order
+.PHONY: deps build test demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -42,6 +44,10 @@ test: build
 
 release: deps
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
+
+# Where `release` puts the programs (bench/ runs them from there).
+release-bin-path:
+	@$(SWIFT) build $(RELEASE_FLAGS) --show-bin-path
 
 # DESTDIR-aware; an existing /etc/taxiunitd/taxiunitd.toml is never overwritten.
 install: release install-files

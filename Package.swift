@@ -1,8 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Release builds of the programs a taxi runs (`swift build -c release --static-swift-stdlib`, as
-// `make release` and bench/ do) are laid out for a small resident set (bench/README.md, "Memory"):
+// Release builds of the programs a taxi runs (`make release`, which bench/ uses too: the static
+// runtime and one section per function, RELEASE_FLAGS) are laid out for a small resident set
+// (bench/README.md, "Memory"):
 // relative relocations packed (DT_RELR, glibc 2.36), no dynamic symbol table for our own objects
 // (the static runtime's -export-dynamic would map 1.5 MB of it; nothing looks them up at run time),
 // and the code the daemon runs placed together in the order of scripts/taxiunitd.order, which
@@ -161,10 +162,3 @@ let package = Package(
         ]),
     ]
 )
-
-// One section per function in release, so that the linker can order the daemon's code (above).
-for target in package.targets where target.type != .system && target.type != .test {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .unsafeFlags(["-function-sections"], .when(platforms: [.linux], configuration: .release)),
-    ]
-}

@@ -8,10 +8,8 @@ cd "$(dirname "$0")/.."
 
 POSITIONS=${POSITIONS:-86400}
 EVENTS=${EVENTS:-500}
-BIN=${TAXIUNITD_BIN_DIR:-$(swift build -c release --static-swift-stdlib --show-bin-path)}
-if [ -z "${TAXIUNITD_BIN_DIR:-}" ]; then
-    for product in taxiunitd taxiunitctl; do swift build -c release --static-swift-stdlib --product $product >&2; done
-fi
+if [ -z "${TAXIUNITD_BIN_DIR:-}" ]; then make -s release >&2; fi
+BIN=${TAXIUNITD_BIN_DIR:-$(make -s release-bin-path)}
 
 WORK=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 PIDS=()

@@ -4,7 +4,5 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-make deps >/dev/null
-swift build -c release --static-swift-stdlib --product taxiunitd
-swift build -c release --static-swift-stdlib --product dispatchsim
-exec python3 bench/fleet.py --bin "$(swift build -c release --static-swift-stdlib --show-bin-path)" "$@"
+make -s release RELEASE_PRODUCTS="taxiunitd dispatchsim"
+exec python3 bench/fleet.py --bin "$(make -s release-bin-path)" "$@"

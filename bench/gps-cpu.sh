@@ -15,9 +15,9 @@ warmup=5
 log=${BENCH_GPS_LOG:-$root/../shared/gpsd-logs/nmea-rtk.log}
 
 if [ -z "${TAXIUNITD_BIN_DIR:-}" ]; then
-    (cd "$root" && swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null && swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null)
+    make -s -C "$root" release >/dev/null
 fi
-bin=${TAXIUNITD_BIN_DIR:-$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)}
+bin=${TAXIUNITD_BIN_DIR:-$(make -s -C "$root" release-bin-path)}
 work=$(mktemp -d /tmp/taxiunitd-bench-XXXXXX)
 pids=()
 cleanup() {

@@ -4,7 +4,6 @@
 # and socat (make deps).
 set -eu
 cd "$(dirname "$0")/.."
-swift build -c release --static-swift-stdlib --product taxiunitd
-swift build -c release --static-swift-stdlib --product taxiunitctl
-swift build -c release --static-swift-stdlib --product terminal-latency-bench
-TAXIUNITD_BIN_DIR="$(swift build -c release --static-swift-stdlib --show-bin-path)" "$(swift build -c release --static-swift-stdlib --show-bin-path)/terminal-latency-bench"
+make -s release RELEASE_PRODUCTS="taxiunitd taxiunitctl terminal-latency-bench"
+bin=$(make -s release-bin-path)
+TAXIUNITD_BIN_DIR="$bin" "$bin/terminal-latency-bench"

@@ -14,9 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-30}
 
 cd "$root"
-swift build -c release --static-swift-stdlib --product taxiunitd >/dev/null
-swift build -c release --static-swift-stdlib --product taxiunitctl >/dev/null
-bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+make -s release >/dev/null
+bin=$(make -s release-bin-path)
 work=$(mktemp -d /tmp/taxiunitd-order-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -32,7 +31,15 @@ POSITIONS=5000 EVENTS=100 TAXIUNITD_BIN_DIR="$work/bin" \
 
 # Each named function once, in the order callgrind first names it; recursion marks ('2) stripped.
 cat "$work/gps.callgrind.out" "$work/drain.callgrind.out" | sed -n -E "s/^c?fn=\([0-9]+\) ([^']+)('[0-9]+)?$/\1/p" | grep -v '^0x' | awk '!seen[$0]++' \
-    > "$root/scripts/taxiunitd.order"
+    > "$work/recorded.order"
+# Functions with a section of their own (.text.<name>: ours and the dependencies', RELEASE_FLAGS)
+# first, so they lie side by side; then those inside the whole-object sections of the prebuilt Swift
+# runtime and Foundation libraries, which an order can only move whole.
+toolchain_static=$(dirname "$(readlink -f "$(command -v swift)")")/../lib/swift_static/linux
+{ find "$bin/" -name '*.o'; ls "$toolchain_static"/*.a; } | xargs readelf -SW 2>/dev/null \
+    | sed -n -E 's/^ *\[ *[0-9]+\] \.text\.([^ ]+) .*/\1/p' | sort -u > "$work/own-section.txt"
+awk 'NR == FNR { own[$0] = 1; next } ($0 in own) { print; next } { shared[++n] = $0 } END { for (i = 1; i <= n; i++) print shared[i] }' \
+    "$work/own-section.txt" "$work/recorded.order" > "$root/scripts/taxiunitd.order"
 # The linker reads the list, but the build does not track it: make the next release build link again.
 rm -f "$bin/taxiunitd" "$bin/taxiunitctl"
 echo "scripts/taxiunitd.order: $(wc -l < "$root/scripts/taxiunitd.order") functions; now: make release"

@@ -147,6 +147,11 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         try refreshHints()
     }
 
+    /// Per connection, in KiB (a negative `cache_size`). SQLite's default is 2 MiB for each of the
+    /// pool's connections; the daemon's statements touch the tails of a few tables, and the kernel's
+    /// page cache holds the file anyway (bench/README.md, "Memory").
+    static let cacheSizePragma = -256
+
     private static func openChecked(path: String) throws -> DatabasePool {
         var configuration = Configuration()
         configuration.label = "taxiunitd.store"
@@ -156,7 +161,11 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         // times. `checkpointIfDue()`, from the upkeep tick, does it instead; the WAL file is cut
         // back to `walSizeLimit` once it starts over.
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walSizeLimit)")
+            try db.execute(sql: """
+                PRAGMA cache_size = \(cacheSizePragma);
+                PRAGMA wal_autocheckpoint = 0;
+                PRAGMA journal_size_limit = \(walSizeLimit)
+                """)
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         let verdict = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
@@ -164,6 +173,8 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))")
         }
         try migrator.migrate(pool)
+        // The check read every page through one reader's cache.
+        pool.releaseMemory()
         return pool
     }
 

@@ -11,8 +11,38 @@ import SystemdNotify
 import UnitConfig
 import UnitRuntime
 
+/// The entry point is synchronous on purpose: an `async` main ends the main thread with
+/// `pthread_exit` (libdispatch's `dispatch_main`), and that forced unwind reads the program's unwind
+/// tables once at start, which then stay resident for the daemon's life: about 0.6 MB
+/// (bench/README.md, "Memory"). The main thread waits here while the cooperative pool runs the
+/// daemon, detached: `main` is on the main actor, which the waiting thread would never serve.
 @main
-struct TaxiUnitDaemon: AsyncParsableCommand {
+enum TaxiUnitMain {
+    static func main() {
+        limitMallocArenas()
+        let command: TaxiUnitDaemon
+        do {
+            command = try TaxiUnitDaemon.parse()
+        } catch {
+            TaxiUnitDaemon.exit(withError: error)
+        }
+        let outcome = DaemonOutcome()
+        Task.detached {
+            do { try await command.run() } catch { outcome.error = error }
+            outcome.finished.signal()
+        }
+        outcome.finished.wait()
+        if let error = outcome.error { TaxiUnitDaemon.exit(withError: error) }
+    }
+}
+
+/// How `run` ended, handed from the task to the waiting main thread; the semaphore orders the two.
+private final class DaemonOutcome: @unchecked Sendable {
+    let finished = DispatchSemaphore(value: 0)
+    var error: Error?
+}
+
+struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         commandName: "taxiunitd",
         abstract: "The taxi unit daemon: GPS from gpsd, the driver's job state machine, SQLite store-and-forward, MQTT to dispatch.",
@@ -52,7 +82,6 @@ struct TaxiUnitDaemon: AsyncParsableCommand {
     var check = false
 
     func run() async throws {
-        limitMallocArenas()
         let local: ConfigValue
         let settings: UnitConfiguration
         do {

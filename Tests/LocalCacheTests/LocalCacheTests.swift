@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
-import LocalCache
+import GRDBSQLite
+@testable import LocalCache
 import TestHarness
 import Testing
 import UnitCore
@@ -248,5 +249,26 @@ import UnitCore
         try Data(repeating: 0x42, count: 10_000).write(to: URL(fileURLWithPath: path))
         let store = try LocalCache(path: path)
         #expect(store.corruptFileMovedTo != nil)
+    }
+
+    /// SQLite's default page cache (2 MiB per connection) is most of a drain's peak memory.
+    @Test func everyConnectionKeepsTheSmallPageCache() throws {
+        do {
+            let store = try LocalCache(path: path)
+            try queue(store, 0..<20000)
+        }
+        let store = try LocalCache(path: path)
+        let writer = try store.database.write { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") }
+        let reader = try store.database.read { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") }
+        #expect(writer == LocalCache.cacheSizePragma && reader == LocalCache.cacheSizePragma)
+        #expect(LocalCache.cacheSizePragma == -256)
+        // The start-up check read the whole file (well over the cache) through a reader; that memory
+        // is given back.
+        let cached = try store.database.read { db in
+            var used: Int32 = 0, highwater: Int32 = 0
+            sqlite3_db_status(db.sqliteConnection, SQLITE_DBSTATUS_CACHE_USED, &used, &highwater, 0)
+            return used
+        }
+        #expect(cached < 64 * 1024)
     }
 }
