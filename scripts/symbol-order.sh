@@ -36,7 +36,7 @@ cat "$work/gps.callgrind.out" "$work/drain.callgrind.out" | sed -n -E "s/^c?fn=\
 # first, so they lie side by side; then those inside the whole-object sections of the prebuilt Swift
 # runtime and Foundation libraries, which an order can only move whole.
 toolchain_static=$(dirname "$(readlink -f "$(command -v swift)")")/../lib/swift_static/linux
-{ find "$bin/" -name '*.o'; ls "$toolchain_static"/*.a; } | xargs readelf -SW 2>/dev/null \
+{ find "$bin/" -name '*.o' -print0; find "$toolchain_static" -name '*.a' -print0; } | xargs -0 readelf -SW 2>/dev/null \
     | sed -n -E 's/^ *\[ *[0-9]+\] \.text\.([^ ]+) .*/\1/p' | sort -u > "$work/own-section.txt"
 awk 'NR == FNR { own[$0] = 1; next } ($0 in own) { print; next } { shared[++n] = $0 } END { for (i = 1; i <= n; i++) print shared[i] }' \
     "$work/own-section.txt" "$work/recorded.order" > "$root/scripts/taxiunitd.order"
