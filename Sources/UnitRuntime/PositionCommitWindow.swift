@@ -27,10 +27,13 @@ struct PositionCommitWindow {
         self.window = window
     }
 
-    /// Whether fixes that come alone at `now` wait for a later commit.
+    /// Whether fixes that come alone at `now` wait for a later commit. A receiver at the window's own
+    /// rate (1 Hz against 1000 ms) is never held: its fixes come a little less or a little more than
+    /// a window after the last commit, and holding one for a millisecond would cost a timer and a
+    /// wake-up for nothing. So only a fix within `window` less a tenth waits.
     func holds(at now: ContinuousClock.Instant) -> Bool {
         guard let lastCommit else { return false }
-        return now - lastCommit < window
+        return now - lastCommit < window - window / 10
     }
 
     /// Keeps `fixes` for the next commit. Returns when the window closes if these are the first

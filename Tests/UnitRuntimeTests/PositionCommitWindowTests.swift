@@ -33,7 +33,7 @@ import UnitCore
         // A reply at 300 ms commits at once, with the fix.
         #expect(window.takeForCommit(at: start + .milliseconds(300)) == [held(1)])
         #expect(!window.isDue(at: start + .seconds(1)), "the old window's timer finds nothing to commit")
-        #expect(window.holds(at: start + .milliseconds(1200)), "the window now runs from the reply's commit")
+        #expect(window.holds(at: start + .milliseconds(1100)), "the window now runs from the reply's commit")
         #expect(!window.holds(at: start + .milliseconds(1300)))
     }
 
@@ -44,6 +44,19 @@ import UnitCore
             #expect(!window.holds(at: now), "fix \(second)")
             #expect(window.takeForCommit(at: now).isEmpty)
         }
+    }
+
+    /// Committing takes a moment after the fix came, and receivers jitter: a 1 Hz fix is seldom
+    /// exactly a window after the last commit.
+    @Test func aOneHertzReceiverWithJitterIsNeverHeld() {
+        var window = PositionCommitWindow(window: .seconds(1))
+        var now = start
+        for (second, gap) in [999.2, 1000.7, 998.5, 1003.1, 999.9, 950.0].enumerated() {
+            now = now + .microseconds(Int(gap * 1000))
+            #expect(!window.holds(at: now), "fix \(second) after \(gap) ms")
+            _ = window.takeForCommit(at: now)
+        }
+        #expect(window.holds(at: now + .milliseconds(500)), "a 2 Hz receiver still waits")
     }
 
     @Test func aZeroWindowCommitsEveryFix() {
