@@ -165,15 +165,9 @@ extension PositionMessage {
 }
 
 extension BackfillMessage {
-    /// The wire bytes of a backfill `pos` message (docs/protocol.md, "Backfill batches").
-    public var json: [UInt8] {
-        WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { row, writer in
-            writer.backfillRow(row)
-        }
-    }
-
-    /// The same bytes as `BackfillMessage(unit:seq:id:points:).json`, written straight from the
-    /// points without the rows in between: what the pump packs while it drains a backlog.
+    /// The wire bytes of a backfill `pos` message (docs/protocol.md, "Backfill batches"): what
+    /// `BackfillMessage(unit:seq:id:points:)` encodes to, written straight from the points without
+    /// the rows in between.
     public static func writeJSON(unit: String, seq: Int64, id: String, points: ArraySlice<PositionPoint>) -> [UInt8] {
         var differences = PositionBatch.Differences()
         return WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { point, writer in
@@ -183,8 +177,8 @@ extension BackfillMessage {
 }
 
 extension WireJSONWriter {
-    /// The row of one point, as `backfillRow(_: [Int64?])` writes its values, without an array
-    /// per point: 86,400 points a day of backlog.
+    /// `[v,v,…]` with `null` for an unknown value, trailing unknowns left out; without an array per
+    /// point: 86,400 points a day of backlog.
     fileprivate mutating func backfillRow(_ row: PositionBatch.Row) {
         byte("[")
         integer(row.t)
@@ -202,19 +196,5 @@ extension WireJSONWriter {
     private mutating func optionalInteger(_ value: Int64?) {
         byte(",")
         if let value { integer(value) } else { raw("null") }
-    }
-}
-
-extension WireJSONWriter {
-    /// `[v,v,…]` with `null` for an unknown value.
-    fileprivate mutating func backfillRow(_ values: [Int64?]) {
-        byte("[")
-        var first = true
-        for value in values {
-            if !first { byte(",") }
-            first = false
-            if let value { integer(value) } else { raw("null") }
-        }
-        byte("]")
     }
 }

@@ -22,6 +22,16 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
     /// True while the loop waits for input (tests wait for it before posting).
     var hasParkedConsumer: Bool { lock.withLock { consumer != nil } }
 
+    /// Posts `input` once `delay` has passed, unless the returned task is cancelled first: every
+    /// timer of the engine (the state machine's, the commit window, the fleet rollback, shutdown).
+    @discardableResult
+    func post(_ input: Input, after delay: Duration) -> Task<Void, Never> {
+        Task { [self] in
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            post(input)
+        }
+    }
+
     /// An input that wakes the loop takes the deferred ones along, ahead of it: the loop sees
     /// everything in the order it was posted (a control request after the PUBACKs before it).
     func post(_ input: Input, mayWait kind: InputDeferral = []) {

@@ -99,10 +99,7 @@ extension UnitEngine {
             }
         case .startRollbackTimer(let seconds):
             rollbackTimer?.cancel()
-            rollbackTimer = Task { [inbox] in
-                guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
-                inbox.post(.fleetRollbackDue)
-            }
+            rollbackTimer = inbox.post(.fleetRollbackDue, after: .seconds(seconds))
         case .cancelRollbackTimer:
             rollbackTimer?.cancel()
             rollbackTimer = nil

@@ -461,10 +461,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     private func startCommitWindowTimer(closingAt deadline: ContinuousClock.Instant) {
-        Task { [inbox] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            inbox.post(.commitWindowClosed)
-        }
+        inbox.post(.commitWindowClosed, after: deadline - .now)
     }
 
     /// One transaction: the held fixes first (they came first), then the step's.
@@ -516,15 +513,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         timerGeneration += 1
         let generation = timerGeneration
         let delayMs = max(0, fireAt - clockMs())
-        let task = Task { [inbox] in
-            do {
-                try await Task.sleep(for: .milliseconds(delayMs))
-            } catch {
-                return
-            }
-            inbox.post(.timerFired(id, generation: generation))
-        }
-        timers[id] = (task, generation)
+        timers[id] = (inbox.post(.timerFired(id, generation: generation), after: .milliseconds(delayMs)), generation)
     }
 
     // MARK: Driver
@@ -665,10 +654,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }
-        Task { [inbox] in
-            try? await Task.sleep(for: .seconds(Self.shutdownGraceS))
-            inbox.post(.shutdownDeadline)
-        }
+        inbox.post(.shutdownDeadline, after: .seconds(Self.shutdownGraceS))
         return .running
     }
 

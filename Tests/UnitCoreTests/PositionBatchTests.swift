@@ -49,15 +49,14 @@ import UnitCore
     @Test func theHandWrittenJSONIsWhatASortedKeysEncoderWrites() throws {
         let points = (0..<7).map { PositionPoint(t: 1_795_000_000_000 + Int64($0) * 1000, lat: -33.9 + Double($0) * 1e-5, lon: 151.2, spd: $0 == 3 ? nil : 4.2) }
         let message = BackfillMessage(unit: "T-1_x", seq: 42, id: "6f1c2a9e-0d3b-4b7e-9a51-2f7c8e1d0a44", points: points)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        #expect(String(decoding: message.json, as: UTF8.self) == String(decoding: try encoder.encode(message), as: UTF8.self))
-        #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(message.json)) == message)
+        let handWritten = BackfillMessage.writeJSON(unit: "T-1_x", seq: 42, id: "6f1c2a9e-0d3b-4b7e-9a51-2f7c8e1d0a44", points: points[...])
+        #expect(String(decoding: handWritten, as: UTF8.self) == (try WireJSONTests.foundationJSON(message)))
+        #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(handWritten)) == message)
     }
 
-    /// The pump writes batches straight from the points; the bytes are those of the message built
-    /// from `PositionBatch.encode`'s rows, which the test above holds to the Foundation encoder.
-    @Test func batchesWrittenStraightFromThePointsAreTheSameBytes() {
+    /// The pump writes batches straight from the points; the bytes are those the Foundation encoder
+    /// writes for the message built from `PositionBatch.encode`'s rows.
+    @Test func batchesWrittenStraightFromThePointsAreTheSameBytes() throws {
         var random = SplitMix(seed: 7)
         for _ in 0..<300 {
             var t = Int64.random(in: -1_000_000...1_900_000_000_000, using: &random)
@@ -71,10 +70,13 @@ import UnitCore
                 points.append(PositionPoint(t: t, lat: lat, lon: lon, spd: maybe(-1...300), hdg: maybe(0...359.99), acc: maybe(0...100_000)))
             }
             let seq = Int64.random(in: 0...Int64.max, using: &random)
-            let expected = BackfillMessage(unit: "T-7", seq: seq, id: "a/b", points: points).json
-            #expect(BackfillMessage.writeJSON(unit: "T-7", seq: seq, id: "a/b", points: points[...]) == expected)
+            func written(_ points: ArraySlice<PositionPoint>) -> String {
+                String(decoding: BackfillMessage.writeJSON(unit: "T-7", seq: seq, id: "a/b", points: points), as: UTF8.self)
+            }
+            let expected = try WireJSONTests.foundationJSON(BackfillMessage(unit: "T-7", seq: seq, id: "a/b", points: points))
+            #expect(written(points[...]) == expected)
             let tail = points.indices.dropFirst(points.count / 2)
-            #expect(BackfillMessage.writeJSON(unit: "T-7", seq: seq, id: "a/b", points: points[tail]) == BackfillMessage(unit: "T-7", seq: seq, id: "a/b", points: Array(points[tail])).json)
+            #expect(written(points[tail]) == (try WireJSONTests.foundationJSON(BackfillMessage(unit: "T-7", seq: seq, id: "a/b", points: Array(points[tail])))))
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import UnitCore
+@testable import UnitCore
 
 /// The hand-written position JSON against the Foundation encoder it replaces: the same bytes for
 /// every value, and what a receiver decodes is what was sent.
@@ -90,19 +90,24 @@ import UnitCore
     @Test func stringsAreEscapedAsTheFoundationEncoderEscapesThem() throws {
         let awkward = "a/b\"c\\d" + String((0..<0x20).map { Character(Unicode.Scalar(UInt8($0))) }) + "\u{7F}é\u{2028}🚕"
         try Self.expectSameBytes(PositionMessage(unit: awkward, seq: 1, id: awkward, points: [PositionPoint(t: 1, lat: 1, lon: 2)]))
-        let backfill = BackfillMessage(unit: awkward, seq: 2, id: awkward, points: [PositionPoint(t: 1, lat: 1, lon: 2, spd: 3)])
-        #expect(String(decoding: backfill.json, as: UTF8.self) == (try Self.foundationJSON(backfill)))
-        #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(backfill.json)) == backfill)
+        let points = [PositionPoint(t: 1, lat: 1, lon: 2, spd: 3)]
+        let backfill = BackfillMessage(unit: awkward, seq: 2, id: awkward, points: points)
+        let handWritten = BackfillMessage.writeJSON(unit: awkward, seq: 2, id: awkward, points: points[...])
+        #expect(String(decoding: handWritten, as: UTF8.self) == (try Self.foundationJSON(backfill)))
+        #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(handWritten)) == backfill)
     }
 
-    /// Backfill rows carry negative deltas, nulls for unknown values and 64-bit extremes.
-    @Test func backfillIntegersAndNullsAreWhatTheFoundationEncoderWrites() throws {
-        var message = BackfillMessage(unit: "T1", seq: 3, id: "c", points: [])
-        message.points = [
-            [Int64.min, Int64.max, 0], [-1, 10, -10, nil, nil, 5], [0, -123_456_789, 987_654_321, nil, 7], [9, -9, 99, -99, 100, -100],
-            [Int64.min + 1, Int64.max - 1, 1_000_000_000_000_000_000, -999_999_999_999_999_999],
+    /// Backfill rows carry negative deltas, nulls for unknown values (the random tracks of
+    /// PositionBatchTests) and, from a broken receiver's clock, 64-bit extremes.
+    @Test func backfillIntegersAreWhatTheFoundationEncoderWrites() throws {
+        let values: [Int64] = [
+            Int64.min, Int64.max, 0, -1, 10, -10, 5, -123_456_789, 987_654_321, 7, 9, -9, 99, -99, 100, -100,
+            Int64.min + 1, Int64.max - 1, 1_000_000_000_000_000_000, -999_999_999_999_999_999,
         ]
-        #expect(String(decoding: message.json, as: UTF8.self) == (try Self.foundationJSON(message)))
-        #expect(try JSONDecoder().decode(BackfillMessage.self, from: Data(message.json)) == message)
+        for value in values {
+            var writer = WireJSONWriter(capacity: 0)
+            writer.integer(value)
+            #expect("[" + String(decoding: writer.bytes, as: UTF8.self) + "]" == (try Self.foundationJSON([value])))
+        }
     }
 }
