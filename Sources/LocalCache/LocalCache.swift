@@ -413,7 +413,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
             topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, firstSeq seq: Int64, pointCount: Int, newestPoint: Int64?,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
-            let messageID = MessageID.random()
+            let messageID = MessageID.timeOrdered(at: createdAt)
             let payload = try encode(seq, messageID)
             try db.cachedStatement(sql: """
                 INSERT INTO outbox (message_id, topic, class, lane, qos, payload, created_at, points, newest_point)

@@ -62,8 +62,8 @@ import UnitCore
         #expect(try store.purgeDelivered(limit: 3) == 1)
     }
 
-    /// Ids are random version 4 UUIDs in lowercase, never repeated; sequence numbers count up per
-    /// topic with no gap, also across the several backfill messages packed in one go.
+    /// Ids are version 7 UUIDs in lowercase, never repeated, carrying the creation time; sequence
+    /// numbers count up per topic with no gap, also across the several backfill messages packed in one go.
     @Test func messageIDsAreFreshUUIDsAndSequencesHaveNoGaps() throws {
         let store = try LocalCache(path: path)
         try queue(store, 0..<230)
@@ -81,9 +81,23 @@ import UnitCore
         #expect(seqs == Array(1...6).map(Optional.some))
         let ids = positions.map(\.messageID) + eventIDs
         #expect(Set(ids).count == ids.count)
-        let shape = /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+        let shape = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
         #expect(ids.allSatisfy { $0.wholeMatch(of: shape) != nil })
         #expect(ids.allSatisfy { UUID(uuidString: $0) != nil })
+        // createdAt 1 ms: the 48-bit time prefix.
+        #expect(ids.allSatisfy { $0.hasPrefix("00000000-0001-7") })
+    }
+
+    /// Ids made later sort after earlier ones, so the unique index on them grows at its end; ids
+    /// made in the same millisecond, or with the clock set back, still never meet.
+    @Test func messageIDsSortByTheirTimeAndNeverRepeatWithinAMillisecond() {
+        let times: [Int64] = [1_795_000_000_000, 1_795_000_000_001, 1_795_000_060_000, 281_474_976_710_655]
+        let ordered = times.map { MessageID.timeOrdered(at: $0) }
+        #expect(ordered == ordered.sorted())
+        #expect(ordered[0].hasPrefix("01a1ee56-5e00-7"), "1795000000000 is 0x01a1ee565e00")
+        #expect(ordered[3].hasPrefix("ffffffff-ffff-7"))
+        let sameMillisecond = (0..<10_000).map { _ in MessageID.timeOrdered(at: times[0]) }
+        #expect(Set(sameMillisecond).count == sameMillisecond.count)
     }
 
     /// The pump packs inside the engine's transaction: what that transaction queued counts already,
