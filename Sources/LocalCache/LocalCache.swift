@@ -93,6 +93,10 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     public static let commitsPerCheckpoint = 250
     static let walSizeLimit = 4 * 1024 * 1024
 
+    /// SQL: an outbox row the broker has not acknowledged. Acknowledged rows stay until
+    /// `purgeDelivered` removes them with their `outbox_acknowledged` row.
+    static let undelivered = "id NOT IN (SELECT id FROM outbox_acknowledged)"
+
     /// Rows the broker acknowledged that are marked delivered with the pump's next commit, not in
     /// one of their own: `outboxDepth` does not count them.
     public var acknowledgedAwaitingCommit: [Int64] {
@@ -253,6 +257,21 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v3-outbox-acknowledged") { db in
+            // A PUBACK appends one small row at the end of its own table instead of rewriting the
+            // message's row and two index entries: a drain commits about a third of the pages.
+            try db.execute(sql: """
+                DROP INDEX outbox_pending;
+                DROP INDEX outbox_delivered;
+                CREATE TABLE outbox_acknowledged (
+                    id INTEGER PRIMARY KEY,
+                    at INTEGER NOT NULL
+                );
+                INSERT INTO outbox_acknowledged (id, at) SELECT id, delivered_at FROM outbox WHERE delivered_at IS NOT NULL;
+                ALTER TABLE outbox DROP COLUMN delivered_at;
+                CREATE INDEX outbox_lane ON outbox(lane, id);
+                """)
+        }
         return migrator
     }
 
@@ -316,7 +335,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     public func refreshHints() throws {
         let hints = try database.read { db in
             var hints = Hints()
-            for row in try Row.fetchAll(db, sql: "SELECT lane, MAX(id) AS newest FROM outbox WHERE delivered_at IS NULL GROUP BY lane") {
+            for row in try Row.fetchAll(db, sql: "SELECT lane, MAX(id) AS newest FROM outbox WHERE \(Self.undelivered) GROUP BY lane") {
                 if let lane = OutboxLane(rawValue: row["lane"]) { hints.newestRow[lane.rawValue] = row["newest"] }
             }
             hints.newestQueuedPointID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM position_queue") ?? 0
@@ -463,7 +482,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     public func outboxOverview(limitPerClass limit: Int) throws -> (depth: [MessageClass: Int], oldest: [OutboxEntry]) {
         try database.read { db in
             var depth: [MessageClass: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT class, COUNT(*) AS n FROM outbox WHERE delivered_at IS NULL GROUP BY class") {
+            for row in try Row.fetchAll(db, sql: "SELECT class, COUNT(*) AS n FROM outbox WHERE \(Self.undelivered) GROUP BY class") {
                 if let messageClass = MessageClass(rawValue: row["class"]) { depth[messageClass] = row["n"] }
             }
             let oldest = try Row.fetchAll(
@@ -471,7 +490,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
                 sql: """
                     SELECT id, message_id, topic, class, created_at FROM (
                         SELECT *, ROW_NUMBER() OVER (PARTITION BY class ORDER BY id) AS rank
-                        FROM outbox WHERE delivered_at IS NULL
+                        FROM outbox WHERE \(Self.undelivered)
                     ) WHERE rank <= ? ORDER BY class, id
                     """,
                 arguments: [limit]

@@ -12,7 +12,7 @@ extension LocalCache.Transaction {
         try Row.fetchAll(
             db.cachedStatement(sql: """
                 SELECT id, message_id, topic, lane, qos, payload FROM outbox
-                WHERE delivered_at IS NULL AND lane = ? AND id > ?
+                WHERE lane = ? AND id > ? AND \(LocalCache.undelivered)
                 ORDER BY id LIMIT ?
                 """),
             arguments: [lane.rawValue, cursor, limit]
@@ -76,8 +76,8 @@ extension LocalCache.Transaction {
 
     /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
     public func markDelivered(_ rowIDs: [Int64], at time: Int64) throws {
-        let update = try db.cachedStatement(sql: "UPDATE outbox SET delivered_at = ? WHERE id = ?")
-        for rowID in rowIDs { try update.execute(arguments: [time, rowID]) }
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO outbox_acknowledged (id, at) VALUES (?, ?)")
+        for rowID in rowIDs { try insert.execute(arguments: [rowID, time]) }
     }
 }
 
@@ -96,7 +96,7 @@ extension LocalCache {
                 db,
                 sql: """
                     SELECT id, message_id, topic, lane, qos, payload FROM outbox
-                    WHERE delivered_at IS NULL AND lane = ? ORDER BY newest_point DESC
+                    WHERE lane = ? AND \(Self.undelivered) ORDER BY newest_point DESC
                     """,
                 arguments: [OutboxLane.livePosition.rawValue]
             ).map(Self.message)
@@ -112,7 +112,7 @@ extension LocalCache {
                 db,
                 sql: """
                     SELECT class, COUNT(*) AS messages, SUM(points) AS points FROM outbox
-                    WHERE delivered_at IS NULL AND id NOT IN (SELECT value FROM json_each(?))
+                    WHERE \(Self.undelivered) AND id NOT IN (SELECT value FROM json_each(?))
                     GROUP BY class
                     """,
                 arguments: [acknowledged])

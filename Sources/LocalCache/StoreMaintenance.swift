@@ -35,10 +35,11 @@ extension LocalCache {
     @discardableResult
     public func purgeDelivered(limit: Int) throws -> Int {
         try write { transaction in
-            try transaction.db.execute(
-                sql: "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE delivered_at IS NOT NULL ORDER BY delivered_at LIMIT ?)",
-                arguments: [limit])
-            return transaction.db.changesCount
+            let oldest = "SELECT id FROM outbox_acknowledged ORDER BY id LIMIT ?"
+            try transaction.db.execute(sql: "DELETE FROM outbox WHERE id IN (\(oldest))", arguments: [limit])
+            let purged = transaction.db.changesCount
+            try transaction.db.execute(sql: "DELETE FROM outbox_acknowledged WHERE id IN (\(oldest))", arguments: [limit])
+            return purged
         }
     }
 
@@ -53,10 +54,10 @@ extension LocalCache {
             var dropped = db.changesCount
             dropped += try Int.fetchOne(
                 db,
-                sql: "SELECT COALESCE(SUM(points), 0) FROM outbox WHERE class = ? AND delivered_at IS NULL AND created_at < ?",
+                sql: "SELECT COALESCE(SUM(points), 0) FROM outbox WHERE class = ? AND created_at < ? AND \(Self.undelivered)",
                 arguments: [MessageClass.position.rawValue, cutoff])!
             try db.execute(
-                sql: "DELETE FROM outbox WHERE class = ? AND delivered_at IS NULL AND created_at < ?",
+                sql: "DELETE FROM outbox WHERE class = ? AND created_at < ? AND \(Self.undelivered)",
                 arguments: [MessageClass.position.rawValue, cutoff])
             try Self.add(dropped, to: .dropped, db)
             return dropped

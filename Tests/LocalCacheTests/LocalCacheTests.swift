@@ -233,15 +233,19 @@ import UnitCore
                     CREATE TABLE unit_state (key TEXT PRIMARY KEY, value BLOB NOT NULL);
                     INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('a', 'pos', 3, 1, x'7b7d', 1);
                     INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('b', 'event', 2, 1, x'7b7d', 1);
+                    INSERT INTO outbox (message_id, topic, class, qos, payload, created_at, delivered_at) VALUES ('c', 'event', 2, 1, x'7b7d', 1, 5);
                     """)
             }
         }
         let store = try LocalCache(path: path)
         let depth = try store.outboxDepth()
-        #expect(depth.position == 1 && depth.event == 1)
+        #expect(depth.position == 1 && depth.event == 1, "the delivered row stays delivered")
         #expect(store.newestRowID(in: .backfill) == 1 && store.newestRowID(in: .event) == 2)
         let pending = try store.write { try $0.pendingMessages(in: .backfill, after: 0, limit: 10) }
         #expect(pending.map(\.messageID) == ["a"])
+        #expect(try store.write { try $0.pendingMessages(in: .event, after: 0, limit: 10) }.map(\.messageID) == ["b"])
+        #expect(try store.purgeDelivered(limit: 10) == 1)
+        #expect(try store.outboxOverview(limitPerClass: 10).oldest.map(\.messageID) == ["b", "a"])
     }
 
     @Test func aCorruptFileIsMovedAsideAndAFreshStoreStarts() throws {
