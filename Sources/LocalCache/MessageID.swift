@@ -1,7 +1,6 @@
 /// Message ids: time-ordered (version 7, RFC 9562) UUIDs in lowercase, unique forever so the
 /// dispatcher can drop duplicates. The millisecond prefix makes each new id sort after the last, so
-/// the outbox's unique index on them grows at its end: a drain writes one index page per commit,
-/// not one random page per message. Formatted here because `UUID().uuidString.lowercased()` (an
+/// the outbox's unique index on them grows at its end instead of taking a random page per message. Formatted here because `UUID().uuidString.lowercased()` (an
 /// NSString round trip and a Unicode-aware lowercasing) was a visible share of packing one live
 /// message per fix.
 enum MessageID {
