@@ -21,7 +21,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib \
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
+.PHONY: deps build test fuzz demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -41,6 +41,12 @@ build: deps
 test: build
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+
+# A million property-based cases over every decoder and encoder that reads outside data; prints the count.
+fuzz: build
+	$(SWIFT) build --build-tests
+	@FUZZ_SCALE=10 $(SWIFT) test --skip-build --filter FuzzTests > .build/fuzz.log 2>&1; status=$$?; cat .build/fuzz.log; \
+	awk '/^fuzz: [^ ]+ [0-9]+ cases$$/ { n += $$3 } END { printf "fuzz: %d cases in all\n", n }' .build/fuzz.log; exit $$status
 
 release: deps
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done

@@ -136,6 +136,11 @@ let package = Package(
             "UnitCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
+        // Property-based fuzzing of every decoder and encoder that reads outside data (FuzzBudget).
+        .testTarget(name: "FuzzTests", dependencies: [
+            "UnitCore", "UnitConfig", "FleetControl", "DriverKeys", "DriverDisplay", "GPSReader", "ControlSocket", "LocalCache",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
