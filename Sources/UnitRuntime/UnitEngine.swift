@@ -278,36 +278,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return .running
     }
 
-    /// QoS 1 on a persistent session: offers sent while we were away are queued by the broker.
-    private func subscribeInbound() {
-        for topic in InboundTopic.allCases {
-            do {
-                try mqtt.subscribe(configuration.unitTopicBase + topic.rawValue, qos: 1)
-            } catch {
-                logger.error("cannot subscribe", metadata: ["topic": "\(topic.rawValue)", "error": "\(error)"])
-            }
-        }
-    }
-
-    private func receive(_ message: MQTTMessage) {
-        let base = configuration.unitTopicBase
-        guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {
-            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
-            return
-        }
-        let now = clockMs()
-        switch InboundMessage.decode(topic: topic, payload: message.payload) {
-        case .success(let inbound):
-            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
-            step(.inbound(inbound, receivedAt: now))
-        case .failure(let problem):
-            logger.warning("malformed message", metadata: [
-                "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
-            ])
-            step(.malformed(problem, at: now))
-        }
-    }
-
     /// The outbox is pumped once the current batch of inputs is handled, so a step's messages and
     /// the PUBACKs that came with it share one commit.
     func pumpOutbox() {
@@ -526,7 +496,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// Feeds one event to the state machine, performs its actions and notes what the driver should see.
     @discardableResult
-    private func step(_ event: UnitEvent) -> [String] {
+    func step(_ event: UnitEvent) -> [String] {
         let before = machine.state
         let actions = machine.handle(event)
         let told = perform(actions)

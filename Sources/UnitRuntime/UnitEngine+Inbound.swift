@@ -1,0 +1,37 @@
+import Logging
+import MQTTLink
+import UnitCore
+
+/// The dispatcher's messages to this unit: subscribing to them, and turning each into one event
+/// for the state machine (or an `invalid` answer).
+extension UnitEngine {
+    /// QoS 1 on a persistent session: offers sent while we were away are queued by the broker.
+    func subscribeInbound() {
+        for topic in InboundTopic.allCases {
+            do {
+                try mqtt.subscribe(configuration.unitTopicBase + topic.rawValue, qos: 1)
+            } catch {
+                logger.error("cannot subscribe", metadata: ["topic": "\(topic.rawValue)", "error": "\(error)"])
+            }
+        }
+    }
+
+    func receive(_ message: MQTTMessage) {
+        let base = configuration.unitTopicBase
+        guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {
+            logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
+            return
+        }
+        let now = clockMs()
+        switch InboundMessage.decode(topic: topic, payload: message.payload) {
+        case .success(let inbound):
+            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
+            step(.inbound(inbound, receivedAt: now))
+        case .failure(let problem):
+            logger.warning("malformed message", metadata: [
+                "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
+            ])
+            step(.malformed(problem, at: now))
+        }
+    }
+}
