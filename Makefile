@@ -8,20 +8,25 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 DOCDIR ?= $(PREFIX)/share/doc/taxiunitd
 # Where install-files takes the binaries from.
 BUILT ?= .build/release
-APT_PACKAGES := gpsd gpsd-clients mosquitto mosquitto-clients libgps-dev libmosquitto-dev \
-	libsqlite3-dev socat libsystemd-dev sqlite3 systemd openssl python3
+# Three sets of Debian 12 packages: what a taxi runs (the package's Depends:, packaging/control),
+# what building needs on top, and what the tests start or use on top of both.
+APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
+APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config
+APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3
+APT_PACKAGES := $(APT_RUN) $(APT_BUILD) $(APT_TEST)
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
 # What a taxi runs, and what bench/ measures: the Swift runtime and Foundation linked in statically,
 # and one section per function in every module, ours and the dependencies' (Swift, C, C++), so that
 # the link (Package.swift) can place the code a taxi runs together (bench/README.md, "Memory").
 # Product by product: a static runtime cannot link GRDB's dynamic library product.
-RELEASE_FLAGS := -c release --static-swift-stdlib \
+# SWIFT_BUILD_FLAGS: e.g. --swift-sdk aarch64-unknown-linux-gnu to cross-build (docs/boards.md).
+RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xcxx -ffunction-sections
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test fuzz demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
+.PHONY: deps build test fuzz deb man-pages deb-package demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -40,6 +45,7 @@ build: deps
 # other and time out; the corpus test runs its replays concurrently by itself.
 test: build
 	$(SWIFT) build --build-tests
+	$(MAKE) -s man-pages
 	$(SWIFT) test --skip-build --no-parallel
 
 # A million property-based cases over every decoder and encoder that reads outside data; prints the count.
@@ -80,6 +86,37 @@ install-files:
 			> $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml && \
 		chmod 644 $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml; }
 
+# A Debian package of the release build: build/taxiunitd_VERSION_ARCH.deb. The tree is what
+# install-files lays out under /usr, the binaries stripped, plus man pages made from the programs'
+# own --help (ArgumentParser's generate-manual plugin, `man-pages`), the maintainer scripts and the
+# conffile list from packaging/. `deb-package` assembles it from BUILT without building anything
+# (the tests package their own build with it).
+DEB_VERSION ?= 0.$(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+DEB_ARCH ?= $(shell dpkg --print-architecture)
+DEB_OUT ?= build
+# xz for boards; the tests package uncompressed.
+DEB_COMPRESS ?= xz
+MAN_PAGES := .build/plugins/GenerateManual/outputs
+deb: release man-pages
+	$(MAKE) -s deb-package BUILT=$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)
+
+man-pages:
+	$(SWIFT) package generate-manual --configuration debug --section 8 >/dev/null
+
+deb-package:
+	rm -rf $(DEB_OUT)/root && mkdir -p $(DEB_OUT)/root/DEBIAN
+	$(MAKE) -s install-files DESTDIR=$(abspath $(DEB_OUT))/root PREFIX=/usr SYSCONFDIR=/etc
+	strip --strip-unneeded $(DEB_OUT)/root/usr/bin/taxiunitd $(DEB_OUT)/root/usr/bin/taxiunitctl
+	install -d $(DEB_OUT)/root/usr/share/man/man8
+	for program in taxiunitd taxiunitctl; do \
+		gzip -9n < $(MAN_PAGES)/$$program/$$program.8 > $(DEB_OUT)/root/usr/share/man/man8/$$program.8.gz || exit 1; done
+	install -m 644 docs/boards.md $(DEB_OUT)/root/usr/share/doc/taxiunitd/
+	install -m 644 packaging/conffiles $(DEB_OUT)/root/DEBIAN/
+	install -m 755 packaging/postinst packaging/prerm packaging/postrm $(DEB_OUT)/root/DEBIAN/
+	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' \
+		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/root | cut -f1)/" packaging/control > $(DEB_OUT)/root/DEBIAN/control
+	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/root $(DEB_OUT)/taxiunitd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
 demo:
 	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"
 	scripts/demo.sh
@@ -98,4 +135,4 @@ symbol-order:
 	scripts/symbol-order.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build build

@@ -1,0 +1,114 @@
+import Foundation
+import TestHarness
+import Testing
+
+/// `make deb-package` (what `make deb` runs after the release build) from the binaries this test run
+/// was built with, installed by the real dpkg into a scratch root, its maintainer scripts run there
+/// (`--force-script-chrootless`, which hands them DPKG_ROOT).
+@Suite(.serialized) struct DebianPackageTests {
+    /// The package, built once for the suite, uncompressed (xz takes most of the time otherwise).
+    static let built = Result { () throws -> (deb: String, scratch: ScratchDirectory) in
+        let scratch = try ScratchDirectory()
+        let out = scratch.file("deb")
+        let build = try runCommand(
+            "/usr/bin/make",
+            ["-s", "-C", Corpus.packageRoot, "deb-package", "BUILT=\(Corpus.binaryDirectory)", "DEB_OUT=\(out)", "DEB_COMPRESS=none"])
+        guard build.exitCode == 0 else { throw HarnessError("make deb-package failed: \(build.output)") }
+        let debs = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasSuffix(".deb") }
+        guard debs.count == 1 else { throw HarnessError("expected one package in \(out), found \(debs)") }
+        return (out + "/" + debs[0], scratch)
+    }
+
+    func package() throws -> String { try Self.built.get().deb }
+
+    func dpkg(_ arguments: [String]) throws -> (output: String, exitCode: Int32) {
+        try runCommand("/usr/bin/dpkg", arguments)
+    }
+
+    /// An empty root with a dpkg database; dependencies are not installed in it, so they are forced.
+    func emptyRoot(_ scratch: ScratchDirectory) throws -> String {
+        let root = scratch.file("root")
+        for directory in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "etc"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+        }
+        FileManager.default.createFile(atPath: root + "/var/lib/dpkg/status", contents: Data())
+        return root
+    }
+
+    @Test func dependsOnTheRuntimeLibrariesOnly() throws {
+        let deb = try package()
+        let depends = try runCommand("/usr/bin/dpkg-deb", ["-f", deb, "Depends"]).output
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(depends == ["gpsd", "libgps28", "libmosquitto1", "libsqlite3-0", "libsystemd0", "libc6 (>= 2.36)"])
+        // What the tests and the build use is never on a taxi.
+        let makefile = try String(contentsOfFile: Corpus.packageRoot + "/Makefile", encoding: .utf8)
+        let testSet = try #require(makefile.firstMatch(of: /\nAPT_TEST := ([^\n]+)\n/)).1.split(separator: " ").map(String.init)
+        let buildSet = try #require(makefile.firstMatch(of: /\nAPT_BUILD := ([^\n]+)\n/)).1.split(separator: " ").map(String.init)
+        #expect(testSet.contains("mosquitto") && testSet.contains("socat") && buildSet.contains("libgps-dev"))
+        for package in testSet + buildSet {
+            #expect(!depends.contains { $0 == package || $0.hasPrefix(package + " ") }, "\(package) is a dependency")
+        }
+        #expect(try runCommand("/usr/bin/dpkg-deb", ["-f", deb, "Architecture"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            == (try runCommand("/usr/bin/dpkg", ["--print-architecture"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    @Test func installsRunsItsScriptsAndRemovesTheDebianWay() throws {
+        let scratch = try ScratchDirectory()
+        let deb = try package()
+        let root = try emptyRoot(scratch)
+        let options = ["--root=\(root)", "--force-depends", "--force-script-chrootless", "--force-not-root"]
+        let install = try dpkg(options + ["-i", deb])
+        #expect(install.exitCode == 0, "\(install.output)")
+
+        let files = try dpkg(["--root=\(root)", "-L", "taxiunitd"]).output.split(separator: "\n").map(String.init)
+        for path in [
+            "/usr/bin/taxiunitd", "/usr/bin/taxiunitctl", "/usr/lib/systemd/system/taxiunitd.service", "/usr/lib/sysusers.d/taxiunitd.conf",
+            "/etc/taxiunitd/taxiunitd.toml", "/usr/share/taxiunitd/lang/en.toml", "/usr/share/taxiunitd/lang/it.toml",
+            "/usr/share/taxiunitd/lang/zu.toml", "/usr/share/doc/taxiunitd/README.md", "/usr/share/doc/taxiunitd/protocol.md",
+            "/usr/share/doc/taxiunitd/boards.md", "/usr/share/doc/taxiunitd/mosquitto-acl.example",
+            "/usr/share/man/man8/taxiunitd.8.gz", "/usr/share/man/man8/taxiunitctl.8.gz",
+        ] {
+            #expect(files.contains(path), "\(path) not in the package")
+        }
+        #expect(!files.contains { $0.contains("/local/") || $0.hasPrefix("/tmp") }, "\(files)")
+        let conffiles = try String(contentsOfFile: root + "/var/lib/dpkg/info/taxiunitd.conffiles", encoding: .utf8)
+        #expect(conffiles == "/etc/taxiunitd/taxiunitd.toml\n")
+
+        // postinst: the user from sysusers, the service enabled, both inside the root.
+        let passwd = try String(contentsOfFile: root + "/etc/passwd", encoding: .utf8)
+        #expect(passwd.contains("taxiunitd:x:") && passwd.contains(":/var/lib/taxiunitd:"), "\(passwd)")
+        let wanted = root + "/etc/systemd/system/multi-user.target.wants/taxiunitd.service"
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: wanted) == "/usr/lib/systemd/system/taxiunitd.service")
+
+        // The man pages are the programs' own help.
+        let page = try runCommand("/bin/sh", ["-c", "zcat '\(root)/usr/share/man/man8/taxiunitd.8.gz'"]).output
+        #expect(page.contains(".Dt TAXIUNITD 8") && page.contains("--check"), "\(page.prefix(300))")
+
+        // The unit as installed: systemd's own units from this machine so that verify finds
+        // sysinit.target; ExecStart= is resolved inside the root.
+        let units = root + "/usr/lib/systemd/system"
+        for unit in try FileManager.default.contentsOfDirectory(atPath: "/lib/systemd/system")
+        where unit.hasSuffix(".target") || unit.hasSuffix(".slice") || unit.hasSuffix(".socket") {
+            try? FileManager.default.copyItem(atPath: "/lib/systemd/system/" + unit, toPath: units + "/" + unit)
+        }
+        let verify = try runCommand("/usr/bin/systemd-analyze", ["--root=\(root)", "verify", "--man=no", "/usr/lib/systemd/system/taxiunitd.service"])
+        #expect(verify.exitCode == 0 && verify.output.isEmpty, "\(verify.output)")
+
+        // An edited configuration survives an upgrade (dpkg keeps a changed conffile).
+        let config = root + "/etc/taxiunitd/taxiunitd.toml"
+        try (String(contentsOfFile: config, encoding: .utf8) + "\n# edited on the board\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let upgrade = try dpkg(options + ["--force-confold", "-i", deb])
+        #expect(upgrade.exitCode == 0, "\(upgrade.output)")
+        #expect(try String(contentsOfFile: config, encoding: .utf8).contains("# edited on the board"))
+
+        // remove: the service disabled, the configuration kept; purge: the configuration gone.
+        let remove = try dpkg(options + ["-r", "taxiunitd"])
+        #expect(remove.exitCode == 0, "\(remove.output)")
+        #expect(!FileManager.default.fileExists(atPath: wanted))
+        #expect(!FileManager.default.fileExists(atPath: root + "/usr/bin/taxiunitd"))
+        #expect(FileManager.default.fileExists(atPath: config))
+        let purge = try dpkg(options + ["-P", "taxiunitd"])
+        #expect(purge.exitCode == 0, "\(purge.output)")
+        #expect(!FileManager.default.fileExists(atPath: config))
+    }
+}
