@@ -73,9 +73,14 @@ final class Fleet {
         ["T1", "T2", "T3"].filter { !messages($0, "job/offer", job: job).isEmpty }
     }
 
+    /// Stops everything and holds every message the units and dispatchsim published to the
+    /// contract (docs/schemas).
     func stop() throws -> [String: Any] {
         for unit in units { unit.stop() }
-        return try dispatcher.stop()
+        let stats = try dispatcher.stop()
+        let problems = try ContractCheck.problems(in: recorder.messages)
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        return stats
     }
 }
 

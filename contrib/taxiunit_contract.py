@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The taxiunitd wire contract for dispatcher teams: schema validation of payloads and the
+backfill decoder (docs/protocol.md, "Backfill batches").
+
+    python3 contrib/taxiunit_contract.py validate MESSAGES.jsonl   # {"topic": ..., "payload": ...} per line
+    python3 contrib/taxiunit_contract.py vectors contrib/backfill-vectors.json
+    python3 contrib/taxiunit_contract.py examples docs/examples
+    python3 contrib/taxiunit_contract.py asyncapi docs/asyncapi.yaml
+
+Needs the jsonschema package (Debian: python3-jsonschema); `asyncapi` also needs PyYAML (python3-yaml).
+"""
+import json
+import math
+import os
+import sys
+
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "schemas", "taxiunit.schema.json")
+
+# Topic suffix below {prefix}/{fleet}/{unit}/ -> payload schema in taxiunit.schema.json's $defs.
+UNIT_TOPICS = {
+    "status": "status", "pos": "pos", "job/offer": "job_offer", "job/cancel": "job_cancel", "job/update": "job_update",
+    "job/reply": "job_reply", "event": "event", "sos": "sos", "sos/ack": "sos_ack", "config": "config",
+    "config/ack": "config_ack", "cmd": "cmd", "cmd/reply": "cmd_reply",
+}
+
+COLUMNS = ("t", "lat", "lon", "spd", "hdg", "acc")
+SCALES = (1, 1e7, 1e7, 100, 10, 10)
+
+
+def schema_name(topic):
+    """The payload schema of a topic: {prefix}/{fleet}/config, or {prefix}/{fleet}/{unit}/{suffix}."""
+    levels = topic.split("/")
+    if len(levels) == 3 and levels[2] == "config":
+        return "config"
+    if len(levels) >= 4:
+        return UNIT_TOPICS.get("/".join(levels[3:]))
+    return None
+
+
+def strict_json(payload):
+    """Parses like the unit: UTF-8, no duplicate keys, no NaN or Infinity."""
+    def no_duplicates(pairs):
+        keys = [key for key, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise ValueError("duplicate key")
+        return dict(pairs)
+
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    text = payload.decode("utf-8") if isinstance(payload, bytes) else payload
+    return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant)
+
+
+class Contract:
+    def __init__(self, schema_path=SCHEMA_PATH):
+        import jsonschema
+        with open(schema_path, encoding="utf-8") as file:
+            self.bundle = json.load(file)
+        self.validators = {}
+        for name in self.bundle["$defs"]:
+            schema = {"$schema": self.bundle["$schema"], "$ref": f"#/$defs/{name}", "$defs": self.bundle["$defs"]}
+            self.validators[name] = jsonschema.Draft202012Validator(schema)
+
+    def problems(self, topic, payload):
+        """What is wrong with one message, as lines; empty when it conforms."""
+        name = schema_name(topic)
+        if name is None:
+            return [f"{topic}: no payload is defined for this topic"]
+        if name == "config" and payload in (b"", ""):
+            return []  # the fleet deleting its retained document
+        try:
+            document = strict_json(payload)
+        except ValueError as error:
+            return [f"{topic}: not strict JSON: {error}"]
+        return [f"{topic}: {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}"
+                for error in self.validators[name].iter_errors(document)]
+
+
+def decode_backfill(rows):
+    """A backfill message's `points` -> a list of {t, lat, lon[, spd, hdg, acc]} dicts, oldest first."""
+    previous = [None] * 6
+    interval = 0
+    points = []
+    for row in rows:
+        if not 3 <= len(row) <= 6:
+            raise ValueError(f"a point has 3 to 6 values, not {len(row)}")
+        value = [None] * 6
+        for column, delta in enumerate(row):
+            if delta is None:
+                continue
+            if not isinstance(delta, int) or isinstance(delta, bool):
+                raise ValueError(f"column {COLUMNS[column]} is not an integer: {delta!r}")
+            if column == 0 and previous[0] is not None:
+                interval += delta
+                previous[0] += interval
+            else:
+                previous[column] = delta if previous[column] is None else previous[column] + delta
+            value[column] = previous[column]
+        if None in value[:3]:
+            raise ValueError("a point without time or coordinates")
+        point = {"t": value[0]}
+        for column in range(1, 6):
+            if value[column] is not None:
+                point[COLUMNS[column]] = value[column] / SCALES[column]
+        points.append(point)
+    return points
+
+
+def check_vectors(path):
+    """Every vector's rows decode to its points, each within half a unit of its column."""
+    with open(path, encoding="utf-8") as file:
+        vectors = json.load(file)
+    failures = []
+    for vector in vectors:
+        decoded = decode_backfill(vector["rows"])
+        expected = vector["points"]
+        if len(decoded) != len(expected):
+            failures.append(f"{vector['name']}: {len(decoded)} points, expected {len(expected)}")
+            continue
+        for index, (got, want) in enumerate(zip(decoded, expected)):
+            for column, scale in zip(COLUMNS, SCALES):
+                if (column in got) != (column in want):
+                    failures.append(f"{vector['name']} point {index}: {column} known {column in got}, expected {column in want}")
+                elif column in got and not math.isclose(got[column], want[column], abs_tol=0.5 / scale + 1e-12):
+                    failures.append(f"{vector['name']} point {index}: {column} {got[column]}, expected {want[column]}")
+    return len(vectors), failures
+
+
+def check_asyncapi(path):
+    """Every reference in the AsyncAPI document resolves (into itself or into the schema bundle), every
+    channel has an operation, and every payload of the contract is a message."""
+    import yaml
+    with open(path, encoding="utf-8") as file:
+        document = yaml.safe_load(file)
+    with open(SCHEMA_PATH, encoding="utf-8") as file:
+        bundle = json.load(file)
+    problems = []
+    if document.get("asyncapi") != "3.0.0":
+        problems.append("asyncapi: not 3.0.0")
+
+    def resolve(reference):
+        target, _, pointer = reference.partition("#")
+        node = document if target == "" else bundle if target == "./schemas/taxiunit.schema.json" else None
+        for part in filter(None, pointer.split("/")):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "$ref" in node and resolve(node["$ref"]) is None:
+                problems.append(f"unresolved reference {node['$ref']}")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    used = {operation["channel"]["$ref"].split("/")[-1] for operation in document.get("operations", {}).values()}
+    problems += [f"channel {name} has no operation" for name in document.get("channels", {}) if name not in used]
+    messages = document.get("components", {}).get("messages", {})
+    problems += [f"payload {name} is not a message" for name in set(UNIT_TOPICS.values()) if name not in messages]
+    return problems
+
+
+def main(arguments):
+    if len(arguments) == 2 and arguments[0] == "asyncapi":
+        problems = check_asyncapi(arguments[1])
+        for problem in problems:
+            print(problem)
+        print(f"asyncapi: {len(problems)} problems")
+        return 1 if problems else 0
+    if len(arguments) != 2 or arguments[0] not in ("validate", "vectors", "examples"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    command, path = arguments
+    if command == "vectors":
+        count, failures = check_vectors(path)
+        for failure in failures:
+            print(failure)
+        print(f"vectors: {count} checked, {len(failures)} wrong")
+        return 1 if failures else 0
+    contract = Contract()
+    if command == "examples":
+        # docs/examples/<schema>.json: a list of payloads each; the topic is made up from the name.
+        messages = []
+        for name in sorted(os.listdir(path)):
+            if name.endswith(".json"):
+                suffix = next(topic for topic, schema in UNIT_TOPICS.items() if schema == name[:-5])
+                with open(os.path.join(path, name), encoding="utf-8") as file:
+                    messages += [(f"taxi/demo/T042/{suffix}", json.dumps(payload)) for payload in json.load(file)]
+    else:
+        messages = []
+        with open(path, encoding="utf-8") as file:
+            for line in file:
+                record = json.loads(line)
+                messages.append((record["topic"], record["payload"]))
+    problems = [problem for topic, payload in messages for problem in contract.problems(topic, payload)]
+    for problem in problems:
+        print(problem)
+    print(f"contract: {len(messages)} messages, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
