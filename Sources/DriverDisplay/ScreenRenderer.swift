@@ -67,7 +67,7 @@ public struct ScreenRenderer: Sendable {
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
             layout.row(linkRow)
         case .offered(let pickup, let deadline):
-            let secondsLeft = max(0, (deadline - now + 999) / 1000)
+            let secondsLeft = max(0, deadline.saturatingSubtract(now).saturatingAdd(999) / 1000)
             layout.row(title(view.mode), right: "\(secondsLeft)s", alert: true)
             layout.row(pickup.address, isData: true)
             let meeting = pickup.meetingTime.map { catalogue.text(.offerMeeting, ["time": clock($0, utcOffsetS)]) }
@@ -143,6 +143,8 @@ public struct ScreenRenderer: Sendable {
     }
 
     public func formatDistance(_ metres: Double) -> String {
+        // Distances come from validated coordinates; anything else is shown as unknown, not trapped on.
+        guard metres.isFinite, metres >= 0, metres < 100_000_000 else { return "?" }
         if metres < 999.5 { return "\(Int(metres.rounded())) m" }
         let tenths = Int((metres / 100).rounded())
         if tenths >= 100 { return "\(Int((metres / 1000).rounded())) km" }
@@ -150,7 +152,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     private func meetingText(_ meeting: Int64, now: Int64, utcOffsetS: Int) -> String {
-        let minutes = (meeting - now + 59_999) / 60_000
+        let minutes = meeting.saturatingSubtract(now).saturatingAdd(59_999) / 60_000
         let time = clock(meeting, utcOffsetS)
         guard minutes > 0 else { return catalogue.text(.jobMeetingNow, ["time": time]) }
         let left = minutes < 100 ? "\(minutes)m" : "\((minutes + 30) / 60)h"
@@ -159,7 +161,7 @@ public struct ScreenRenderer: Sendable {
 
     /// `HH:MM` in local time.
     func clock(_ epochMs: Int64, _ utcOffsetS: Int) -> String {
-        let minuteOfDay = ((epochMs / 1000 + Int64(utcOffsetS)) / 60 % 1440 + 1440) % 1440
+        let minuteOfDay = ((epochMs / 1000).saturatingAdd(Int64(utcOffsetS)) / 60 % 1440 + 1440) % 1440
         let hours = minuteOfDay / 60, minutes = minuteOfDay % 60
         return (hours < 10 ? "0" : "") + "\(hours):" + (minutes < 10 ? "0" : "") + "\(minutes)"
     }

@@ -48,7 +48,7 @@ public struct TerminalPresenter: Sendable {
         if noticeSeen?.serial != view.noticeSerial, view.notice != nil {
             noticeSeen = (view.noticeSerial, now)
         }
-        let showNotice = noticeSeen.map { $0.serial == view.noticeSerial && now - $0.at < noticeDurationMs } ?? false
+        let showNotice = noticeSeen.map { $0.serial == view.noticeSerial && now.saturatingSubtract($0.at) < noticeDurationMs } ?? false
         let screen = renderer.render(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice).screen
         var bytes = paint(screen)
         if let alert = alert(view, showNotice: showNotice), shouldRing(alert, now: now) {
@@ -70,7 +70,7 @@ public struct TerminalPresenter: Sendable {
 
     private func shouldRing(_ alert: Alert, now: Int64) -> Bool {
         guard let last = lastRing, last.alert == alert else { return true }
-        if case .offer = alert { return now - last.at >= offerRingIntervalMs }
+        if case .offer = alert { return now.saturatingSubtract(last.at) >= offerRingIntervalMs }
         return false
     }
 

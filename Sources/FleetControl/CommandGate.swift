@@ -1,3 +1,4 @@
+import UnitCore
 import UnitConfig
 
 /// A command from the fleet on `{prefix}/{fleet}/{unit}/cmd` that passed every check.

@@ -212,7 +212,7 @@ public struct FleetConfigMachine: Sendable {
         do {
             return settings(of: try JSONDocument.parse(payload))
         } catch {
-            return .failure(error)
+            return .failure(ConfigError(problems: error.problems))
         }
     }
 

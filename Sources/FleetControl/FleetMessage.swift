@@ -1,3 +1,4 @@
+import UnitCore
 import UnitConfig
 
 /// Whom the unit trusts to change it: from the local file, never from the fleet.

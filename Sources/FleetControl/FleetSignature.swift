@@ -1,3 +1,4 @@
+import UnitCore
 import Crypto
 import Foundation
 import UnitConfig

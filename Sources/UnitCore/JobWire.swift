@@ -170,19 +170,56 @@ public struct InboundProblem: Error, Sendable, Equatable {
     }
 }
 
+/// What an inbound message may hold (docs/protocol.md, "Limits"). Everything beyond is refused
+/// before it can reach the state machine, the store or the log.
+public enum InboundLimits {
+    /// Job ids, alarm ids.
+    public static let idBytes = 128
+    /// Addresses, notes, reasons.
+    public static let textBytes = 500
+    public static let respondWithinS: ClosedRange<Double> = 1...3600
+    /// Per offer, per update and per added pickup; the unit's seats bound them further.
+    public static let passengers: ClosedRange<Int> = 1...99
+    /// `t` and `meeting_time` must be within this of the unit clock.
+    public static let timeWindowMs: Int64 = 366 * 86_400_000
+}
+
+extension InboundTopic {
+    /// The largest payload read on this topic; a larger one is refused unread.
+    public var maxPayloadBytes: Int {
+        switch self {
+        case .jobOffer, .jobCancel, .jobUpdate: 16 * 1024
+        case .sosAck: 1024
+        }
+    }
+}
+
 extension InboundMessage {
-    /// Decodes and checks a payload received on `topic`. Job ids may be JSON strings or integers;
-    /// an integer id is handled as its decimal string.
-    public static func decode(topic: InboundTopic, payload: [UInt8]) -> Result<InboundMessage, InboundProblem> {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) as? [String: Any] else {
+    /// Decodes and checks a payload received on `topic` at unit clock `now`. Job ids may be JSON
+    /// strings or integers; an integer id is handled as its decimal string. The payload must be
+    /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size.
+    public static func decode(topic: InboundTopic, payload: [UInt8], now: Int64) -> Result<InboundMessage, InboundProblem> {
+        guard payload.count <= topic.maxPayloadBytes else {
+            return .failure(InboundProblem(topic: topic, job: nil, reason: "payload of \(payload.count) bytes is over the \(topic.maxPayloadBytes)-byte limit"))
+        }
+        let document: JSONDocument
+        do {
+            document = try JSONDocument.parse(payload)
+        } catch {
+            return .failure(InboundProblem(topic: topic, job: nil, reason: "payload is not strict JSON: \(error.message)"))
+        }
+        guard case .object = document,
+            let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [])) as? [String: Any]
+        else {
             return .failure(InboundProblem(topic: topic, job: nil, reason: "payload is not a JSON object"))
         }
-        let job = jobID(object["job"])
+        let job = jobID(object["job"]).flatMap { checkID($0, field: "job") == nil ? $0 : nil }
         func problem(_ reason: String) -> Result<InboundMessage, InboundProblem> {
             .failure(InboundProblem(topic: topic, job: job, reason: reason))
         }
         if topic != .sosAck {
             guard object["job"] != nil else { return problem("job is missing") }
+            if let text = object["job"] as? String, let reason = checkID(text, field: "job") { return problem(reason) }
             guard let job, !job.isEmpty else { return problem("job must be a non-empty string or an integer") }
         }
         var normalised = object
@@ -191,27 +228,32 @@ extension InboundMessage {
         do {
             data = try JSONSerialization.data(withJSONObject: normalised)
         } catch {
-            return problem("payload cannot be read: \(error)")
+            return problem("payload cannot be read")
         }
         do {
             switch topic {
             case .jobOffer:
                 let offer = try JSONDecoder().decode(JobOffer.self, from: data)
-                if let reason = check(offer) { return problem(reason) }
+                if let reason = check(offer, now: now) { return problem(reason) }
                 return .success(.offer(offer))
             case .jobCancel:
-                return .success(.cancel(try JSONDecoder().decode(JobCancel.self, from: data)))
+                let cancel = try JSONDecoder().decode(JobCancel.self, from: data)
+                if let reason = checkText(cancel.reason, field: "reason") { return problem(reason) }
+                return .success(.cancel(cancel))
             case .jobUpdate:
                 let update = try JSONDecoder().decode(JobUpdate.self, from: data)
                 if let reason = check(update) { return problem(reason) }
                 return .success(.update(update))
             case .sosAck:
-                return .success(.sosAck(try JSONDecoder().decode(SOSAck.self, from: data)))
+                let ack = try JSONDecoder().decode(SOSAck.self, from: data)
+                if let id = ack.id, let reason = checkID(id, field: "id") { return problem(reason) }
+                if let reason = checkText(ack.note, field: "note") { return problem(reason) }
+                return .success(.sosAck(ack))
             }
         } catch let error as DecodingError {
             return problem(describe(error))
         } catch {
-            return problem("\(error)")
+            return problem("payload cannot be read")
         }
     }
 
@@ -225,23 +267,61 @@ extension InboundMessage {
         }
     }
 
-    static func check(_ offer: JobOffer) -> String? {
-        if let reason = checkCoordinate(lat: offer.pickup.lat, lon: offer.pickup.lon, field: "pickup") { return reason }
-        if let window = offer.respondWithinS, !(window > 0 && window.isFinite) { return "respond_within_s must be positive" }
-        if let passengers = offer.passengers, passengers < 1 { return "passengers must be at least 1" }
+    /// Ids become MQTT payloads, log lines and terminal text: bounded and printable.
+    static func checkID(_ id: String, field: String) -> String? {
+        if id.utf8.count > InboundLimits.idBytes { return "\(field) is longer than \(InboundLimits.idBytes) bytes" }
+        if id.unicodeScalars.contains(where: isControl) { return "\(field) contains control characters" }
         return nil
+    }
+
+    /// Texts shown to the driver: bounded; line breaks and other control characters refused.
+    static func checkText(_ text: String?, field: String) -> String? {
+        guard let text else { return nil }
+        if text.utf8.count > InboundLimits.textBytes { return "\(field) is longer than \(InboundLimits.textBytes) bytes" }
+        if text.unicodeScalars.contains(where: isControl) { return "\(field) contains control characters" }
+        return nil
+    }
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
+    static func checkPassengers(_ passengers: Int?, field: String) -> String? {
+        guard let passengers, !InboundLimits.passengers.contains(passengers) else { return nil }
+        return "\(field) must be from \(InboundLimits.passengers.lowerBound) to \(InboundLimits.passengers.upperBound)"
+    }
+
+    /// Within a year of the unit clock either way.
+    static func checkTime(_ time: Int64?, field: String, now: Int64) -> String? {
+        guard let time else { return nil }
+        let distance = time.saturatingSubtract(now)
+        guard distance.magnitude <= InboundLimits.timeWindowMs.magnitude else { return "\(field) is more than a year from the unit clock" }
+        return nil
+    }
+
+    static func check(_ offer: JobOffer, now: Int64) -> String? {
+        if let reason = checkCoordinate(lat: offer.pickup.lat, lon: offer.pickup.lon, field: "pickup") { return reason }
+        if let reason = checkText(offer.pickup.address, field: "pickup.address") { return reason }
+        if let window = offer.respondWithinS, !InboundLimits.respondWithinS.contains(window) {
+            return "respond_within_s must be from \(Int(InboundLimits.respondWithinS.lowerBound)) to \(Int(InboundLimits.respondWithinS.upperBound))"
+        }
+        if let reason = checkPassengers(offer.passengers, field: "passengers") { return reason }
+        if let reason = checkTime(offer.meetingTime, field: "meeting_time", now: now) { return reason }
+        if let reason = checkTime(offer.t, field: "t", now: now) { return reason }
+        return checkText(offer.note, field: "note")
     }
 
     static func check(_ update: JobUpdate) -> String? {
         if update.passengers == nil && update.addPickup == nil && update.note == nil {
             return "update has none of passengers, add_pickup, note"
         }
-        if let passengers = update.passengers, passengers < 1 { return "passengers must be at least 1" }
+        if let reason = checkPassengers(update.passengers, field: "passengers") { return reason }
         if let added = update.addPickup {
             if let reason = checkCoordinate(lat: added.lat, lon: added.lon, field: "add_pickup") { return reason }
-            if let passengers = added.passengers, passengers < 1 { return "add_pickup.passengers must be at least 1" }
+            if let reason = checkPassengers(added.passengers, field: "add_pickup.passengers") { return reason }
+            if let reason = checkText(added.address, field: "add_pickup.address") { return reason }
         }
-        return nil
+        return checkText(update.note, field: "note")
     }
 
     static func checkCoordinate(lat: Double, lon: Double, field: String) -> String? {

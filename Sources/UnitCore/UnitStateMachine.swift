@@ -119,19 +119,27 @@ public struct AnsweredOffer: Sendable, Equatable, Codable {
     public var job: String
     /// nil when the dispatcher withdrew the offer before it was answered.
     public var reply: JobReply?
+    /// Unit clock when the answer was last published, so that a dispatcher sending the offer again
+    /// and again gets one answer per `UnitStateMachine.repeatAnswerAfterMs`, not one per copy.
+    public var lastSentAt: Int64?
 
-    public init(job: String, reply: JobReply?) {
+    public init(job: String, reply: JobReply?, lastSentAt: Int64? = nil) {
         self.job = job
         self.reply = reply
+        self.lastSentAt = lastSentAt
     }
 }
 
 /// The panic alarm while the dispatcher has not acknowledged it.
 public struct Panic: Sendable, Equatable, Codable {
     public var raisedAt: Int64
+    /// The `id` of this alarm's `sos` message, once the shell has stored it: an `sos/ack` naming
+    /// another id acknowledges an earlier alarm and leaves this one open.
+    public var messageID: String?
 
-    public init(raisedAt: Int64) {
+    public init(raisedAt: Int64, messageID: String? = nil) {
         self.raisedAt = raisedAt
+        self.messageID = messageID
     }
 }
 
@@ -281,6 +289,15 @@ public struct UnitStateMachine: Sendable {
 
     public var state: DriverState { snapshot.state }
 
+    /// A redelivered offer is answered again at most this often (unit clock).
+    public static let repeatAnswerAfterMs: Int64 = 30_000
+
+    /// The shell stored the open alarm's `sos` message under `id` (in the transaction that also
+    /// writes the snapshot), so that acknowledgements can be matched to it.
+    public mutating func alarmStored(messageID id: String) {
+        snapshot.panic?.messageID = id
+    }
+
     public var status: UnitStatus {
         var pauseReason: PauseReason?
         if case .paused(let reason) = state { pauseReason = reason }
@@ -289,7 +306,7 @@ public struct UnitStateMachine: Sendable {
 
     /// Seats minus passengers on board.
     public var seatsLeft: Int {
-        if case .onBoard(let job, _) = state { return max(0, settings.seats - job.passengers) }
+        if case .onBoard(let job, _) = state { return job.passengers >= settings.seats ? 0 : settings.seats - max(0, job.passengers) }
         return settings.seats
     }
 
@@ -305,8 +322,11 @@ public struct UnitStateMachine: Sendable {
             return handleCancel(cancel, now: now)
         case .inbound(.update(let update), let now):
             return handleUpdate(update, now: now)
-        case .inbound(.sosAck, _):
-            guard snapshot.panic != nil else { return [.log("sos/ack without a pending alarm ignored")] }
+        case .inbound(.sosAck(let ack), _):
+            guard let panic = snapshot.panic else { return [.log("sos/ack without a pending alarm ignored")] }
+            if let named = ack.id, let open = panic.messageID, named != open {
+                return [.log("sos/ack for an earlier alarm ignored; the open alarm is \(open)")]
+            }
             snapshot.panic = nil
             // Discreet: the attacker may be watching the terminal.
             // Positions slow down again from the last one panic reported.
@@ -390,10 +410,11 @@ public struct UnitStateMachine: Sendable {
             return refuse(.notAtPickup)
 
         case (.noShow, .atPickup(let job, let arrivedAt)):
-            let waitMs = Int64(settings.noShowWaitS * 1000)
-            guard now - arrivedAt >= waitMs else {
-                let left = Int(((arrivedAt + waitMs - now) + 999) / 1000)
-                return refuse(.noShowTooEarly(secondsLeft: left))
+            let waitMs = Int64(millisecondsOf: settings.noShowWaitS) ?? .max
+            let waited = now.saturatingSubtract(arrivedAt)
+            guard waited >= waitMs else {
+                let left = waitMs.saturatingSubtract(waited).saturatingAdd(999) / 1000
+                return refuse(.noShowTooEarly(secondsLeft: Int(clamping: left)))
             }
             guard let fix = lastFix else { return refuse(.noPosition) }
             guard Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.noShowRadiusM else {
@@ -429,15 +450,22 @@ public struct UnitStateMachine: Sendable {
     // MARK: Dispatcher
 
     private mutating func handleOffer(_ offer: JobOffer, receivedAt: Int64) -> [UnitAction] {
-        if let answered = snapshot.answeredOffers.last(where: { $0.job == offer.job }) {
+        if let index = snapshot.answeredOffers.lastIndex(where: { $0.job == offer.job }) {
+            let answered = snapshot.answeredOffers[index]
             guard let reply = answered.reply else { return [.log("offer \(offer.job) was withdrawn; redelivery ignored")] }
-            return [.log("offer \(offer.job) delivered again; same answer"), .reply(reply)]
+            if let last = answered.lastSentAt, receivedAt.saturatingSubtract(last) < Self.repeatAnswerAfterMs {
+                return [.log("offer \(offer.job) delivered again within \(Self.repeatAnswerAfterMs / 1000) s of its answer; not answered again")]
+            }
+            snapshot.answeredOffers[index].lastSentAt = receivedAt
+            return [.persist(snapshot), .log("offer \(offer.job) delivered again; same answer"), .reply(reply)]
         }
         if case .offered(let pending) = state, pending.job.id == offer.job {
             return [.log("offer \(offer.job) delivered again while the driver decides")]
         }
-        let windowMs = Int64((offer.respondWithinS ?? settings.offerTimeoutS) * 1000)
-        if let sent = offer.t, sent + windowMs <= receivedAt {
+        // The decoder bounds respond_within_s and the configuration the timeout; out of range is never
+        // reached, but would mean the longest window rather than a trap.
+        let windowMs = Int64(millisecondsOf: offer.respondWithinS ?? settings.offerTimeoutS).map { min(max($0, 1), 3_600_000) } ?? 3_600_000
+        if let sent = offer.t, sent.saturatingAdd(windowMs) <= receivedAt {
             return remember(JobReply(job: offer.job, reply: .expired, reason: "answer window over on arrival", t: receivedAt))
         }
         guard case .available = state else {
@@ -447,7 +475,7 @@ public struct UnitStateMachine: Sendable {
         guard job.passengers <= settings.seats else {
             return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(settings.seats) seats", t: receivedAt))
         }
-        let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt + windowMs)
+        let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt.saturatingAdd(windowMs))
         var actions = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, windowMs: windowMs))
         actions.append(.startTimer(.offerDeadline(job: job.id), fireAt: pending.deadline))
         return actions
@@ -487,7 +515,7 @@ public struct UnitStateMachine: Sendable {
         var told: [String] = []
         var passengers = update.passengers ?? job.passengers
         if let added = update.addPickup {
-            passengers += added.passengers ?? 1
+            passengers = passengers.saturatingAdd(added.passengers ?? 1)
             told.append("extra pickup at \(added.place.label)")
         }
         guard passengers <= settings.seats else {
@@ -529,7 +557,7 @@ public struct UnitStateMachine: Sendable {
     private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: Int64, then next: DriverState, tell: String) -> [UnitAction] {
         guard case .offered(let offer) = state else { return [] }
         let reply = JobReply(job: offer.job.id, reply: code, reason: reason, t: now)
-        snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply))
+        snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply, lastSentAt: now))
         trimMemory()
         var actions = transition(to: next, now: now, reason: code.rawValue, tell: tell)
         actions.insert(.reply(reply), at: 1)
@@ -539,13 +567,13 @@ public struct UnitStateMachine: Sendable {
 
     /// Answers an offer that never reached the driver; the state does not change.
     private mutating func remember(_ reply: JobReply) -> [UnitAction] {
-        snapshot.answeredOffers.append(AnsweredOffer(job: reply.job, reply: reply))
+        snapshot.answeredOffers.append(AnsweredOffer(job: reply.job, reply: reply, lastSentAt: reply.t))
         trimMemory()
         return [.persist(snapshot), .reply(reply)]
     }
 
     private mutating func trimMemory() {
-        let excess = snapshot.answeredOffers.count - settings.answeredOfferMemory
+        let excess = snapshot.answeredOffers.count - max(0, settings.answeredOfferMemory)
         if excess > 0 { snapshot.answeredOffers.removeFirst(excess) }
     }
 

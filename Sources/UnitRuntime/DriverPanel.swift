@@ -57,7 +57,7 @@ struct DriverPanel {
         case .offDuty: mode = .offDuty
         case .available: mode = .available
         case .paused(let reason): mode = .paused(reason: reason.rawValue)
-        case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline - unitClockAheadMs)
+        case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline.saturatingSubtract(unitClockAheadMs))
         case .enRoute(let job): mode = .enRoute(pickup(job))
         case .atPickup(let job, _): mode = .atPickup(pickup(job))
         case .onBoard(let job, _): mode = .onBoard(passengers: job.passengers)

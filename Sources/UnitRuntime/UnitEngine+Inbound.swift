@@ -23,13 +23,13 @@ extension UnitEngine {
             return
         }
         let now = clockMs()
-        switch InboundMessage.decode(topic: topic, payload: message.payload) {
+        switch InboundMessage.decode(topic: topic, payload: message.payload, now: now) {
         case .success(let inbound):
-            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "payload": "\(String(decoding: message.payload, as: UTF8.self))"])
+            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "bytes": "\(message.payload.count)", "payload": "\(LogExcerpt.of(message.payload))"])
             step(.inbound(inbound, receivedAt: now))
         case .failure(let problem):
             logger.warning("malformed message", metadata: [
-                "topic": "\(topic.rawValue)", "reason": "\(problem.reason)", "payload": "\(String(decoding: message.payload.prefix(512), as: UTF8.self))",
+                "topic": "\(topic.rawValue)", "reason": "\(LogExcerpt.of(problem.reason))", "payload": "\(LogExcerpt.of(message.payload))",
             ])
             step(.malformed(problem, at: now))
         }

@@ -67,6 +67,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// Which `BrokerLink` connection is current; events from replaced ones are dropped.
     var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
+    /// The id the store gave the alarm being written, for `UnitStateMachine.alarmStored`.
+    private var alarmMessageID: String?
     private var stopping = false
     private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
     private var timerGeneration: UInt64 = 0
@@ -326,6 +328,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if !messages.isEmpty { told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
         }
         if stored { pumpOutbox() }
+        // Only a committed alarm has an id an acknowledgement can name.
+        if let id = alarmMessageID {
+            alarmMessageID = nil
+            if !unstoredMessages.contains(where: { $0.messageClass == .alarm }) { machine.alarmStored(messageID: id) }
+        }
         for action in actions {
             switch action {
             case .recordFix(let fix, _):
@@ -368,8 +375,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
                 }
             case .sos(let alarm):
-                UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
-                    try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { [weak self] seq, id in
+                    self?.alarmMessageID = id
+                    return try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
                 }
             default:
                 nil
@@ -513,7 +521,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // Deadlines are on the unit clock, which is GPS time while the system clock is
         // unsynchronised (hours off on a board without a real-time clock); the terminal counts down
         // on the system clock. In steps of 100 ms, so that GPS jitter does not change the view.
-        let unitClockAheadMs = (clockMs() - Self.clockMs()) / 100 * 100
+        let unitClockAheadMs = clockMs().saturatingSubtract(Self.clockMs()) / 100 * 100
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
             unitClockAheadMs: unitClockAheadMs, distance: { place in fix?.distance(to: place.coordinate) })
@@ -605,7 +613,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func jobStatus() -> ControlStatus.Job? {
         guard let job = machine.state.job else { return nil }
         let now = clockMs()
-        func secondsUntil(_ time: Int64) -> Int { Int(max(0, time - now) / 1000) }
+        func secondsUntil(_ time: Int64) -> Int { Int(clamping: max(0, time.saturatingSubtract(now)) / 1000) }
         var offerSecondsLeft: Int?
         if case .offered(let offer) = machine.state { offerSecondsLeft = secondsUntil(offer.deadline) }
         return ControlStatus.Job(

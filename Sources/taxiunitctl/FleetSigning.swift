@@ -1,3 +1,4 @@
+import UnitCore
 import ArgumentParser
 import Crypto
 import FleetControl
@@ -64,6 +65,8 @@ extension TaxiUnitCtl {
                 let document = try JSONDocument.parse(Array(bytes))
                 let signed = try FleetSignature.sign(document, topic: topic, with: privateKey)
                 print(String(decoding: signed.canonicalBytes, as: UTF8.self))
+            } catch let error as JSONSyntaxError {
+                throw ValidationErrorLine("\(doc): \(error.message)")
             } catch let error as ConfigError {
                 throw ValidationErrorLine("\(doc): \(error.problems.joined(separator: "; "))")
             }

@@ -1,8 +1,9 @@
+import UnitCore
 import Testing
 import UnitConfig
 
 @Suite struct JSONDocumentTests {
-    func parse(_ text: String) throws(ConfigError) -> JSONDocument {
+    func parse(_ text: String) throws(JSONSyntaxError) -> JSONDocument {
         try JSONDocument.parse(Array(text.utf8))
     }
 
@@ -27,7 +28,7 @@ import UnitConfig
         #expect(problem("") == "not valid JSON at byte 0: unexpected end of document")
         #expect(problem("hello")?.contains("unexpected character") == true)
         #expect(problem(String(repeating: "[", count: 40) + String(repeating: "]", count: 40))?.contains("nested deeper") == true)
-        #expect(throws: ConfigError.self) { try JSONDocument.parse([UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")]) }
+        #expect(throws: JSONSyntaxError.self) { try JSONDocument.parse([UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")]) }
     }
 
     @Test func acceptsOrdinaryJSON() throws {

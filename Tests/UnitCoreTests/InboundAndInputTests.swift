@@ -27,7 +27,7 @@ import UnitCore
 
 @Suite struct InboundDecodingTests {
     func decode(_ topic: InboundTopic, _ json: String) -> Result<InboundMessage, InboundProblem> {
-        InboundMessage.decode(topic: topic, payload: Array(json.utf8))
+        InboundMessage.decode(topic: topic, payload: Array(json.utf8), now: Scenario.t0)
     }
 
     func problem(_ topic: InboundTopic, _ json: String) -> InboundProblem? {

@@ -1,6 +1,19 @@
 /// A JSON document exactly as received: object members in order, numbers as their literal text.
 /// Keeping the literal is what makes the canonical form (docs/protocol.md, "Signatures") independent
 /// of how any language prints floating-point numbers.
+/// Why bytes are not strict JSON.
+public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+
+    public init(message: String) {
+        self.message = message
+    }
+
+    /// As one problem among others (configuration and fleet messages report lists).
+    public var problems: [String] { [message] }
+    public var description: String { message }
+}
+
 public indirect enum JSONDocument: Sendable, Equatable {
     case object([(key: String, value: JSONDocument)])
     case array([JSONDocument])
@@ -26,7 +39,7 @@ public indirect enum JSONDocument: Sendable, Equatable {
 
     /// Parses strict RFC 8259 JSON. Refuses what a permissive parser would let through and a
     /// signature could then disagree about: duplicate keys, NaN/Infinity, invalid UTF-8, trailing bytes.
-    public static func parse(_ bytes: [UInt8]) throws(ConfigError) -> JSONDocument {
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONDocument {
         var parser = JSONParser(bytes: bytes)
         return try parser.parseDocument()
     }
@@ -98,44 +111,6 @@ public indirect enum JSONDocument: Sendable, Equatable {
         }
         out.append(UInt8(ascii: "\""))
     }
-
-    /// The document as settings. Integers are literals without fraction or exponent that fit an
-    /// `Int`; every other number must be finite as a `Double`.
-    public func configValue(path: String = "") throws(ConfigError) -> ConfigValue {
-        var problems: [String] = []
-        let value = toConfigValue(path: path, problems: &problems)
-        guard problems.isEmpty else { throw ConfigError(problems: problems) }
-        return value
-    }
-
-    private func toConfigValue(path: String, problems: inout [String]) -> ConfigValue {
-        func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
-        switch self {
-        case .object(let members):
-            var entries: [String: ConfigValue] = [:]
-            for member in members { entries[member.key] = member.value.toConfigValue(path: child(member.key), problems: &problems) }
-            return .table(entries)
-        case .array(let elements):
-            return .array(elements.enumerated().map { $1.toConfigValue(path: "\(path)[\($0)]", problems: &problems) })
-        case .string(let text):
-            return .string(text)
-        case .bool(let flag):
-            return .bool(flag)
-        case .null:
-            return .other(typeName: "null")
-        case .number(let literal):
-            if !literal.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) {
-                if let integer = Int(literal) { return .integer(integer) }
-                problems.append("\(path) is an integer too large: \(literal)")
-                return .other(typeName: "integer")
-            }
-            guard let number = Double(literal), number.isFinite else {
-                problems.append("\(path) is a number out of range: \(literal)")
-                return .other(typeName: "number")
-            }
-            return .double(number)
-        }
-    }
 }
 
 private struct JSONParser {
@@ -146,7 +121,7 @@ private struct JSONParser {
         self.bytes = bytes
     }
 
-    mutating func parseDocument() throws(ConfigError) -> JSONDocument {
+    mutating func parseDocument() throws(JSONSyntaxError) -> JSONDocument {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { throw fail("a byte order mark is not allowed") }
         skipWhitespace()
         let value = try parseValue(depth: 0)
@@ -155,8 +130,8 @@ private struct JSONParser {
         return value
     }
 
-    private func fail(_ message: String) -> ConfigError {
-        ConfigError(problems: ["not valid JSON at byte \(position): \(message)"])
+    private func fail(_ message: String) -> JSONSyntaxError {
+        JSONSyntaxError(message: "not valid JSON at byte \(position): \(message)")
     }
 
     private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
@@ -165,14 +140,14 @@ private struct JSONParser {
         while let byte = current, byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { position += 1 }
     }
 
-    private mutating func expect(_ literal: String) throws(ConfigError) {
+    private mutating func expect(_ literal: String) throws(JSONSyntaxError) {
         for byte in literal.utf8 {
             guard current == byte else { throw fail("expected \(literal)") }
             position += 1
         }
     }
 
-    private mutating func parseValue(depth: Int) throws(ConfigError) -> JSONDocument {
+    private mutating func parseValue(depth: Int) throws(JSONSyntaxError) -> JSONDocument {
         guard depth < JSONDocument.maximumDepth else { throw fail("nested deeper than \(JSONDocument.maximumDepth) levels") }
         guard let byte = current else { throw fail("unexpected end of document") }
         switch byte {
@@ -188,7 +163,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func parseObject(depth: Int) throws(ConfigError) -> JSONDocument {
+    private mutating func parseObject(depth: Int) throws(JSONSyntaxError) -> JSONDocument {
         position += 1
         var members: [(key: String, value: JSONDocument)] = []
         var seen: Set<String> = []
@@ -219,7 +194,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func parseArray(depth: Int) throws(ConfigError) -> JSONDocument {
+    private mutating func parseArray(depth: Int) throws(JSONSyntaxError) -> JSONDocument {
         position += 1
         var elements: [JSONDocument] = []
         skipWhitespace()
@@ -239,7 +214,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func parseNumber() throws(ConfigError) -> JSONDocument {
+    private mutating func parseNumber() throws(JSONSyntaxError) -> JSONDocument {
         let start = position
         func digits(_ parser: inout JSONParser) -> Int {
             var count = 0
@@ -268,7 +243,7 @@ private struct JSONParser {
         return .number(literal: String(decoding: bytes[start..<position], as: UTF8.self))
     }
 
-    private mutating func parseString() throws(ConfigError) -> String {
+    private mutating func parseString() throws(JSONSyntaxError) -> String {
         position += 1
         var utf8: [UInt8] = []
         while true {
@@ -291,7 +266,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func parseEscape(into utf8: inout [UInt8]) throws(ConfigError) {
+    private mutating func parseEscape(into utf8: inout [UInt8]) throws(JSONSyntaxError) {
         guard let byte = current else { throw fail("unterminated escape") }
         position += 1
         switch byte {
@@ -321,7 +296,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func parseHex4() throws(ConfigError) -> UInt32 {
+    private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
         guard position + 4 <= bytes.count else { throw fail("incomplete \\u escape") }
         guard let value = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16),
               bytes[position..<position + 4].allSatisfy({ $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "-") }) else {
@@ -329,20 +304,5 @@ private struct JSONParser {
         }
         position += 4
         return value
-    }
-}
-
-extension JSONDocument {
-    /// Settings as JSON, for showing what is in force. Dates and times have no JSON form and become null.
-    public init(_ value: ConfigValue) {
-        switch value {
-        case .table(let entries): self = .object(entries.sorted { $0.key < $1.key }.map { ($0.key, JSONDocument($0.value)) })
-        case .array(let elements): self = .array(elements.map(JSONDocument.init))
-        case .string(let text): self = .string(text)
-        case .integer(let number): self = .number(literal: String(number))
-        case .double(let number): self = .number(literal: "\(number)")
-        case .bool(let flag): self = .bool(flag)
-        case .other: self = .null
-        }
     }
 }
