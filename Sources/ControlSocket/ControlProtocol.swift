@@ -139,11 +139,20 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var outbox: Outbox
     public var storedPositions: Int
     public var config: Config?
+    /// What the unit could not use and set aside (docs/protocol.md, "status"): kind → entries since
+    /// the store was created. Empty when nothing was.
+    public var aside: [String: Int]?
+    /// What the unit refused at its entrances since it started: `fixes_out_of_range` (gpsd reports
+    /// of impossible values), `inbound_over_rate` (MQTT messages over the rate limit).
+    public var refused: [String: Int]?
 
     public init(
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
-        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil
+        job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil,
+        aside: [String: Int]? = nil, refused: [String: Int]? = nil
     ) {
+        self.aside = aside
+        self.refused = refused
         self.unit = unit
         self.state = state
         self.gps = gps

@@ -29,12 +29,12 @@ extension LocalCache {
         try database.read { db in
             var records: [ConfigScope: ConfigScopeRecord] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT * FROM fleet_config") {
-                guard let scope = ConfigScope(rawValue: row["scope"]) else { continue }
+                guard let scope = ConfigScope(rawValue: (try row.decode(forColumn: "scope"))) else { continue }
                 records[scope] = ConfigScopeRecord(
-                    seenVersion: row["seen_version"],
-                    applied: Self.document(version: row["version"], payload: row["document"]),
-                    probation: (row["on_probation"] as Bool)
-                        ? .init(lastGood: Self.document(version: row["last_good_version"], payload: row["last_good_document"]))
+                    seenVersion: (try row.decode(forColumn: "seen_version")),
+                    applied: Self.document(version: (try row.decode(forColumn: "version")), payload: (try row.decode(forColumn: "document"))),
+                    probation: (try row.decode(Bool.self, forColumn: "on_probation"))
+                        ? .init(lastGood: Self.document(version: (try row.decode(forColumn: "last_good_version")), payload: (try row.decode(forColumn: "last_good_document"))))
                         : nil
                 )
             }
@@ -52,7 +52,7 @@ extension LocalCache {
         try database.read { db in
             var executed: [String: Int64] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT id, expires_at FROM executed_commands WHERE expires_at > ?", arguments: [now]) {
-                executed[row["id"]] = row["expires_at"]
+                executed[(try row.decode(forColumn: "id"))] = (try row.decode(forColumn: "expires_at"))
             }
             return executed
         }

@@ -78,8 +78,15 @@ public protocol OutboxHints {
 /// send is here before it is sent.
 public final class LocalCache: OutboxHints, @unchecked Sendable {
     let database: DatabasePool
-    /// Where a database that failed `PRAGMA quick_check` at start was moved, for the daemon to log.
-    public let corruptFileMovedTo: String?
+    /// A file the unit could not open and moved aside at start (it failed `PRAGMA quick_check`, or a
+    /// newer release wrote it), where it went and why, for the daemon to report.
+    public let fileSetAside: (path: String, reason: String)?
+
+    /// Migrations the file has that this release does not know: a newer release wrote it.
+    struct NewerStore: Error, CustomStringConvertible {
+        var unknownMigrations: [String]
+        var description: String { "written by a newer release (migrations \(unknownMigrations.joined(separator: ", ")))" }
+    }
 
     /// What the pump needs to know without querying. Updated after each commit, so another
     /// process writing the file is only noticed by `refreshHints()`.
@@ -133,20 +140,29 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        do {
-            database = try Self.openChecked(path: path)
-            corruptFileMovedTo = nil
-        } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
-            // A file that fails its check, or is not a database at all: keep it for a post-mortem,
-            // start empty, and let the daemon say so loudly. Other errors (permissions, a locked
-            // file) are no reason to set a good database aside.
+        // A file that fails its check, is not a database at all, or was written by a newer release
+        // (whose writes this one would fail on, or silently misread): keep it for a post-mortem or a
+        // downgrade back, start empty, and let the daemon say so loudly. Other errors (permissions,
+        // a locked file) are no reason to set a good database aside.
+        func moveAside(_ label: String, _ error: Error) throws -> (path: String, reason: String) {
             guard FileManager.default.fileExists(atPath: path) else { throw error }
-            let aside = path + ".corrupt-" + Self.timestamp()
+            let aside = path + "." + label + "-" + Self.timestamp()
             for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
                 try FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix)
             }
+            return (aside, "\(error)")
+        }
+        do {
             database = try Self.openChecked(path: path)
-            corruptFileMovedTo = aside
+            fileSetAside = nil
+        } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
+            let aside = try moveAside("corrupt", error)
+            database = try Self.openChecked(path: path)
+            fileSetAside = aside
+        } catch let error as NewerStore {
+            let aside = try moveAside("newer", error)
+            database = try Self.openChecked(path: path)
+            fileSetAside = aside
         }
         try refreshHints()
     }
@@ -175,6 +191,12 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         let verdict = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
         guard verdict == ["ok"] else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))")
+        }
+        let migrator = Self.migrator
+        let unknown = try pool.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
+        guard unknown.isEmpty else {
+            try pool.close()
+            throw NewerStore(unknownMigrations: unknown.sorted())
         }
         try migrator.migrate(pool)
         // The check read every page through one reader's cache.
@@ -272,6 +294,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
                 CREATE INDEX outbox_lane ON outbox(lane, id);
                 """)
         }
+        registerAsideMigration(in: &migrator)
         return migrator
     }
 
@@ -336,7 +359,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         let hints = try database.read { db in
             var hints = Hints()
             for row in try Row.fetchAll(db, sql: "SELECT lane, MAX(id) AS newest FROM outbox WHERE \(Self.undelivered) GROUP BY lane") {
-                if let lane = OutboxLane(rawValue: row["lane"]) { hints.newestRow[lane.rawValue] = row["newest"] }
+                if let lane = OutboxLane(rawValue: (try row.decode(forColumn: "lane"))) { hints.newestRow[lane.rawValue] = (try row.decode(forColumn: "newest")) }
             }
             hints.newestQueuedPointID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM position_queue") ?? 0
             hints.newestLivePointID = try Int64.fetchOne(
@@ -483,7 +506,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         try database.read { db in
             var depth: [MessageClass: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT class, COUNT(*) AS n FROM outbox WHERE \(Self.undelivered) GROUP BY class") {
-                if let messageClass = MessageClass(rawValue: row["class"]) { depth[messageClass] = row["n"] }
+                if let messageClass = MessageClass(rawValue: (try row.decode(forColumn: "class"))) { depth[messageClass] = (try row.decode(forColumn: "n")) }
             }
             let oldest = try Row.fetchAll(
                 db,
@@ -496,8 +519,8 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
                 arguments: [limit]
             ).map { row in
                 OutboxEntry(
-                    rowID: row["id"], messageID: row["message_id"], topic: row["topic"],
-                    messageClass: MessageClass(rawValue: row["class"]) ?? .event, createdAt: row["created_at"])
+                    rowID: (try row.decode(forColumn: "id")), messageID: (try row.decode(forColumn: "message_id")), topic: (try row.decode(forColumn: "topic")),
+                    messageClass: MessageClass(rawValue: (try row.decode(forColumn: "class"))) ?? .event, createdAt: (try row.decode(forColumn: "created_at")))
             }
             return (depth, oldest)
         }
@@ -507,20 +530,20 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     public func lastPosition() throws -> Fix? {
         try database.read { db in
             try Row.fetchOne(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id DESC LIMIT 1").map { row in
-                Fix(time: row["t"], latitude: row["lat"], longitude: row["lon"], speed: row["spd"], track: row["hdg"], accuracy: row["acc"])
+                Fix(time: (try row.decode(forColumn: "t")), latitude: (try row.decode(forColumn: "lat")), longitude: (try row.decode(forColumn: "lon")), speed: (try row.decode(forColumn: "spd")), track: (try row.decode(forColumn: "hdg")), accuracy: (try row.decode(forColumn: "acc")))
             }
         }
     }
 
     public func positionCount() throws -> Int {
-        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions")! }
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions") ?? 0 }
     }
 
     /// The position history, oldest first.
     public func storedFixes() throws -> [Fix] {
         try database.read { db in
             try Row.fetchAll(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id").map { row in
-                Fix(time: row["t"], latitude: row["lat"], longitude: row["lon"], speed: row["spd"], track: row["hdg"], accuracy: row["acc"])
+                Fix(time: (try row.decode(forColumn: "t")), latitude: (try row.decode(forColumn: "lat")), longitude: (try row.decode(forColumn: "lon")), speed: (try row.decode(forColumn: "spd")), track: (try row.decode(forColumn: "hdg")), accuracy: (try row.decode(forColumn: "acc")))
             }
         }
     }

@@ -9,22 +9,34 @@ extension LocalCache.Transaction {
     /// Undelivered rows of `lane` with an id above `cursor`, oldest first. The pump keeps the
     /// cursor, so rows it already handed over in this session are never read again.
     public func pendingMessages(in lane: OutboxLane, after cursor: Int64, limit: Int) throws -> [OutboxMessage] {
-        try Row.fetchAll(
+        let rows = try Row.fetchAll(
             db.cachedStatement(sql: """
                 SELECT id, message_id, topic, lane, qos, payload FROM outbox
                 WHERE lane = ? AND id > ? AND \(LocalCache.undelivered)
                 ORDER BY id LIMIT ?
                 """),
-            arguments: [lane.rawValue, cursor, limit]
-        ).map(LocalCache.message)
+            arguments: [lane.rawValue, cursor, limit])
+        var messages: [OutboxMessage] = []
+        for row in rows {
+            do {
+                messages.append(try LocalCache.message(row))
+            } catch {
+                // A row no release wrote this way cannot be sent; retrying it would wedge its lane.
+                try setAsideOutboxRow(try row.decode(Int64.self, atIndex: 0), reason: "unreadable: \(error)")
+            }
+        }
+        return messages
     }
 
     /// Packs the newest queued fix into a live message (`points` with one object, as in
     /// docs/protocol.md), so the dispatcher sees where the taxi is now before any history.
     public func formLivePosition(unit: String, topic: String, createdAt: Int64) throws -> OutboxMessage? {
         let newest = try queuedPoints(newest: true, limit: 1)
+        if let refusedID = newest.lastID, newest.ids.isEmpty {
+            try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id = ?").execute(arguments: [refusedID])
+        }
         guard let id = newest.ids.first, let point = newest.points.first else {
-            notes.queueFoundEmpty = true
+            notes.queueFoundEmpty = newest.lastID == nil
             return nil
         }
         try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id = ?").execute(arguments: [id])
@@ -37,11 +49,12 @@ extension LocalCache.Transaction {
     /// points each, oldest first, reading and deleting them in one go.
     public func formBackfill(unit: String, topic: String, limit: Int, messages: Int = 1, createdAt: Int64) throws -> [OutboxMessage] {
         let queued = try queuedPoints(newest: false, limit: limit * messages)
-        guard let last = queued.ids.last else {
+        guard let last = queued.lastID else {
             notes.queueFoundEmpty = true
             return []
         }
         try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id <= ?").execute(arguments: [last])
+        guard !queued.ids.isEmpty else { return [] }
         let starts = stride(from: 0, to: queued.ids.count, by: limit)
         let firstSeq = try reserveSequence(for: topic, count: starts.underestimatedCount)
         return try starts.enumerated().map { index, start in
@@ -56,7 +69,9 @@ extension LocalCache.Transaction {
     }
 
     /// Read through a cursor: one reused row instead of a copied `Row` per point of a 500-point read.
-    private func queuedPoints(newest: Bool, limit: Int) throws -> (ids: [Int64], points: [PositionPoint]) {
+    /// A row that is not a usable point (written by hand, or by a release that checked less) is
+    /// left out and counted as dropped; `lastID` still covers it, so it is deleted with the rest.
+    private func queuedPoints(newest: Bool, limit: Int) throws -> (ids: [Int64], points: [PositionPoint], lastID: Int64?) {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: newest
@@ -65,13 +80,30 @@ extension LocalCache.Transaction {
             arguments: [limit])
         var ids: [Int64] = []
         var points: [PositionPoint] = []
+        var lastID: Int64?
+        var refused = 0
         ids.reserveCapacity(limit)
         points.reserveCapacity(limit)
         while let row = try rows.next() {
-            ids.append(row[0])
-            points.append(PositionPoint(t: row[1], lat: row[2], lon: row[3], spd: row[4], hdg: row[5], acc: row[6]))
+            let id: Int64 = try row.decode(atIndex: 0)
+            lastID = newest ? (lastID ?? id) : id
+            guard let point = Self.point(row) else {
+                refused += 1
+                continue
+            }
+            ids.append(id)
+            points.append(point)
         }
-        return (ids, points)
+        if refused > 0 { try LocalCache.add(refused, to: .dropped, db) }
+        return (ids, points, lastID)
+    }
+
+    private static func point(_ row: Row) -> PositionPoint? {
+        guard let t = try? row.decode(Int64.self, atIndex: 1), let lat = try? row.decode(Double.self, atIndex: 2),
+            let lon = try? row.decode(Double.self, atIndex: 3)
+        else { return nil }
+        let optional = { (index: Int) in (try? row.decode(Double?.self, atIndex: index)) ?? nil }
+        return PositionPoint(t: t, lat: lat, lon: lon, spd: optional(4), hdg: optional(5), acc: optional(6)).sanitised
     }
 
     /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
@@ -82,10 +114,12 @@ extension LocalCache.Transaction {
 }
 
 extension LocalCache {
-    static func message(_ row: Row) -> OutboxMessage {
-        OutboxMessage(
-            rowID: row[0], messageID: row[1], topic: row[2], lane: OutboxLane(rawValue: row[3]) ?? .event, qos: row[4],
-            payload: [UInt8](row[5] as Data))
+    static func message(_ row: Row) throws -> OutboxMessage {
+        let qos: Int32 = try row.decode(atIndex: 4)
+        guard qos == 0 || qos == 1 else { throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "qos \(qos)") }
+        return OutboxMessage(
+            rowID: try row.decode(atIndex: 0), messageID: try row.decode(atIndex: 1), topic: try row.decode(atIndex: 2),
+            lane: OutboxLane(rawValue: try row.decode(atIndex: 3)) ?? .event, qos: qos, payload: [UInt8](try row.decode(Data.self, atIndex: 5)))
     }
 
     /// Undelivered live messages from earlier sessions, newest first: the first position a
@@ -117,16 +151,16 @@ extension LocalCache {
                     """,
                 arguments: [acknowledged])
             {
-                let count: Int = row["messages"]
-                switch MessageClass(rawValue: row["class"]) {
+                let count: Int = (try row.decode(forColumn: "messages"))
+                switch MessageClass(rawValue: (try row.decode(forColumn: "class"))) {
                 case .alarm: depth.alarm = count
                 case .reply: depth.reply = count
                 case .event: depth.event = count
-                case .position: depth.position += row["points"] ?? 0
+                case .position: depth.position += (try row.decode(forColumn: "points")) ?? 0
                 case nil: break
                 }
             }
-            depth.position += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM position_queue")!
+            depth.position += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM position_queue") ?? 0
             let counters = try Self.counters(db)
             depth.thinned = counters[.thinned] ?? 0
             depth.dropped = counters[.dropped] ?? 0

@@ -68,13 +68,13 @@ extension LocalCache {
     public func rides() throws -> [RideRecord] {
         try database.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM rides ORDER BY id").map { row in
-                func coordinate(_ prefix: String) -> Coordinate? {
-                    guard let lat: Double = row["\(prefix)_lat"], let lon: Double = row["\(prefix)_lon"] else { return nil }
+                func coordinate(_ prefix: String) throws -> Coordinate? {
+                    guard let lat: Double = try row.decode(forColumn: "\(prefix)_lat"), let lon: Double = try row.decode(forColumn: "\(prefix)_lon") else { return nil }
                     return Coordinate(lat: lat, lon: lon)
                 }
                 return RideRecord(
-                    job: row["job"], passengers: row["passengers"], pickupTime: row["pickup_time"], dropTime: row["drop_time"],
-                    pickupPosition: coordinate("pickup"), dropPosition: coordinate("drop"), distanceM: row["distance_m"])
+                    job: (try row.decode(forColumn: "job")), passengers: (try row.decode(forColumn: "passengers")), pickupTime: (try row.decode(forColumn: "pickup_time")), dropTime: (try row.decode(forColumn: "drop_time")),
+                    pickupPosition: try coordinate("pickup"), dropPosition: try coordinate("drop"), distanceM: (try row.decode(forColumn: "distance_m")))
             }
         }
     }

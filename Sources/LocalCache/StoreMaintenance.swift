@@ -12,7 +12,7 @@ extension LocalCache {
     static func counters(_ db: Database) throws -> [Counter: Int] {
         var counters: [Counter: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT name, value FROM store_counters") {
-            if let counter = Counter(rawValue: row["name"]) { counters[counter] = row["value"] }
+            if let counter = Counter(rawValue: try row.decode(forColumn: "name")) { counters[counter] = try row.decode(forColumn: "value") }
         }
         return counters
     }
@@ -115,7 +115,7 @@ extension LocalCache {
     private func thinOldestQueued(keepEvery: Int, _ outcome: inout BoundOutcome) throws -> Bool {
         let removed = try write { transaction in
             let db = transaction.db
-            let candidates = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM position_queue WHERE thinned = 0")!
+            let candidates = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM position_queue WHERE thinned = 0") ?? 0
             guard candidates >= keepEvery else { return 0 }
             let rows = try Row.fetchAll(
                 db,
@@ -123,7 +123,7 @@ extension LocalCache {
                 arguments: [max(keepEvery, candidates / 2)])
             let kept = rows.enumerated().filter { $0.offset % keepEvery == 0 }.map(\.element)
             try db.execute(
-                sql: "DELETE FROM position_queue WHERE thinned = 0 AND id <= ?", arguments: [rows.last!["id"] as Int64])
+                sql: "DELETE FROM position_queue WHERE thinned = 0 AND id <= ?", arguments: [try rows.last?.decode(Int64.self, forColumn: "id") ?? 0])
             let insert = try db.cachedStatement(
                 sql: "INSERT INTO position_queue (id, created_at, t, lat, lon, spd, hdg, acc, thinned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)")
             for row in kept {

@@ -62,6 +62,20 @@ public struct FixValidator: Sendable, Equatable {
         /// Dated further ahead of a synchronised system clock than any receiver can be.
         case inFuture
         case tooInaccurate(horizontalErrorM: Double)
+        /// Dated after `latestTimeS`: no receiver is right about that, and later times would not fit
+        /// the millisecond arithmetic.
+        case timeOutOfRange
+        /// Speed, course or error estimate outside what a road vehicle's receiver can report.
+        case outOfRange(field: String, value: Double)
+
+        /// Rejections that mean a receiver reported nonsense, counted in `status` (the others are
+        /// gpsd's ordinary no-fix and duplicate reports).
+        public var isOutOfRange: Bool {
+            switch self {
+            case .coordinatesOutOfRange, .coordinatesNotFinite, .timeOutOfRange, .outOfRange, .inFuture: true
+            case .noFix, .noTime, .sameTimeAsPrevious, .weekRollover, .tooInaccurate: false
+            }
+        }
     }
 
     /// The GPS week counter's range: a receiver that wraps it reports a date this much too early.
@@ -71,6 +85,13 @@ public struct FixValidator: Sendable, Equatable {
     public static let earliestReferenceS: Double = 1_704_067_200
     /// How far a fix may be ahead of a synchronised system clock.
     public static let futureAllowanceS: Double = 86_400
+    /// 2100-01-01T00:00:00Z.
+    public static let latestTimeS: Double = 4_102_444_800
+    /// Over ground, m/s: 540 km/h, more than any road vehicle.
+    public static let speedRange: ClosedRange<Double> = 0...150
+    public static let courseRange: ClosedRange<Double> = 0...360
+    /// The largest error estimate a stored point may carry, metres (`[gps] max_eph_m` is far lower).
+    public static let largestErrorM: Double = 1_000_000
 
     public private(set) var previousTime: Double?
     /// Fixes with a larger estimated horizontal error are dropped; NaN (unknown) is accepted.
@@ -87,6 +108,11 @@ public struct FixValidator: Sendable, Equatable {
         guard sample.latitude.isFinite, sample.longitude.isFinite else { return .failure(.coordinatesNotFinite) }
         guard abs(sample.latitude) <= 90, abs(sample.longitude) <= 180 else { return .failure(.coordinatesOutOfRange) }
         guard sample.time.isFinite, sample.time > 0 else { return .failure(.noTime) }
+        guard sample.time < Self.latestTimeS else { return .failure(.timeOutOfRange) }
+        // NaN is "gpsd did not say"; anything else must be a value a receiver can mean.
+        if !sample.speed.isNaN, !Self.speedRange.contains(sample.speed) { return .failure(.outOfRange(field: "speed", value: sample.speed)) }
+        if !sample.track.isNaN, !Self.courseRange.contains(sample.track) { return .failure(.outOfRange(field: "track", value: sample.track)) }
+        if !sample.horizontalError.isNaN, !(sample.horizontalError >= 0) { return .failure(.outOfRange(field: "eph", value: sample.horizontalError)) }
         guard sample.time != previousTime else { return .failure(.sameTimeAsPrevious) }
         let reference = max(clock.time, Self.earliestReferenceS)
         guard sample.time > reference - Self.rolloverPeriodS else { return .failure(.weekRollover) }
@@ -96,11 +122,11 @@ public struct FixValidator: Sendable, Equatable {
         previousTime = sample.time
         return .success(
             Fix(
-                time: Int64((sample.time * 1000).rounded()),
+                time: Int64(millisecondsOf: sample.time) ?? 0,
                 latitude: sample.latitude,
                 longitude: sample.longitude,
                 speed: sample.speed.finiteOrNil,
-                track: sample.track.finiteOrNil,
+                track: sample.track == 360 ? 0 : sample.track.finiteOrNil,
                 accuracy: sample.horizontalError.finiteOrNil
             )
         )
@@ -109,4 +135,19 @@ public struct FixValidator: Sendable, Equatable {
 
 extension Double {
     var finiteOrNil: Double? { isFinite ? self : nil }
+}
+
+extension PositionPoint {
+    /// The point as `FixValidator` would have let it through: nil when its time or coordinates are
+    /// unusable, optional values out of range left out. For points read back from the store, which
+    /// an older release or a hand-edited file may have filled with anything.
+    public var sanitised: PositionPoint? {
+        guard t > 0, t < Int64(FixValidator.latestTimeS) * 1000, lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else { return nil }
+        var point = self
+        if let spd, !FixValidator.speedRange.contains(spd) { point.spd = nil }
+        if let hdg, !FixValidator.courseRange.contains(hdg) { point.hdg = nil }
+        if let acc, !(acc >= 0 && acc <= FixValidator.largestErrorM) { point.acc = nil }
+        if let age, age < 0 { point.age = nil }
+        return point
+    }
 }

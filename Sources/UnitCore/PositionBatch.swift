@@ -43,13 +43,14 @@ public enum PositionBatch {
         private var hdg: Int64?
         private var acc: Int64?
 
-        /// The row of `point`, the next point of the batch (oldest first).
+        /// The row of `point`, the next point of the batch (oldest first). Total: points that
+        /// passed `PositionPoint.sanitised` encode exactly; anything else saturates, never traps.
         mutating func next(_ point: PositionPoint) -> Row {
             let time = point.t
             var row = Row(t: time, lat: 0, lon: 0)
             if let previous = t {
-                let interval = time - previous
-                row.t = interval - self.interval
+                let interval = time.saturatingSubtract(previous)
+                row.t = interval.saturatingSubtract(self.interval)
                 self.interval = interval
             }
             t = time
@@ -64,7 +65,7 @@ public enum PositionBatch {
         /// `value` relative to the column's last known value (absolute if there is none).
         private static func difference(_ value: Int64, _ last: inout Int64?) -> Int64 {
             defer { last = value }
-            return last.map { value - $0 } ?? value
+            return last.map { value.saturatingSubtract($0) } ?? value
         }
     }
 
@@ -79,10 +80,18 @@ public enum PositionBatch {
             var absolute = [Int64?](repeating: nil, count: columns.count)
             for (column, value) in row.enumerated() {
                 guard let value else { continue }
-                var resolved = previous[column].map { $0 + value } ?? value
+                var resolved = value
+                if let last = previous[column] {
+                    let (sum, overflow) = last.addingReportingOverflow(value)
+                    guard !overflow else { return nil }
+                    resolved = sum
+                }
                 if column == 0, let previousTime = previous[0] {
-                    previousInterval += value
-                    resolved = previousTime + previousInterval
+                    let (interval, intervalOverflow) = previousInterval.addingReportingOverflow(value)
+                    let (time, timeOverflow) = previousTime.addingReportingOverflow(interval)
+                    guard !intervalOverflow, !timeOverflow else { return nil }
+                    previousInterval = interval
+                    resolved = time
                 }
                 absolute[column] = resolved
                 previous[column] = resolved
@@ -97,8 +106,10 @@ public enum PositionBatch {
         return points
     }
 
+    /// In the column's unit; held at the ends of `Int64` (NaN as 0) rather than trapping.
     fileprivate static func quantise(_ value: Double, _ column: Int) -> Int64 {
-        Int64((value * scales[column]).rounded())
+        let scaled = value * scales[column]
+        return Int64(roundingChecked: scaled) ?? (scaled.isNaN ? 0 : scaled > 0 ? .max : .min)
     }
 }
 

@@ -27,6 +27,8 @@ public struct PositionPipeline: Sendable {
     /// The last valid fix and the unit clock (ms) when it arrived.
     private var lastValid: (fix: Fix, arrivedAt: Int64)?
     private var heartbeatScheduled = false
+    /// Reports refused because the receiver said something impossible (`FixValidator.Rejection.isOutOfRange`), since start.
+    public private(set) var fixesOutOfRange = 0
 
     public init(settings: PositionSettings = PositionSettings()) {
         self.settings = settings
@@ -36,7 +38,14 @@ public struct PositionPipeline: Sendable {
 
     /// A TPV report from gpsd, read when the clocks said `sample`. Returns the fix if it was valid.
     public mutating func handle(_ report: GPSSample, at sample: ClockSample, state: String) -> (fix: Fix, actions: [UnitAction])? {
-        guard case .success(let fix) = validator.validate(report, clock: clock.reading(at: sample)) else { return nil }
+        let fix: Fix
+        switch validator.validate(report, clock: clock.reading(at: sample)) {
+        case .success(let valid):
+            fix = valid
+        case .failure(let rejection):
+            if rejection.isOutOfRange { fixesOutOfRange = fixesOutOfRange.saturatingAdd(1) }
+            return nil
+        }
         clock.fixAccepted(fixTimeS: report.time, at: sample)
         let now = clock.reading(at: sample).milliseconds
         lastValid = (fix, now)
@@ -45,7 +54,7 @@ public struct PositionPipeline: Sendable {
         var actions: [UnitAction] = [.recordFix(fix, report: report)]
         if !heartbeatScheduled {
             heartbeatScheduled = true
-            actions.append(.startTimer(.heartbeat, fireAt: now + intervalMs(state)))
+            actions.append(.startTimer(.heartbeat, fireAt: now.saturatingAdd(intervalMs(state))))
         }
         if let change = zones.update(latitude: fix.latitude, longitude: fix.longitude) {
             actions.append(.zoneChanged(change, at: now))
@@ -58,7 +67,7 @@ public struct PositionPipeline: Sendable {
     public mutating func stateChanged(to state: String, reportNextFix: Bool = true) -> [UnitAction] {
         if reportNextFix { lastReported = nil }
         guard heartbeatScheduled, let lastValid else { return [] }
-        return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt + intervalMs(state))]
+        return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(intervalMs(state)))]
     }
 
     /// The heartbeat timer fired at unit clock `now`: if no fix has been valid for the interval, the
@@ -66,11 +75,11 @@ public struct PositionPipeline: Sendable {
     public mutating func heartbeatDue(now: Int64, state: String) -> [UnitAction] {
         guard let lastValid else { return [] }
         let interval = intervalMs(state)
-        guard now - lastValid.arrivedAt >= interval else { return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt + interval)] }
-        return [.reportStale(lastValid.fix, ageMs: now - lastValid.fix.time), .startTimer(.heartbeat, fireAt: now + interval)]
+        guard now.saturatingSubtract(lastValid.arrivedAt) >= interval else { return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(interval))] }
+        return [.reportStale(lastValid.fix, ageMs: max(0, now.saturatingSubtract(lastValid.fix.time))), .startTimer(.heartbeat, fireAt: now.saturatingAdd(interval))]
     }
 
     private func intervalMs(_ state: String) -> Int64 {
-        Int64((settings.reporting.heartbeatIntervalS(for: state) * 1000).rounded())
+        Int64(millisecondsOf: settings.reporting.heartbeatIntervalS(for: state)) ?? .max
     }
 }

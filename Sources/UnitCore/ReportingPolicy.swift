@@ -73,7 +73,7 @@ public struct ReportingPolicy: Sendable, Equatable {
         let rule = rule(for: state)
         if rule.everyFix { return true }
         // A fix older than the last reported one means the receiver's clock jumped: report rather than go silent.
-        if fix.time < last.time || Double(fix.time - last.time) >= rule.intervalS * 1000 { return true }
+        if fix.time < last.time || Double(fix.time.saturatingSubtract(last.time)) >= rule.intervalS * 1000 { return true }
         if let distanceM = rule.distanceM, Geodesy.distanceM(from: last, to: fix) >= distanceM { return true }
         if let headingDeg = rule.headingDeg, let speed = fix.speed, speed > rule.minSpeedMps,
            let track = fix.track, let lastTrack = last.track,

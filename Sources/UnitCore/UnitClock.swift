@@ -34,7 +34,7 @@ public struct ClockReading: Sendable, Equatable {
         self.source = source
     }
 
-    public var milliseconds: Int64 { Int64((time * 1000).rounded()) }
+    public var milliseconds: Int64 { Int64(millisecondsOf: time) ?? (time > 0 ? .max : .min) }
 }
 
 /// The unit's wall clock for messages. Boards without a real-time clock boot in 1970 and may never

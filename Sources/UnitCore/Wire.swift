@@ -90,13 +90,16 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var t: Int64?
     /// What waits on the unit for the broker.
     public var outbox: OutboxDepth?
+    /// What the unit set aside because it could not use it (kind → count); omitted when nothing was.
+    public var aside: [String: Int]?
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, t, outbox
+        case online, unit, state, reason, job, zone, t, outbox, aside
         case seatsLeft = "seats_left"
     }
 
-    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil) {
+    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil) {
+        self.aside = aside?.isEmpty == true ? nil : aside
         self.online = online
         self.unit = unit
         state = status.state

@@ -50,7 +50,7 @@ struct StoreUpkeep {
     }
 
     /// Returns true when the thinned/dropped counters changed, so the retained status is stale.
-    mutating func run(now: Int64, unstored: inout [UnstoredMessage]) -> Bool {
+    mutating func run(now: Int64, retentionClockTrusted: Bool, unstored: inout [UnstoredMessage]) -> Bool {
         while let message = unstored.first {
             do {
                 try message.store(in: store)
@@ -67,9 +67,10 @@ struct StoreUpkeep {
                 uncountedLostPositions = 0
             }
             try store.purgeDelivered(limit: Self.purgeBatch)
-            if now - lastRetentionRun >= Self.retentionEveryMs {
+            if retentionClockTrusted, now.saturatingSubtract(lastRetentionRun) >= Self.retentionEveryMs {
                 lastRetentionRun = now
-                let dropped = try store.dropPositions(createdBefore: now - Int64(limits.retentionDays * 86_400_000))
+                let retentionMs = Int64(millisecondsOf: limits.retentionDays * 86_400) ?? .max
+                let dropped = try store.dropPositions(createdBefore: now.saturatingSubtract(retentionMs))
                 if dropped > 0 { logger.notice("dropped undelivered positions past retention", metadata: ["count": "\(dropped)"]) }
             }
             let bound = try store.enforceBound(maxBytes: Int64(limits.maxMB * 1024 * 1024))

@@ -28,6 +28,8 @@ enum EngineInput: Sendable {
     case fleetRollbackDue
     /// The position commit window closed: the fixes held in it are committed.
     case commitWindowClosed
+    /// The unit has run `CrashLoopBreaker.settledAfter`: this start did not crash early.
+    case startSettled
 }
 
 /// The imperative shell: feeds `UnitStateMachine` with events from gpsd, the broker and the control
@@ -38,6 +40,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private let gpsd: GPSDConnection
     let logger: Logger
     let inbox = EngineInbox<EngineInput>()
+    /// Inbound MQTT messages admitted per second, with a burst (docs/protocol.md, "Limits").
+    let inboundFlow = InboundFlow()
 
     // Owned by the `run()` loop only.
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
@@ -67,6 +71,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// Which `BrokerLink` connection is current; events from replaced ones are dropped.
     var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
+    private var lastAsideCounts: [String: Int] = [:]
     /// The id the store gave the alarm being written, for `UnitStateMachine.alarmStored`.
     private var alarmMessageID: String?
     private var stopping = false
@@ -79,6 +84,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var shownView: DriverView?
 
     static let snapshotKey = "unit_snapshot"
+    /// No timer waits longer; the longest offer window is an hour.
+    static let longestTimerMs: Int64 = 3_600_000
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
@@ -88,8 +95,20 @@ public final class UnitEngine: Service, @unchecked Sendable {
     public init(
         local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
     ) throws {
-        fleetConfig = try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
-        fleetCommands = CommandGate(trust: fleetConfig.trust, executed: try store.executedCommands(now: Self.clockMs()))
+        let startedAt = Self.clockMs()
+        CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
+        // Whatever is loaded here and fails is set aside rather than failing every start.
+        fleetConfig = try Self.restoring("fleet configuration documents", store: store, logger: logger, fallback: FleetConfigMachine(local: local, restoring: [:])) {
+            try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
+        } setAside: { reason in
+            try store.setAsideFleetConfig(reason: reason, at: startedAt)
+        }
+        let trust = fleetConfig.trust
+        fleetCommands = try Self.restoring("executed commands", store: store, logger: logger, fallback: CommandGate(trust: trust, executed: [:])) {
+            CommandGate(trust: trust, executed: try store.executedCommands(now: startedAt))
+        } setAside: { reason in
+            try store.setAsideExecutedCommands(reason: reason, at: startedAt)
+        }
         let configuration = fleetConfig.configuration
         self.configuration = configuration
         self.store = store
@@ -97,8 +116,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.gpsd = gpsd
         self.logger = logger
         self.devices = devices
-        let snapshot = try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: try store.lastPosition())
+        let snapshot = try Self.restoring("state snapshot", store: store, logger: logger, fallback: UnitSnapshot()) {
+            try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
+        } setAside: { reason in
+            try store.setAsideValue(forKey: Self.snapshotKey, kind: .snapshot, reason: reason, at: startedAt)
+        }
+        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil)
         upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
         commitWindow = PositionCommitWindow(window: .milliseconds(configuration.store.positionCommitMs))
         outbox = OutboxPump(
@@ -111,9 +134,38 @@ public final class UnitEngine: Service, @unchecked Sendable {
             let isSample = if case .sample = event { true } else { false }
             inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [])
         }
-        mqtt.deliverEvents { [inbox] linked in
-            let isPUBACK = if case .published = linked.event { true } else { false }
-            inbox.post(.mqtt(linked), mayWait: isPUBACK ? .acknowledgement : [])
+        mqtt.deliverEvents { [inbox, inboundFlow] linked in
+            switch linked.event {
+            case .published:
+                inbox.post(.mqtt(linked), mayWait: .acknowledgement)
+            case .message:
+                // A flood is dropped here, on the broker's thread, before it queues up or is parsed.
+                guard inboundFlow.admit() else { return }
+                inbox.post(.mqtt(linked))
+            case .connected, .connectFailed, .disconnected:
+                inbox.post(.mqtt(linked))
+            }
+        }
+    }
+
+    /// Loads something kept in the store; when that fails, sets it aside (kept for diagnosis and
+    /// counted in `status`) and starts without it, so that it cannot fail every start. Throws only
+    /// what `fallback` throws.
+    static func restoring<T>(
+        _ what: String, store: LocalCache, logger: Logger, fallback: @autoclosure () throws -> T, load: () throws -> T,
+        setAside: (String) throws -> Void
+    ) throws -> T {
+        do {
+            return try load()
+        } catch {
+            let reason = LogExcerpt.of("\(error)", limit: 500)
+            logger.critical("SET ASIDE: the stored \(what) could not be restored; starting without", metadata: ["reason": "\(reason)"])
+            do {
+                try setAside(reason)
+            } catch {
+                logger.error("cannot set aside the stored \(what)", metadata: ["error": "\(error)"])
+            }
+            return try fallback()
         }
     }
 
@@ -151,6 +203,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 group.addTask { [inbox] in
                     while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inbox.post(.maintenance) }
                 }
+                inbox.post(.startSettled, after: CrashLoopBreaker.settledAfter)
                 for presses in devices?.presses ?? [] {
                     group.addTask { [inbox] in
                         for await press in presses { inbox.post(.driver(press)) }
@@ -213,7 +266,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .maintenance:
             // A healthy loop comes round every second; connecting may block for a while.
             mqtt.restartLoopIfSilent(longerThan: .seconds(max(60, 3 * configuration.mqtt.keepaliveS)))
-            if upkeep.run(now: clockMs(), unstored: &unstoredMessages) { publishStatus() }
+            // Retention ages rows by the unit clock: only a synchronised system clock is trusted for
+            // that, never GPS time that may have jumped ahead.
+            let clock = machine.positions.clock.reading(at: clockSample())
+            if upkeep.run(now: clock.milliseconds, retentionClockTrusted: clock.source == .system, unstored: &unstoredMessages) { publishStatus() }
+            let dropped = inboundFlow.takeDropped()
+            if dropped > 0 { logger.warning("inbound messages over the rate limit dropped", metadata: ["count": "\(dropped)"]) }
             pumpOutbox()
         case .shutdownRequested:
             return beginShutdown()
@@ -225,6 +283,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
         case .commitWindowClosed:
             if commitWindow.isDue(at: .now) { commitHeldFixes() }
+        case .startSettled:
+            CrashLoopBreaker.settled(store: store, logger: logger)
         }
         return .running
     }
@@ -295,7 +355,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     private func publishStatus(online: Bool = true) {
         let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
-        let status = StatusMessage(online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth)
+        let status = StatusMessage(
+            online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth,
+            aside: online ? asideCounts() : nil)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -490,7 +552,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         timers[id]?.task.cancel()
         timerGeneration += 1
         let generation = timerGeneration
-        let delayMs = max(0, fireAt - clockMs())
+        // Capped: a unit clock that steps back (GPS time giving way to a system clock years off)
+        // must not push a deadline out of reach; a timer that fires early is re-checked by the machine.
+        let delayMs = min(max(0, fireAt.saturatingSubtract(clockMs())), Self.longestTimerMs)
         timers[id] = (inbox.post(.timerFired(id, generation: generation), after: .milliseconds(delayMs)), generation)
     }
 
@@ -605,8 +669,16 @@ public final class UnitEngine: Service, @unchecked Sendable {
             sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus,
             clock: machine.positions.clock.reading(at: clockSample()).source.rawValue,
-            zone: zone
+            zone: zone,
+            aside: asideCounts(),
+            refused: ["fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart]
         )
+    }
+
+    /// Kind → entries set aside; the last known counts if the store cannot be read.
+    private func asideCounts() -> [String: Int] {
+        if let counts = try? store.asideCounts() { lastAsideCounts = Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }) }
+        return lastAsideCounts
     }
 
     /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.

@@ -127,10 +127,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
                 metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
             store = try LocalCache(path: volatile)
         }
-        if let aside = store.corruptFileMovedTo {
+        if let aside = store.fileSetAside {
             logger.critical(
-                "STORE WAS CORRUPT: moved it aside and started an empty one; messages queued in it were not sent",
-                metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside)"])
+                "STORE SET ASIDE: it could not be used, so it was moved aside and an empty one started; messages queued in it were not sent",
+                metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside.path)", "reason": "\(aside.reason)"])
         }
         // The engine connects it with the fleet's config in force, which may name another broker.
         let mqtt = BrokerLink(logger: logger)

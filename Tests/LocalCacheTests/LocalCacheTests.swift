@@ -258,7 +258,7 @@ import UnitCore
         try handle.write(contentsOf: Data(repeating: 0x5A, count: 8192))
         try handle.close()
         let store = try LocalCache(path: path)
-        let aside = try #require(store.corruptFileMovedTo)
+        let aside = try #require(store.fileSetAside?.path)
         #expect(FileManager.default.fileExists(atPath: aside))
         #expect(try store.outboxDepth().position == 0)
     }
@@ -266,7 +266,7 @@ import UnitCore
     @Test func garbageInsteadOfADatabaseIsMovedAside() throws {
         try Data(repeating: 0x42, count: 10_000).write(to: URL(fileURLWithPath: path))
         let store = try LocalCache(path: path)
-        #expect(store.corruptFileMovedTo != nil)
+        #expect(store.fileSetAside != nil)
     }
 
     /// SQLite's default page cache (2 MiB per connection) is most of a drain's peak memory.

@@ -1,0 +1,66 @@
+import Foundation
+import UnitCore
+
+/// Admits inbound MQTT messages at a bounded rate (a token bucket), so that a flood from a broker
+/// or a misbehaving dispatcher cannot grow the engine's inbox, the store, the WAL or the journal:
+/// what is over the rate is dropped before it is parsed, and counted. Called from the broker's
+/// thread, read from the engine loop.
+final class InboundFlow: @unchecked Sendable {
+    /// Messages admitted at once after a quiet spell: a reconnect brings the queued offers and the
+    /// retained fleet documents together.
+    static let burst = 50.0
+    /// Sustained messages per second: far above any dispatcher's rate for one taxi.
+    static let perSecond = 10.0
+
+    private let lock = NSLock()
+    private var bucket = TokenBucket(capacity: InboundFlow.burst, perSecond: InboundFlow.perSecond)
+    private var dropped = 0
+    private var droppedInAll = 0
+    private let now: @Sendable () -> Double
+
+    init(now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+        self.now = now
+    }
+
+    func admit() -> Bool {
+        let time = now()
+        return lock.withLock {
+            if bucket.take(at: time) { return true }
+            dropped += 1
+            droppedInAll = droppedInAll.saturatingAdd(1)
+            return false
+        }
+    }
+
+    /// Dropped since the last call (for the log), and in all since start (for `status`).
+    func takeDropped() -> Int {
+        lock.withLock {
+            defer { dropped = 0 }
+            return dropped
+        }
+    }
+
+    var droppedSinceStart: Int { lock.withLock { droppedInAll } }
+}
+
+/// `capacity` tokens, refilled at `perSecond`; pure, on an injected monotonic time in seconds.
+struct TokenBucket: Sendable, Equatable {
+    let capacity: Double
+    let perSecond: Double
+    private var tokens: Double
+    private var last: Double?
+
+    init(capacity: Double, perSecond: Double) {
+        self.capacity = capacity
+        self.perSecond = perSecond
+        tokens = capacity
+    }
+
+    mutating func take(at time: Double) -> Bool {
+        if let last, time > last { tokens = min(capacity, tokens + (time - last) * perSecond) }
+        last = max(last ?? time, time)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
