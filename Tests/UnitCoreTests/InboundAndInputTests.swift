@@ -56,7 +56,8 @@ import UnitCore
     }
 
     @Test func malformedMessagesKeepTheJobIdWhenReadable() {
-        #expect(problem(.jobOffer, "not json") == InboundProblem(topic: .jobOffer, job: nil, reason: "payload is not a JSON object"))
+        #expect(problem(.jobOffer, "not json") == InboundProblem(topic: .jobOffer, job: nil, reason: "payload is not strict JSON: not valid JSON at byte 1: expected null"))
+        #expect(problem(.jobOffer, "1") == InboundProblem(topic: .jobOffer, job: nil, reason: "payload is not a JSON object"))
         #expect(problem(.jobOffer, "[1,2]")?.job == nil)
         #expect(problem(.jobOffer, #"{"pickup":{"lat":1,"lon":2}}"#) == InboundProblem(topic: .jobOffer, job: nil, reason: "job is missing"))
         #expect(problem(.jobOffer, #"{"job":1.5,"pickup":{"lat":1,"lon":2}}"#)?.reason == "job must be a non-empty string or an integer")
@@ -64,8 +65,8 @@ import UnitCore
         #expect(problem(.jobOffer, #"{"job":"J1"}"#) == InboundProblem(topic: .jobOffer, job: "J1", reason: "pickup is missing"))
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":"north","lon":2}}"#) == InboundProblem(topic: .jobOffer, job: "J1", reason: "pickup.lat must be a number"))
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":91,"lon":2}}"#)?.reason == "pickup lat/lon out of range")
-        #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"respond_within_s":0}"#)?.reason == "respond_within_s must be positive")
-        #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"passengers":0}"#)?.reason == "passengers must be at least 1")
+        #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"respond_within_s":0}"#)?.reason == "respond_within_s must be from 1 to 3600")
+        #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"passengers":0}"#)?.reason == "passengers must be from 1 to 99")
         #expect(problem(.jobUpdate, #"{"job":"J1"}"#)?.reason == "update has none of passengers, add_pickup, note")
         #expect(problem(.jobCancel, #"{"job":""}"#)?.reason == "job must be a non-empty string or an integer")
     }
