@@ -208,18 +208,19 @@ extension InboundMessage {
         } catch {
             return .failure(InboundProblem(topic: topic, job: nil, reason: "payload is not strict JSON: \(error.message)"))
         }
-        guard case .object = document,
-            let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [])) as? [String: Any]
-        else {
+        guard case .object = document else {
             return .failure(InboundProblem(topic: topic, job: nil, reason: "payload is not a JSON object"))
         }
-        let job = jobID(object["job"]).flatMap { checkID($0, field: "job") == nil ? $0 : nil }
+        let job = jobID(document["job"]).flatMap { checkID($0, field: "job") == nil ? $0 : nil }
         func problem(_ reason: String) -> Result<InboundMessage, InboundProblem> {
             .failure(InboundProblem(topic: topic, job: job, reason: reason))
         }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [])) as? [String: Any] else {
+            return problem("a number is out of range")
+        }
         if topic != .sosAck {
-            guard object["job"] != nil else { return problem("job is missing") }
-            if let text = object["job"] as? String, let reason = checkID(text, field: "job") { return problem(reason) }
+            guard let given = document["job"] else { return problem("job is missing") }
+            if case .string(let text) = given, let reason = checkID(text, field: "job") { return problem(reason) }
             guard let job, !job.isEmpty else { return problem("job must be a non-empty string or an integer") }
         }
         var normalised = object
@@ -257,12 +258,11 @@ extension InboundMessage {
         }
     }
 
-    static func jobID(_ value: Any?) -> String? {
+    /// A string, or an integer literal that fits an `Int64` (as its decimal string).
+    static func jobID(_ value: JSONDocument?) -> String? {
         switch value {
-        case let text as String: text
-        // JSONSerialization gives NSNumber for numbers and booleans; only integers are ids.
-        case let number as NSNumber where !(value is Bool) && ["q", "i", "l", "s"].contains(String(cString: number.objCType)):
-            number.stringValue
+        case .string(let text): text
+        case .number(let literal): Int64(literal).map(String.init)
         default: nil
         }
     }

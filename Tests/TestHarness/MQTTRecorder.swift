@@ -50,7 +50,11 @@ public final class MQTTRecorder: @unchecked Sendable {
     }
 
     public func publish(_ topic: String, _ payload: String, retain: Bool = false) throws {
-        _ = try connection.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
+        try publish(topic, bytes: Array(payload.utf8), retain: retain)
+    }
+
+    public func publish(_ topic: String, bytes: [UInt8], retain: Bool = false) throws {
+        _ = try connection.publish(topic: topic, payload: bytes, qos: 1, retain: retain)
     }
 
     public func stop() {
