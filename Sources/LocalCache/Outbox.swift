@@ -98,12 +98,12 @@ extension LocalCache.Transaction {
         return (ids, points, lastID)
     }
 
+    /// Strict: a value of the wrong storage class (text where a number belongs) is no value, where
+    /// SQLite's own conversion would read it as 0.
     private static func point(_ row: Row) -> PositionPoint? {
-        guard let t = try? row.decode(Int64.self, atIndex: 1), let lat = try? row.decode(Double.self, atIndex: 2),
-            let lon = try? row.decode(Double.self, atIndex: 3)
-        else { return nil }
-        let optional = { (index: Int) in (try? row.decode(Double?.self, atIndex: index)) ?? nil }
-        return PositionPoint(t: t, lat: lat, lon: lon, spd: optional(4), hdg: optional(5), acc: optional(6)).sanitised
+        func value<T: DatabaseValueConvertible>(_ index: Int) -> T? { T.fromDatabaseValue(row[index] as DatabaseValue) }
+        guard let t: Int64 = value(1), let lat: Double = value(2), let lon: Double = value(3) else { return nil }
+        return PositionPoint(t: t, lat: lat, lon: lon, spd: value(4), hdg: value(5), acc: value(6)).sanitised
     }
 
     /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.

@@ -1,23 +1,31 @@
+import Foundation
 import LocalCache
 import Logging
 
 /// Breaks a crash loop whose cause no check foresaw: every start is counted in the store before
-/// anything else is loaded, and the count is cleared once the unit has run `settledAfter`. When
+/// anything else is loaded, and the count is cleared once the unit has run `settledAfter` or
+/// stopped cleanly. Only starts within one boot of the board count (the kernel's boot id): power
+/// cuts while a taxi's engine is cranked reboot the board and are no crash. When
 /// starts keep dying early, what the unit restores is set aside so the next start comes up in a
 /// safe state: after 3 such starts the snapshot (the unit starts off duty) and the fleet's
 /// documents (it runs on its local file), after 5 also the positions waiting to be sent. Alarms,
 /// replies and events are never set aside: the driver was told they were sent.
 enum CrashLoopBreaker {
     static let key = "early_starts"
+    /// Starts that died early, in the boot they happened in.
+    struct Count: Codable, Equatable {
+        var boot: String
+        var starts: Int
+    }
     static let settledAfter = Duration.seconds(60)
     static let setAsideStateAt = 3
     static let setAsidePositionsAt = 5
 
-    static func started(store: LocalCache, at time: Int64, logger: Logger) {
-        let earlier = ((try? store.loadValue(Int.self, forKey: key)) ?? nil) ?? 0
+    static func started(store: LocalCache, at time: Int64, logger: Logger, boot: String = bootID()) {
+        let earlier = ((try? store.loadValue(Count.self, forKey: key)) ?? nil).flatMap { $0.boot == boot ? $0.starts : nil } ?? 0
         let starts = max(0, earlier).saturatingAdd(1)
         do {
-            try store.write(.full) { try $0.saveValue(starts, forKey: key) }
+            try store.write(.full) { try $0.saveValue(Count(boot: boot, starts: starts), forKey: key) }
         } catch {
             logger.error("cannot count this start", metadata: ["error": "\(error)"])
         }
@@ -36,11 +44,16 @@ enum CrashLoopBreaker {
         }
     }
 
-    static func settled(store: LocalCache, logger: Logger) {
+    static func settled(store: LocalCache, logger: Logger, boot: String = bootID()) {
         do {
-            try store.write(.normal) { try $0.saveValue(0, forKey: key) }
+            try store.write(.normal) { try $0.saveValue(Count(boot: boot, starts: 0), forKey: key) }
         } catch {
             logger.error("cannot clear the start count", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Changes with every boot; empty where the kernel does not say (then every start counts).
+    static func bootID() -> String {
+        (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
     }
 }

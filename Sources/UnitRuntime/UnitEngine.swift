@@ -72,6 +72,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
     private var lastAsideCounts: [String: Int] = [:]
+    /// What the last retained status said was set aside.
+    private var publishedAside: [String: Int]?
     /// The id the store gave the alarm being written, for `UnitStateMachine.alarmStored`.
     private var alarmMessageID: String?
     private var stopping = false
@@ -102,6 +104,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
             try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
         } setAside: { reason in
             try store.setAsideFleetConfig(reason: reason, at: startedAt)
+        }
+        if !fleetConfig.restoreProblems.isEmpty {
+            // Kept and reported rather than tried again at every start; the broker's retained copy
+            // brings the fleet's current document back.
+            let reason = LogExcerpt.of(fleetConfig.restoreProblems.joined(separator: "; "), limit: 500)
+            logger.critical("SET ASIDE: the stored fleet configuration documents could not be restored", metadata: ["reason": "\(reason)"])
+            try? store.setAsideFleetConfig(reason: reason, at: startedAt)
         }
         let trust = fleetConfig.trust
         fleetCommands = try Self.restoring("executed commands", store: store, logger: logger, fallback: CommandGate(trust: trust, executed: [:])) {
@@ -270,6 +279,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // that, never GPS time that may have jumped ahead.
             let clock = machine.positions.clock.reading(at: clockSample())
             if upkeep.run(now: clock.milliseconds, retentionClockTrusted: clock.source == .system, unstored: &unstoredMessages) { publishStatus() }
+            // Something set aside while running (an unreadable outbox row) is reported like one at start.
+            if broker.connected, asideCounts() != publishedAside { publishStatus() }
             let dropped = inboundFlow.takeDropped()
             if dropped > 0 { logger.warning("inbound messages over the rate limit dropped", metadata: ["count": "\(dropped)"]) }
             pumpOutbox()
@@ -355,14 +366,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     private func publishStatus(online: Bool = true) {
         let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
+        let aside = online ? asideCounts() : nil
         let status = StatusMessage(
-            online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth,
-            aside: online ? asideCounts() : nil)
+            online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
                 payload: Array(JSONEncoder.wire.encode(status)), qos: 1, retain: true)
             if !online { offlineStatusTicket = ticket }
+            publishedAside = aside
         } catch {
             logger.debug("status not published now; it is sent on the next connection", metadata: ["error": "\(error)"])
         }
@@ -699,6 +711,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func beginShutdown() -> LoopOutcome {
         stopping = true
         logger.info("shutting down")
+        // A clean stop is no crash.
+        CrashLoopBreaker.settled(store: store, logger: logger)
         commitHeldFixes()
         pumpOutbox()
         guard broker.connected else { return .finished }

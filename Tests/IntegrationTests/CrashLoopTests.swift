@@ -1,0 +1,127 @@
+import ControlSocket
+import Foundation
+import MQTTLink
+import TestHarness
+import Testing
+
+/// What once made every start fail now starts a working unit, with what it could not use set aside
+/// and reported: a corrupt snapshot, an undecodable fleet document, a store from a newer release,
+/// queued rows that cannot be packed, and starts that keep dying early.
+@Suite(.serialized) struct CrashLoopTests {
+    func sqlite(_ path: String, _ sql: String) throws {
+        let result = try runCommand("/usr/bin/sqlite3", [path, sql])
+        guard result.exitCode == 0 else { throw HarnessError("sqlite3 \(sql): \(result.output)") }
+    }
+
+    /// A rig whose unit has run once (so its store exists) and is stopped again.
+    func preparedRig(_ prepare: (JobFlowTests.Rig) async throws -> Void = { _ in }) async throws -> JobFlowTests.Rig {
+        let rig = try await JobFlowTests.Rig()
+        try await prepare(rig)
+        rig.unit.stop()
+        return rig
+    }
+
+    /// The unit came up: connected, an online retained status, and it takes and answers an offer.
+    func expectWorking(_ rig: JobFlowTests.Rig, aside kind: String) async throws {
+        try await rig.unit.start()
+        let status = try await rig.unit.waitForStatus("connected") { $0.broker.connected }
+        #expect(status.aside?[kind] == 1, "\(String(describing: status.aside))")
+        try await rig.recorder.waitFor("an online status that reports it") { messages in
+            messages.filter { $0.topic == rig.unit.topicBase + "status" }.compactMap(\.json).contains {
+                $0["online"] as? Bool == true && ($0["aside"] as? [String: Int])?[kind] == 1
+            }
+        }
+        if status.state == "off_duty" { _ = try rig.press("duty") }
+        try rig.offer("AFTER-\(kind)")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await rig.waitForReply("AFTER-\(kind)", "accept")
+    }
+
+    @Test func aCorruptSnapshotIsSetAsideAndTheUnitStartsOffDuty() async throws {
+        let rig = try await preparedRig { try await $0.goOnDuty() }
+        defer { rig.stop() }
+        try sqlite(rig.unit.storePath, "UPDATE unit_state SET value = X'7B227374617465223A7B22656E526F757465223A7B7D7D7D' WHERE key = 'unit_snapshot'")
+        try await rig.unit.start()
+        let status = try await rig.unit.waitForStatus("up") { $0.broker.connected }
+        #expect(status.state == "off_duty")
+        #expect(rig.unit.log.contains("SET ASIDE: the stored state snapshot could not be restored"))
+        rig.unit.stop()
+        try await expectWorking(rig, aside: "snapshot")
+    }
+
+    @Test func anUndecodableFleetDocumentIsSetAside() async throws {
+        let rig = try await preparedRig()
+        defer { rig.stop() }
+        try sqlite(rig.unit.storePath, """
+            INSERT INTO fleet_config (scope, seen_version, version, document, on_probation, updated_at) VALUES ('fleet', 3, 3, X'7B7B7B', 0, 0)
+            """)
+        try await expectWorking(rig, aside: "fleet_config")
+        #expect(rig.unit.log.contains("SET ASIDE: the stored fleet configuration documents could not be restored"))
+    }
+
+    @Test func aStoreFromANewerReleaseIsMovedAsideNotOpened() async throws {
+        let rig = try await preparedRig { try await $0.goOnDuty() }
+        defer { rig.stop() }
+        try sqlite(rig.unit.storePath, "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        try await rig.unit.start()
+        let status = try await rig.unit.waitForStatus("up on a fresh store") { $0.broker.connected }
+        #expect(status.state == "off_duty")
+        #expect(rig.unit.log.contains("STORE SET ASIDE"))
+        #expect(rig.unit.log.contains("v99-from-the-future"))
+        let asideFiles = try FileManager.default.contentsOfDirectory(atPath: rig.scratch.path).filter { $0.contains(".sqlite.newer-") }
+        #expect(asideFiles.contains { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }, "\(asideFiles)")
+        _ = try rig.press("duty")
+        try rig.offer("NEWER")
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+    }
+
+    @Test func queuedRowsThatCannotBePackedAreSetAsideAndTheRestDrains() async throws {
+        let rig = try await preparedRig()
+        defer { rig.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try sqlite(rig.unit.storePath, """
+            INSERT INTO position_queue (created_at, t, lat, lon, spd, hdg, acc) VALUES
+                (\(now), \(now - 3000), 46.5, 7.5, 1e20, 1e20, -5),
+                (\(now), 'not a time', 46.5, 7.5, NULL, NULL, NULL),
+                (\(now), \(now - 2000), 'north', 7.5, NULL, NULL, NULL),
+                (\(now), \(now - 1000), 46.6, 7.6, 3.5, 90, 4);
+            INSERT INTO outbox (message_id, topic, class, qos, payload, created_at, lane, points)
+                VALUES ('bad-row', 'pos', 3, 7, X'00', \(now), 4, 1);
+            """)
+        try await expectWorking(rig, aside: "outbox_row")
+        try await rig.recorder.waitFor("both good points arrive") { messages in
+            let points = messages.filter { $0.topic == rig.unit.topicBase + "pos" }.compactMap(\.json).flatMap { message -> [Any] in
+                message["points"] as? [Any] ?? []
+            }
+            return points.count >= 2
+        }
+        let status = try await rig.unit.waitForStatus("drained") { $0.outbox.depth == 0 }
+        #expect(status.outbox.positionsDropped == 2, "the two rows that are not points")
+        // The 1e20 speed was left out, not sent.
+        let texts = rig.recorder.messages(onTopic: rig.unit.topicBase + "pos").map(\.text)
+        #expect(!texts.contains { $0.contains("1e+20") || $0.contains("100000000000000000000") }, "\(texts)")
+    }
+
+    @Test func startsThatKeepDyingEarlySetTheStateAsideOnTheThird() async throws {
+        let rig = try await preparedRig { rig in
+            try await rig.goOnDuty()
+            try rig.offer("LOOP")
+            try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+            _ = try rig.press("accept")
+            try await rig.unit.waitForStatus("en route") { $0.state == "en_route" }
+        }
+        defer { rig.stop() }
+        // Two starts that died within their first minute (the breaker counts them in the store).
+        for _ in 0..<2 {
+            try await rig.unit.start()
+            _ = try await rig.unit.waitForStatus("up") { _ in true }
+            rig.unit.killHard()
+        }
+        try await rig.unit.start()
+        let status = try await rig.unit.waitForStatus("up again") { $0.broker.connected }
+        #expect(status.state == "off_duty", "the third early start comes up safe, off duty")
+        #expect(status.aside?["snapshot"] == 1)
+        #expect(rig.unit.log.contains("CRASH LOOP"))
+    }
+}
