@@ -80,7 +80,14 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     let database: DatabasePool
     /// A file the unit could not open and moved aside at start (it failed `PRAGMA quick_check`, or a
     /// newer release wrote it), where it went and why, for the daemon to report.
-    public let fileSetAside: (path: String, reason: String)?
+    public let fileSetAside: SetAsideFile?
+
+    public struct SetAsideFile: Sendable {
+        public enum Cause: Sendable { case corrupt, newerRelease }
+        public var path: String
+        public var cause: Cause
+        public var reason: String
+    }
 
     /// Migrations the file has that this release does not know: a newer release wrote it.
     struct NewerStore: Error, CustomStringConvertible {
@@ -144,23 +151,23 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         // (whose writes this one would fail on, or silently misread): keep it for a post-mortem or a
         // downgrade back, start empty, and let the daemon say so loudly. Other errors (permissions,
         // a locked file) are no reason to set a good database aside.
-        func moveAside(_ label: String, _ error: Error) throws -> (path: String, reason: String) {
+        func moveAside(_ cause: SetAsideFile.Cause, _ error: Error) throws -> SetAsideFile {
             guard FileManager.default.fileExists(atPath: path) else { throw error }
-            let aside = path + "." + label + "-" + Self.timestamp()
+            let aside = path + (cause == .corrupt ? ".corrupt-" : ".newer-") + Self.timestamp()
             for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
                 try FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix)
             }
-            return (aside, "\(error)")
+            return SetAsideFile(path: aside, cause: cause, reason: "\(error)")
         }
         do {
             database = try Self.openChecked(path: path)
             fileSetAside = nil
         } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
-            let aside = try moveAside("corrupt", error)
+            let aside = try moveAside(.corrupt, error)
             database = try Self.openChecked(path: path)
             fileSetAside = aside
         } catch let error as NewerStore {
-            let aside = try moveAside("newer", error)
+            let aside = try moveAside(.newerRelease, error)
             database = try Self.openChecked(path: path)
             fileSetAside = aside
         }

@@ -13,8 +13,6 @@ public enum AsideKind: String, Sendable, CaseIterable, Codable {
     case executedCommands = "executed_commands"
     /// An outbox row that cannot be read as a message.
     case outboxRow = "outbox_row"
-    /// Waiting positions set aside by the crash-loop breaker.
-    case positionQueue = "position_queue"
 }
 
 extension LocalCache {
@@ -72,21 +70,6 @@ extension LocalCache {
                 sql: "INSERT INTO aside (kind, reason, at, data) SELECT ?, ?, ?, json_group_array(id) FROM executed_commands",
                 arguments: [AsideKind.executedCommands.rawValue, reason, time])
             try transaction.db.execute(sql: "DELETE FROM executed_commands")
-        }
-    }
-
-    /// The crash-loop breaker's last resort: waiting positions (never alarms, replies or events)
-    /// move aside in one entry, so whatever in them stops a start can stop no more.
-    public func setAsideQueuedPositions(reason: String, at time: Int64) throws {
-        try write(.full) { transaction in
-            let db = transaction.db
-            try db.execute(
-                sql: """
-                    INSERT INTO aside (kind, reason, at, data)
-                    SELECT ?, ?, ?, json_group_array(json_array(t, lat, lon, spd, hdg, acc)) FROM position_queue
-                    """,
-                arguments: [AsideKind.positionQueue.rawValue, reason, time])
-            try db.execute(sql: "DELETE FROM position_queue")
         }
     }
 }

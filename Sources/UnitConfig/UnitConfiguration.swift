@@ -273,9 +273,9 @@ public struct UnitConfiguration: Sendable, Equatable {
         return TLS(caFile: caFile, certFile: certFile, keyFile: keyFile, version: version)
     }
 
-    /// Reads and validates a TOML file.
+    /// Reads and validates a TOML file with its drop-ins (`LocalConfigSources`).
     public static func load(path: String) throws(ConfigError) -> UnitConfiguration {
-        try UnitConfiguration(document: ConfigValue.loadTOML(path: path))
+        try UnitConfiguration(document: LocalConfigSources.load(path: path).value)
     }
 
     /// Unit and fleet ids become topic levels, so MQTT wildcards and separators are not allowed.

@@ -119,8 +119,9 @@ public struct AnsweredOffer: Sendable, Equatable, Codable {
     public var job: String
     /// nil when the dispatcher withdrew the offer before it was answered.
     public var reply: JobReply?
-    /// Unit clock when the answer was last published, so that a dispatcher sending the offer again
-    /// and again gets one answer per `UnitStateMachine.repeatAnswerAfterMs`, not one per copy.
+    /// Unit clock when the answer was last published again for a redelivered copy: the first copy is
+    /// answered at once, and later copies at most once per `UnitStateMachine.repeatAnswerAfterMs`,
+    /// so that a dispatcher (or a broker) sending the offer over and over cannot pile up answers.
     public var lastSentAt: Int64?
 
     public init(job: String, reply: JobReply?, lastSentAt: Int64? = nil) {
@@ -289,7 +290,7 @@ public struct UnitStateMachine: Sendable {
 
     public var state: DriverState { snapshot.state }
 
-    /// A redelivered offer is answered again at most this often (unit clock).
+    /// Copies of a redelivered offer are answered again at most this often (unit clock).
     public static let repeatAnswerAfterMs: Int64 = 30_000
 
     /// The shell stored the open alarm's `sos` message under `id` (in the transaction that also
@@ -454,7 +455,7 @@ public struct UnitStateMachine: Sendable {
             let answered = snapshot.answeredOffers[index]
             guard let reply = answered.reply else { return [.log("offer \(offer.job) was withdrawn; redelivery ignored")] }
             if let last = answered.lastSentAt, receivedAt.saturatingSubtract(last) < Self.repeatAnswerAfterMs {
-                return [.log("offer \(offer.job) delivered again within \(Self.repeatAnswerAfterMs / 1000) s of its answer; not answered again")]
+                return [.log("offer \(offer.job) delivered again within \(Self.repeatAnswerAfterMs / 1000) s of its last answer; not answered again")]
             }
             snapshot.answeredOffers[index].lastSentAt = receivedAt
             return [.persist(snapshot), .log("offer \(offer.job) delivered again; same answer"), .reply(reply)]
@@ -557,7 +558,7 @@ public struct UnitStateMachine: Sendable {
     private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: Int64, then next: DriverState, tell: String) -> [UnitAction] {
         guard case .offered(let offer) = state else { return [] }
         let reply = JobReply(job: offer.job.id, reply: code, reason: reason, t: now)
-        snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply, lastSentAt: now))
+        snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply))
         trimMemory()
         var actions = transition(to: next, now: now, reason: code.rawValue, tell: tell)
         actions.insert(.reply(reply), at: 1)
@@ -567,7 +568,7 @@ public struct UnitStateMachine: Sendable {
 
     /// Answers an offer that never reached the driver; the state does not change.
     private mutating func remember(_ reply: JobReply) -> [UnitAction] {
-        snapshot.answeredOffers.append(AnsweredOffer(job: reply.job, reply: reply, lastSentAt: reply.t))
+        snapshot.answeredOffers.append(AnsweredOffer(job: reply.job, reply: reply))
         trimMemory()
         return [.persist(snapshot), .reply(reply)]
     }

@@ -8,8 +8,9 @@ import Logging
 /// cuts while a taxi's engine is cranked reboot the board and are no crash. When
 /// starts keep dying early, what the unit restores is set aside so the next start comes up in a
 /// safe state: after 3 such starts the snapshot (the unit starts off duty) and the fleet's
-/// documents (it runs on its local file), after 5 also the positions waiting to be sent. Alarms,
-/// replies and events are never set aside: the driver was told they were sent.
+/// documents (it runs on its local file). Nothing waiting to be sent is set aside: alarms,
+/// replies and events were promised to the driver, and queued positions cannot stop a start any
+/// more (a row that cannot be read or packed is set aside on its own, by the pump).
 enum CrashLoopBreaker {
     static let key = "early_starts"
     /// Starts that died early, in the boot they happened in.
@@ -19,7 +20,6 @@ enum CrashLoopBreaker {
     }
     static let settledAfter = Duration.seconds(60)
     static let setAsideStateAt = 3
-    static let setAsidePositionsAt = 5
 
     static func started(store: LocalCache, at time: Int64, logger: Logger, boot: String = bootID()) {
         let earlier = ((try? store.loadValue(Count.self, forKey: key)) ?? nil).flatMap { $0.boot == boot ? $0.starts : nil } ?? 0
@@ -35,10 +35,6 @@ enum CrashLoopBreaker {
         do {
             try store.setAsideValue(forKey: UnitEngine.snapshotKey, kind: .snapshot, reason: reason, at: time)
             try store.setAsideFleetConfig(reason: reason, at: time)
-            if starts >= setAsidePositionsAt {
-                logger.critical("CRASH LOOP: setting aside the positions waiting to be sent")
-                try store.setAsideQueuedPositions(reason: reason, at: time)
-            }
         } catch {
             logger.error("cannot set aside the stored state", metadata: ["error": "\(error)"])
         }

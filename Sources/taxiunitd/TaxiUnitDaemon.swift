@@ -63,6 +63,7 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
 
             FILES
               /etc/taxiunitd/taxiunitd.toml   configuration, every key with its default
+              /etc/taxiunitd/conf.d/*.toml    drop-ins laid over it in name order (e.g. the unit's id)
               /var/lib/taxiunitd/unit.sqlite  positions, outbox, state ([store] path)
               /run/taxiunitd/control.sock     control socket ([control] socket)
 
@@ -85,7 +86,8 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         let local: ConfigValue
         let settings: UnitConfiguration
         do {
-            local = try ConfigValue.loadTOML(path: config)
+            // The file and its conf.d drop-ins (a fleet image's settings, one small per-unit file).
+            local = try LocalConfigSources.load(path: config).value
             settings = try UnitConfiguration(document: local)
             // Checked here too, so that --check catches an unusable secret file.
             _ = try settings.mqtt.login()
@@ -128,8 +130,12 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             store = try LocalCache(path: volatile)
         }
         if let aside = store.fileSetAside {
+            let what = switch aside.cause {
+            case .corrupt: "STORE WAS CORRUPT"
+            case .newerRelease: "STORE FROM A NEWER RELEASE"
+            }
             logger.critical(
-                "STORE SET ASIDE: it could not be used, so it was moved aside and an empty one started; messages queued in it were not sent",
+                "\(what): moved it aside and started an empty one; messages queued in it were not sent",
                 metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside.path)", "reason": "\(aside.reason)"])
         }
         // The engine connects it with the fleet's config in force, which may name another broker.

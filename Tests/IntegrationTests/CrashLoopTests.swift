@@ -67,7 +67,7 @@ import Testing
         try await rig.unit.start()
         let status = try await rig.unit.waitForStatus("up on a fresh store") { $0.broker.connected }
         #expect(status.state == "off_duty")
-        #expect(rig.unit.log.contains("STORE SET ASIDE"))
+        #expect(rig.unit.log.contains("STORE FROM A NEWER RELEASE: moved it aside"))
         #expect(rig.unit.log.contains("v99-from-the-future"))
         let asideFiles = try FileManager.default.contentsOfDirectory(atPath: rig.scratch.path).filter { $0.contains(".sqlite.newer-") }
         #expect(asideFiles.contains { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }, "\(asideFiles)")

@@ -94,6 +94,15 @@ import Testing
         let verify = try runCommand("/usr/bin/systemd-analyze", ["--root=\(root)", "verify", "--man=no", "/usr/lib/systemd/system/taxiunitd.service"])
         #expect(verify.exitCode == 0 && verify.output.isEmpty, "\(verify.output)")
 
+        // The installed daemon refuses the shipped file until a drop-in names the unit.
+        let daemon = root + "/usr/bin/taxiunitd"
+        let unset = try runCommand(daemon, ["--config", root + "/etc/taxiunitd/taxiunitd.toml", "--check"])
+        #expect(unset.exitCode == 1 && unset.output.contains("unit.id is missing"), "\(unset.output)")
+        try FileManager.default.createDirectory(atPath: root + "/etc/taxiunitd/conf.d", withIntermediateDirectories: true)
+        try "[unit]\nid = \"T042\"\n".write(toFile: root + "/etc/taxiunitd/conf.d/50-unit.toml", atomically: true, encoding: .utf8)
+        let withDropIn = try runCommand(daemon, ["--config", root + "/etc/taxiunitd/taxiunitd.toml", "--check"])
+        #expect(withDropIn.exitCode == 0, "\(withDropIn.output)")
+
         // An edited configuration survives an upgrade (dpkg keeps a changed conffile).
         let config = root + "/etc/taxiunitd/taxiunitd.toml"
         try (String(contentsOfFile: config, encoding: .utf8) + "\n# edited on the board\n").write(toFile: config, atomically: true, encoding: .utf8)

@@ -41,14 +41,19 @@ import Testing
             #expect(FileManager.default.contents(atPath: installed) == FileManager.default.contents(atPath: Corpus.packageRoot + "/share/taxiunitd/lang/" + file), "\(file)")
             #expect(try mode(installed) == 0o644, "\(file)")
         }
+        // No unit id until the installer gives one, in a drop-in.
+        let unset = try runCommand(root + "/usr/bin/taxiunitd", ["--config", config, "--check"])
+        #expect(unset.exitCode == 1 && unset.output.contains("unit.id is missing"), "\(unset.output)")
+        try FileManager.default.createDirectory(atPath: root + "/etc/taxiunitd/conf.d", withIntermediateDirectories: true)
+        try "[unit]\nid = \"T777\"\n".write(toFile: root + "/etc/taxiunitd/conf.d/50-unit.toml", atomically: true, encoding: .utf8)
         let check = try runCommand(root + "/usr/bin/taxiunitd", ["--config", config, "--check"])
         #expect(check.exitCode == 0, "\(check.output)")
 
         // An operator's edits survive a reinstall.
-        let edited = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "id = \"T001\"", with: "id = \"T777\"")
+        let edited = try String(contentsOfFile: config, encoding: .utf8) + "\n# edited by the operator\n"
         try edited.write(toFile: config, atomically: true, encoding: .utf8)
         try install(["DESTDIR=\(root)", "PREFIX=/usr"])
-        #expect(try String(contentsOfFile: config, encoding: .utf8).contains("id = \"T777\""))
+        #expect(try String(contentsOfFile: config, encoding: .utf8).contains("# edited by the operator"))
     }
 
     /// systemd-analyze verify checks that ExecStart= exists, so the tree is installed where the unit
@@ -84,6 +89,9 @@ import Testing
         let installed = try String(contentsOfFile: config, encoding: .utf8)
         #expect(installed.contains("catalogues = \"\(prefix)/share/taxiunitd/lang\"\n"))
         let daemon = prefix + "/bin/taxiunitd"
+        // Each checked file below gets the unit id from a drop-in beside it.
+        try FileManager.default.createDirectory(atPath: scratch.file("conf.d"), withIntermediateDirectories: true)
+        try "[unit]\nid = \"T1\"\n".write(toFile: scratch.file("conf.d/unit.toml"), atomically: true, encoding: .utf8)
         // A terminal makes the language matter: --check loads its catalogue.
         let withTerminal = installed + "\n[input.serial]\ndevice = \"/dev/ttyUSB0\"\n"
         for language in ["en", "it", "zu"] {

@@ -81,13 +81,15 @@ import UnitCore
     @Test func anOfferAcceptedWithTaxiunitctlIsAnsweredOnTheBroker() async throws {
         let rig = try await Rig()
         try await rig.goOnDuty()
-        try rig.offer("J1", extra: #","meeting_time":4102444800000,"note":"2 bags""#)
+        // A reservation tomorrow (meeting times must be within a year of the unit clock).
+        let meeting = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+        try rig.offer("J1", extra: #","meeting_time":\#(meeting),"note":"2 bags""#)
         let offered = try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
         let job = try #require(offered.job)
         #expect(job.id == "J1")
         #expect(job.pickup == "Bahnhofplatz 1")
         #expect((55...60).contains(job.offerSecondsLeft ?? -1), "countdown from the default 60 s")
-        #expect(job.meetingTime == 4_102_444_800_000)
+        #expect(job.meetingTime == meeting)
         #expect((job.meetingInS ?? 0) > 0)
 
         #expect(try rig.press("accept") == "Job J1 accepted, sent. Go to Bahnhofplatz 1")

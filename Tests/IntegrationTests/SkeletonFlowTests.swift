@@ -177,9 +177,19 @@ import Testing
         return try runCommand(Corpus.binary("taxiunitd"), ["--config", path, "--check"])
     }
 
-    @Test func aGoodFilePasses() throws {
-        let result = try runCommand(Corpus.binary("taxiunitd"), ["--config", Corpus.packageRoot + "/etc/taxiunitd.toml", "--check"])
-        #expect(result.exitCode == 0)
+    /// The shipped file names no unit: an image flashed to many taxis must not start them all as one.
+    /// A drop-in beside it (conf.d/) gives the id, and then it passes.
+    @Test func theShippedFileNeedsAUnitIDWhichADropInGives() throws {
+        let shipped = try runCommand(Corpus.binary("taxiunitd"), ["--config", Corpus.packageRoot + "/etc/taxiunitd.toml", "--check"])
+        #expect(shipped.exitCode == 1)
+        #expect(shipped.output.contains("unit.id is missing"), "\(shipped.output)")
+
+        let scratch = try ScratchDirectory()
+        try FileManager.default.createDirectory(atPath: scratch.file("conf.d"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Corpus.packageRoot + "/etc/taxiunitd.toml", toPath: scratch.file("taxiunitd.toml"))
+        try "[unit]\nid = \"T042\"\n".write(toFile: scratch.file("conf.d/50-unit.toml"), atomically: true, encoding: .utf8)
+        let result = try runCommand(Corpus.binary("taxiunitd"), ["--config", scratch.file("taxiunitd.toml"), "--check"])
+        #expect(result.exitCode == 0, "\(result.output)")
         #expect(result.output.contains("OK"))
     }
 

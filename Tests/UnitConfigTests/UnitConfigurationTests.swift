@@ -17,9 +17,16 @@ import UnitCore
         }
     }
 
-    @Test func theShippedDefaultFileIsValid() throws {
+    @Test func theShippedDefaultFileIsValidWithAUnitIDDropIn() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let config = try UnitConfiguration.load(path: root.appendingPathComponent("etc/taxiunitd.toml").path)
+        let shipped = root.appendingPathComponent("etc/taxiunitd.toml").path
+        #expect(throws: ConfigError(problems: ["unit.id is missing"])) { try UnitConfiguration.load(path: shipped) }
+        let directory = NSTemporaryDirectory() + "taxiunitd-shipped-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory + "/conf.d", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: shipped, toPath: directory + "/taxiunitd.toml")
+        try "[unit]\nid = \"T042\"\n".write(toFile: directory + "/conf.d/unit.toml", atomically: true, encoding: .utf8)
+        let config = try UnitConfiguration.load(path: directory + "/taxiunitd.toml")
+        #expect(config.unit.id == "T042")
         #expect(config.unit.fleet == "demo")
         #expect(config.mqtt.topicPrefix == "taxi")
         #expect(config.reporting == ReportingPolicy())
