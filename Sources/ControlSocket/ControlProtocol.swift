@@ -143,7 +143,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     /// the store was created. Empty when nothing was.
     public var aside: [String: Int]?
     /// What the unit refused at its entrances since it started: `fixes_out_of_range` (gpsd reports
-    /// of impossible values), `inbound_over_rate` (MQTT messages over the rate limit).
+    /// of impossible values), `inbound_over_rate` (MQTT messages over the rate limit), `inbox_full`
+    /// (fixes and messages dropped because the engine fell 10,000 inputs behind).
     public var refused: [String: Int]?
 
     public init(

@@ -32,11 +32,20 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Inputs waiting beyond which a `droppable` one (a fix, an inbound message) is dropped rather
+    /// than queued: a loop that falls behind cannot make the inbox grow without bound. Driver
+    /// presses, PUBACKs, timers and control requests are never dropped.
+    static var capacity: Int { 10_000 }
+    /// Droppable inputs dropped since start.
+    var droppedInputs: Int { lock.withLock { dropped } }
+    private var dropped = 0
+
     /// An input that wakes the loop takes the deferred ones along, ahead of it: the loop sees
     /// everything in the order it was posted (a control request after the PUBACKs before it).
-    func post(_ input: Input, mayWait kind: InputDeferral = []) {
+    func post(_ input: Input, mayWait kind: InputDeferral = [], droppable: Bool = false) {
         lock.lock()
-        guard !closed else {
+        guard !closed, !droppable || waiting.count < Self.capacity else {
+            if !closed { dropped += 1 }
             lock.unlock()
             return
         }

@@ -141,7 +141,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
         gpsd.deliverEvents { [inbox] event in
             let isSample = if case .sample = event { true } else { false }
-            inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [])
+            inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [], droppable: isSample)
         }
         mqtt.deliverEvents { [inbox, inboundFlow] linked in
             switch linked.event {
@@ -150,7 +150,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             case .message:
                 // A flood is dropped here, on the broker's thread, before it queues up or is parsed.
                 guard inboundFlow.admit() else { return }
-                inbox.post(.mqtt(linked))
+                inbox.post(.mqtt(linked), droppable: true)
             case .connected, .connectFailed, .disconnected:
                 inbox.post(.mqtt(linked))
             }
@@ -683,7 +683,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
             clock: machine.positions.clock.reading(at: clockSample()).source.rawValue,
             zone: zone,
             aside: asideCounts(),
-            refused: ["fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart]
+            refused: [
+                "fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart,
+                "inbox_full": inbox.droppedInputs,
+            ]
         )
     }
 

@@ -131,4 +131,14 @@ import UnitCore
         #expect(Int64(millisecondsOf: .nan) == nil)
         #expect(Int64(millisecondsOf: 1.5) == 1500)
     }
+
+    /// The shell caps every timer at an hour, so a unit clock that stepped back (GPS time giving way
+    /// to a system clock years off) fires the deadline "early": the offer still times out.
+    @Test func anOfferTimesOutWhateverTheClockSays() {
+        var machine = Scenario.machine(in: .available)
+        _ = machine.handle(.inbound(.offer(Scenario.offer("STEP", window: 60)), receivedAt: now))
+        let actions = machine.handle(.timerFired(.offerDeadline(job: "STEP"), at: now - 5 * 365 * 86_400_000))
+        #expect(Scenario.replies(actions).map(\.reply) == [.timeout])
+        #expect(machine.state == .available)
+    }
 }

@@ -59,4 +59,14 @@ import Testing
         inbox.post(1)
         #expect(await inbox.next() == nil)
     }
+
+    @Test func aFullInboxDropsOnlyWhatMayBeDropped() async {
+        let inbox = EngineInbox<Int>()
+        for value in 0..<(EngineInbox<Int>.capacity + 5) { inbox.post(value, droppable: true) }
+        inbox.post(-1)
+        #expect(inbox.droppedInputs == 5)
+        let batch = await inbox.next() ?? []
+        #expect(batch.count == EngineInbox<Int>.capacity + 1)
+        #expect(batch.last == -1, "what may not be dropped is queued even when full")
+    }
 }

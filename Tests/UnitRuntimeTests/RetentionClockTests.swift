@@ -1,0 +1,30 @@
+import Foundation
+import LocalCache
+import Logging
+import Testing
+import UnitConfig
+import UnitCore
+@testable import UnitRuntime
+
+/// Retention ages waiting positions by the unit clock; a clock that jumped years ahead (a receiver's
+/// bad date while the system clock is not synchronised) must not purge the queue.
+@Suite struct RetentionClockTests {
+    @Test func onlyATrustedClockDropsPositionsPastRetention() throws {
+        let directory = NSTemporaryDirectory() + "taxiunitd-retention-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try LocalCache(path: directory + "/unit.sqlite")
+        let now: Int64 = 1_800_000_000_000
+        try store.write { transaction in
+            for index in 0..<20 { try transaction.queuePosition(Fix(time: now + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: now) }
+        }
+        let configuration = try UnitConfiguration(document: ConfigValue.parseTOML("[unit]\nid = \"T1\"\nfleet = \"f\"\n[store]\nretention_days = 7\n"))
+        var upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: Logger(label: "test"))
+        var unstored: [UnstoredMessage] = []
+        let tenYearsLater = now + 10 * 365 * 86_400_000
+        _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: false, unstored: &unstored)
+        #expect(try store.outboxDepth().position == 20, "GPS time ten years ahead purges nothing")
+        _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: true, unstored: &unstored)
+        #expect(try store.outboxDepth().position == 0, "a synchronised clock applies retention")
+        #expect(try store.outboxDepth().dropped == 20)
+    }
+}
