@@ -71,7 +71,7 @@ extension UnitConfiguration.MQTT {
             mine[keyPath: settings] = 0
             theirs[keyPath: settings] = 0
         }
-        for settings in [\Self.reconnectMinS, \Self.reconnectMaxS] as [WritableKeyPath<Self, Double>] {
+        for settings in [\Self.reconnectMinS, \Self.reconnectMaxS, \Self.inboundPerS] as [WritableKeyPath<Self, Double>] {
             mine[keyPath: settings] = 0
             theirs[keyPath: settings] = 0
         }
@@ -80,10 +80,12 @@ extension UnitConfiguration.MQTT {
         return mine == theirs
     }
 
-    /// Same connection: only the outbox's in-flight limit may differ, which needs no reconnect.
+    /// Same connection: only the outbox's in-flight limit and the inbound rate may differ, which
+    /// need no reconnect.
     public func isSameConnection(as other: Self) -> Bool {
         var theirs = other
         theirs.maxInflight = maxInflight
+        theirs.inboundPerS = inboundPerS
         return self == theirs
     }
 }

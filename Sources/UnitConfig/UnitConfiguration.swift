@@ -33,6 +33,9 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var username: String?
         /// Holds the broker password; must be readable by its owner only.
         public var passwordFile: String?
+        /// Inbound messages admitted per second (after a burst of five seconds' worth); the rest
+        /// are dropped unread and counted. A dispatcher sends a taxi a few a minute.
+        public var inboundPerS: Double = 10
     }
 
     public struct TLS: Sendable, Equatable {
@@ -149,7 +152,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             batchMax: mqttSection.integer("batch_max", default: 50, in: 1...1000),
             tls: Self.readTLS(&mqttSection),
             username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
-            passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
+            passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
+            inboundPerS: mqttSection.number("inbound_per_s", default: 10, in: 1...10_000)
         )
         if mqtt.passwordFile != nil && mqtt.username == nil {
             mqttSection.reject("password_file needs a username")

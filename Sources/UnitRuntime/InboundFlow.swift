@@ -1,25 +1,32 @@
 import Foundation
 import UnitCore
 
-/// Admits inbound MQTT messages at a bounded rate (a token bucket), so that a flood from a broker
-/// or a misbehaving dispatcher cannot grow the engine's inbox, the store, the WAL or the journal:
-/// what is over the rate is dropped before it is parsed, and counted. Called from the broker's
-/// thread, read from the engine loop.
+/// Admits inbound MQTT messages at a bounded rate (a token bucket, `[mqtt] inbound_per_s`), so that
+/// a flood from a broker or a misbehaving dispatcher cannot grow the engine's inbox, the store, the
+/// WAL or the journal: what is over the rate is dropped before it is parsed, and counted. Called from
+/// the broker's thread, read from the engine loop.
 final class InboundFlow: @unchecked Sendable {
-    /// Messages admitted at once after a quiet spell: a reconnect brings the queued offers and the
-    /// retained fleet documents together.
-    static let burst = 50.0
-    /// Sustained messages per second: far above any dispatcher's rate for one taxi.
-    static let perSecond = 10.0
+    /// Seconds' worth admitted at once after a quiet spell: a reconnect brings the queued offers and
+    /// the retained fleet documents together.
+    static let burstS = 5.0
 
     private let lock = NSLock()
-    private var bucket = TokenBucket(capacity: InboundFlow.burst, perSecond: InboundFlow.perSecond)
+    private var bucket: TokenBucket
     private var dropped = 0
     private var droppedInAll = 0
     private let now: @Sendable () -> Double
 
-    init(now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+    init(perSecond: Double, now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
         self.now = now
+        bucket = TokenBucket(capacity: perSecond * Self.burstS, perSecond: perSecond)
+    }
+
+    /// The fleet changed `[mqtt] inbound_per_s`.
+    func setRate(perSecond: Double) {
+        lock.withLock {
+            guard bucket.perSecond != perSecond else { return }
+            bucket = TokenBucket(capacity: perSecond * Self.burstS, perSecond: perSecond)
+        }
     }
 
     func admit() -> Bool {

@@ -85,6 +85,7 @@ extension UnitEngine {
         case .use(let next, let reconnect):
             if next.unit.language != configuration.unit.language { devices?.useLanguage(of: next) }
             configuration = next
+            inboundFlow.setRate(perSecond: next.mqtt.inboundPerS)
             machine.settings = next.unitSettings
             outbox.maxInFlight = next.mqtt.maxInflight
             outbox.batchMax = next.mqtt.batchMax

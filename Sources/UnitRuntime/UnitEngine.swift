@@ -41,7 +41,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     let logger: Logger
     let inbox = EngineInbox<EngineInput>()
     /// Inbound MQTT messages admitted per second, with a burst (docs/protocol.md, "Limits").
-    let inboundFlow = InboundFlow()
+    let inboundFlow: InboundFlow
 
     // Owned by the `run()` loop only.
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
@@ -120,6 +120,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
         let configuration = fleetConfig.configuration
         self.configuration = configuration
+        inboundFlow = InboundFlow(perSecond: configuration.mqtt.inboundPerS)
         self.store = store
         self.mqtt = mqtt
         self.gpsd = gpsd

@@ -17,13 +17,15 @@ import Testing
     @Test func aFloodIsDroppedAndCountedOnce() {
         final class Clock: @unchecked Sendable { var now = 0.0 }
         let clock = Clock()
-        let flow = InboundFlow(now: { clock.now })
+        let flow = InboundFlow(perSecond: 10, now: { clock.now })
         let admitted = (0..<1000).filter { _ in flow.admit() }.count
-        #expect(admitted == Int(InboundFlow.burst))
+        #expect(admitted == 50, "five seconds' worth at once")
         #expect(flow.takeDropped() == 1000 - admitted)
         #expect(flow.takeDropped() == 0)
         clock.now = 1
-        #expect((0..<100).filter { _ in flow.admit() }.count == Int(InboundFlow.perSecond))
+        #expect((0..<100).filter { _ in flow.admit() }.count == 10)
         #expect(flow.droppedSinceStart == 1000 - admitted + 90)
+        flow.setRate(perSecond: 100)
+        #expect((0..<1000).filter { _ in flow.admit() }.count == 500, "a new rate starts with a full burst")
     }
 }

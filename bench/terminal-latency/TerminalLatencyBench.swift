@@ -29,9 +29,10 @@ struct TerminalLatencyBench {
         let scratch = try ScratchDirectory("taxiunitd-bench")
         let broker = try MosquittoBroker(in: scratch)
         let pair = try await SerialPair(in: scratch)
+        // Offers and cancels far faster than any dispatcher sends them: above the default inbound rate.
         let unit = try UnitUnderTest(
             mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch,
-            extraTOML: "[input.serial]\ndevice = \"\(pair.unitPath)\"\n")
+            extraTOML: "[input.serial]\ndevice = \"\(pair.unitPath)\"\n", mqttTOML: "inbound_per_s = 10000")
         let replies = try await Subscriber(port: broker.port, topics: [unit.topicBase + "job/reply", "bench/hop"])
         try await unit.start()
         let screen = TerminalScreen(pair: pair)
