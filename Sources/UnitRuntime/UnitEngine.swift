@@ -201,6 +201,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     }
 
     public func run() async throws {
+        _ = asideCounts()
         startFleetControl()
         // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
         // The fleet's config in force may have set another language than the local file.
@@ -367,7 +368,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     private func publishStatus(online: Bool = true) {
         let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
-        let aside = online ? asideCounts() : nil
+        // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
+        let aside = online ? lastAsideCounts : nil
         let status = StatusMessage(
             online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside)
         do {
