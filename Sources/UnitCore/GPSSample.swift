@@ -105,6 +105,8 @@ public struct FixValidator: Sendable, Equatable {
     /// `clock` is the unit clock when the sample arrived: the reference for the date checks.
     public mutating func validate(_ sample: GPSSample, clock: ClockReading) -> Result<Fix, Rejection> {
         guard sample.mode >= 2 else { return .failure(.noFix(mode: sample.mode)) }
+        // gpsd's modes end at 3D; a larger one is no mode this software knows how to trust.
+        guard sample.mode <= 3 else { return .failure(.outOfRange(field: "mode", value: Double(sample.mode))) }
         guard sample.latitude.isFinite, sample.longitude.isFinite else { return .failure(.coordinatesNotFinite) }
         guard abs(sample.latitude) <= 90, abs(sample.longitude) <= 180 else { return .failure(.coordinatesOutOfRange) }
         guard sample.time.isFinite, sample.time > 0 else { return .failure(.noTime) }
@@ -112,7 +114,7 @@ public struct FixValidator: Sendable, Equatable {
         // NaN is "gpsd did not say"; anything else must be a value a receiver can mean.
         if !sample.speed.isNaN, !Self.speedRange.contains(sample.speed) { return .failure(.outOfRange(field: "speed", value: sample.speed)) }
         if !sample.track.isNaN, !Self.courseRange.contains(sample.track) { return .failure(.outOfRange(field: "track", value: sample.track)) }
-        if !sample.horizontalError.isNaN, !(sample.horizontalError >= 0) { return .failure(.outOfRange(field: "eph", value: sample.horizontalError)) }
+        if !sample.horizontalError.isNaN, !(sample.horizontalError >= 0 && sample.horizontalError.isFinite) { return .failure(.outOfRange(field: "eph", value: sample.horizontalError)) }
         guard sample.time != previousTime else { return .failure(.sameTimeAsPrevious) }
         let reference = max(clock.time, Self.earliestReferenceS)
         guard sample.time > reference - Self.rolloverPeriodS else { return .failure(.weekRollover) }

@@ -114,4 +114,22 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         #expect(validator.previousTime == nil)
         #expect((try? validator.validate(GPSSample(mode: 3, time: t0, latitude: 1, longitude: 2, horizontalError: 5), clock: synchronisedNow).get()) != nil)
     }
+
+    @Test(arguments: [4, 99, Int(Int32.max), Int.max])
+    func aModeBeyondThreeDimensionalIsCountedOutOfRange(mode: Int) {
+        var validator = FixValidator()
+        let result = validator.validate(GPSSample(mode: mode, time: t0, latitude: 1, longitude: 2), clock: synchronisedNow)
+        #expect(result == .failure(.outOfRange(field: "mode", value: Double(mode))))
+        #expect((try? result.get()) == nil && validator.previousTime == nil)
+        if case .failure(let rejection) = result { #expect(rejection.isOutOfRange) }
+    }
+
+    @Test(arguments: [Double.infinity, -Double.infinity, -1.0])
+    func anInfiniteOrNegativeErrorEstimateIsCountedOutOfRange(eph: Double) {
+        // An infinite error is no estimate: counted as a broken receiver's, not as merely inaccurate.
+        var validator = FixValidator(maxHorizontalErrorM: .greatestFiniteMagnitude)
+        let result = validator.validate(GPSSample(mode: 3, time: t0, latitude: 1, longitude: 2, horizontalError: eph), clock: synchronisedNow)
+        #expect(result == .failure(.outOfRange(field: "eph", value: eph)))
+        if case .failure(let rejection) = result { #expect(rejection.isOutOfRange) }
+    }
 }
