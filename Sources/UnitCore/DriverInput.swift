@@ -55,6 +55,8 @@ public enum DriverInput: Sendable, Equatable, Codable {
         }
         switch word {
         case "reject":
+            // The reason goes to the dispatcher in the reply: bounded and printable like any text on the wire.
+            if let problem = InboundMessage.checkText(rest, field: "reason") { return .failure(.badArgument(input: word, problem: problem)) }
             return .success(.reject(reason: rest.isEmpty ? nil : rest))
         case "pob":
             guard !rest.isEmpty else { return .success(.passengersOnBoard(nil)) }

@@ -141,4 +141,13 @@ import UnitCore
         #expect(Scenario.replies(actions).map(\.reply) == [.timeout])
         #expect(machine.state == .available)
     }
+
+    /// Driver inputs come from the control socket too (64 KiB a request): a reject reason is bounded
+    /// like any text the unit sends.
+    @Test func aRejectReasonIsBoundedAndPrintable() {
+        #expect(DriverInput.parse("reject " + String(repeating: "r", count: 500)) == .success(.reject(reason: String(repeating: "r", count: 500))))
+        #expect(DriverInput.parse("reject " + String(repeating: "r", count: 501))
+            == .failure(.badArgument(input: "reject", problem: "reason is longer than 500 bytes")))
+        #expect(DriverInput.parse("reject bad\u{1B}[2J") == .failure(.badArgument(input: "reject", problem: "reason contains control characters")))
+    }
 }
