@@ -161,7 +161,10 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
-        .testTarget(name: "UnitRuntimeTests", dependencies: ["UnitRuntime"]),
+        .testTarget(name: "UnitRuntimeTests", dependencies: [
+            "UnitRuntime", "UnitCore", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "TestHarness",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
         ]),

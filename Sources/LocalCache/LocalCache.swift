@@ -99,7 +99,6 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     /// process writing the file is only noticed by `refreshHints()`.
     private let hintLock = NSLock()
     private var committedHints = Hints()
-    private var acknowledgedRows: [Int64] = []
     private var commitsSinceCheckpoint = 0
 
     /// Commits between two checkpoints: one fix a second makes a checkpoint every few minutes,
@@ -110,13 +109,6 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     /// SQL: an outbox row the broker has not acknowledged. Acknowledged rows stay until
     /// `purgeDelivered` removes them with their `outbox_acknowledged` row.
     static let undelivered = "id NOT IN (SELECT id FROM outbox_acknowledged)"
-
-    /// Rows the broker acknowledged that are marked delivered with the pump's next commit, not in
-    /// one of their own: `outboxDepth` does not count them.
-    public var acknowledgedAwaitingCommit: [Int64] {
-        get { hintLock.withLock { acknowledgedRows } }
-        set { hintLock.withLock { acknowledgedRows = newValue } }
-    }
 
     /// The newest undelivered row per lane and the newest queued point, as far as this process knows.
     struct Hints {
@@ -448,7 +440,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         }
 
         /// `newestPoint`: the newest `position_queue` id packed into the message, if any.
-        func enqueue(
+        public func enqueue(
             topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, pointCount: Int, newestPoint: Int64?,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
@@ -458,7 +450,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         }
 
         /// `firstSeq`: a sequence number reserved with `reserveSequence`.
-        func enqueue(
+        public func enqueue(
             topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, firstSeq seq: Int64, pointCount: Int, newestPoint: Int64?,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
@@ -478,15 +470,19 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         }
 
         /// Reserves `count` consecutive sequence numbers of `topic` in one statement; returns the first.
-        func reserveSequence(for topic: String, count: Int) throws -> Int64 {
-            let last = try Int64.fetchOne(
+        public func reserveSequence(for topic: String, count: Int) throws -> Int64 {
+            let reserved = try Int64.fetchOne(
                 db.cachedStatement(sql: """
                     INSERT INTO topic_sequence (topic, last_seq) VALUES (?, ?)
                     ON CONFLICT(topic) DO UPDATE SET last_seq = last_seq + excluded.last_seq
                     RETURNING last_seq
                     """),
-                arguments: [topic, count]
-            )!
+                arguments: [topic, count])
+            // An upsert with RETURNING always returns its row; a sequence run out of numbers is a
+            // store no release wrote.
+            guard let last = reserved, last >= Int64(count) else {
+                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "topic_sequence for \(topic) is \(reserved.map(String.init) ?? "missing")")
+            }
             return last - Int64(count) + 1
         }
 

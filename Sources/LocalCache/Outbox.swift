@@ -2,9 +2,9 @@ import Foundation
 import GRDB
 import UnitCore
 
-/// Reading the outbox and packing queued fixes into position messages. These run inside one
-/// `write` so the pump marks what the broker acknowledged and fetches what goes next in a single
-/// commit.
+/// Reading the outbox and taking queued fixes out for the pump, which packs them into messages.
+/// These run inside one `write` so the pump marks what the broker acknowledged and fetches what
+/// goes next in a single commit. The store keeps rows and bytes; the wire format is the pump's.
 extension LocalCache.Transaction {
     /// Undelivered rows of `lane` with an id above `cursor`, oldest first. The pump keeps the
     /// cursor, so rows it already handed over in this session are never read again.
@@ -28,9 +28,9 @@ extension LocalCache.Transaction {
         return messages
     }
 
-    /// Packs the newest queued fix into a live message (`points` with one object, as in
-    /// docs/protocol.md), so the dispatcher sees where the taxi is now before any history.
-    public func formLivePosition(unit: String, topic: String, createdAt: Int64) throws -> OutboxMessage? {
+    /// Takes the newest queued point out of the queue, for a live message. Nil when there is none
+    /// (an unusable newest row is deleted; the next call looks again).
+    public func takeNewestQueuedPoint() throws -> (id: Int64, point: PositionPoint)? {
         let newest = try queuedPoints(newest: true, limit: 1)
         if let refusedID = newest.lastID, newest.ids.isEmpty {
             try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id = ?").execute(arguments: [refusedID])
@@ -40,32 +40,19 @@ extension LocalCache.Transaction {
             return nil
         }
         try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id = ?").execute(arguments: [id])
-        return try enqueue(topic: topic, lane: .livePosition, createdAt: createdAt, pointCount: 1, newestPoint: id) { seq, messageID in
-            try PositionMessage(unit: unit, seq: seq, id: messageID, points: [point]).json()
-        }
+        return (id, point)
     }
 
-    /// Packs the oldest queued fixes into up to `messages` backfill messages of up to `limit`
-    /// points each, oldest first, reading and deleting them in one go.
-    public func formBackfill(unit: String, topic: String, limit: Int, messages: Int = 1, createdAt: Int64) throws -> [OutboxMessage] {
-        let queued = try queuedPoints(newest: false, limit: limit * messages)
+    /// Takes up to `limit` of the oldest queued points out of the queue, oldest first, reading and
+    /// deleting them in one go.
+    public func takeOldestQueuedPoints(limit: Int) throws -> (ids: [Int64], points: [PositionPoint]) {
+        let queued = try queuedPoints(newest: false, limit: limit)
         guard let last = queued.lastID else {
             notes.queueFoundEmpty = true
-            return []
+            return ([], [])
         }
         try db.cachedStatement(sql: "DELETE FROM position_queue WHERE id <= ?").execute(arguments: [last])
-        guard !queued.ids.isEmpty else { return [] }
-        let starts = stride(from: 0, to: queued.ids.count, by: limit)
-        let firstSeq = try reserveSequence(for: topic, count: starts.underestimatedCount)
-        return try starts.enumerated().map { index, start in
-            let end = min(start + limit, queued.ids.count)
-            return try enqueue(
-                topic: topic, lane: .backfill, createdAt: createdAt, firstSeq: firstSeq + Int64(index), pointCount: end - start,
-                newestPoint: queued.ids[end - 1]
-            ) { seq, messageID in
-                BackfillMessage.writeJSON(unit: unit, seq: seq, id: messageID, points: queued.points[start..<end])
-            }
-        }
+        return (queued.ids, queued.points)
     }
 
     /// Read through a cursor: one reused row instead of a copied `Row` per point of a 500-point read.
@@ -136,9 +123,9 @@ extension LocalCache {
         }
     }
 
-    /// What still waits for the broker: rows in `acknowledgedAwaitingCommit` do not.
-    public func outboxDepth() throws -> OutboxDepth {
-        let acknowledged = "[" + acknowledgedAwaitingCommit.map(String.init).joined(separator: ",") + "]"
+    /// What still waits for the broker; `acknowledged` rows (marked by the pump's next commit) do not.
+    public func outboxDepth(leavingOut acknowledged: [Int64] = []) throws -> OutboxDepth {
+        let acknowledged = "[" + acknowledged.map(String.init).joined(separator: ",") + "]"
         return try database.read { db in
             var depth = OutboxDepth()
             for row in try Row.fetchAll(
@@ -166,14 +153,4 @@ extension LocalCache {
             return depth
         }
     }
-}
-
-extension JSONEncoder {
-    /// Compact, stable key order, no escaped slashes: what goes on the wire. One shared encoder
-    /// (its options never change after this), not a new one per message.
-    public static let wire: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 }

@@ -37,6 +37,12 @@ extension Int {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? (other > 0 ? .max : .min) : sum
     }
+
+    /// `self * other`, held at the ends of the range instead of trapping.
+    public func saturatingMultiply(_ other: Int) -> Int {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? ((self < 0) == (other < 0) ? .max : .min) : product
+    }
 }
 
 /// What a log line may carry of bytes from outside: the first `limit` bytes, with everything that

@@ -37,7 +37,7 @@ public struct PositionPipeline: Sendable {
     }
 
     /// A TPV report from gpsd, read when the clocks said `sample`. Returns the fix if it was valid.
-    public mutating func handle(_ report: GPSSample, at sample: ClockSample, state: String) -> (fix: Fix, actions: [UnitAction])? {
+    public mutating func handle(_ report: GPSSample, at sample: ClockSample, state: String) -> (fix: Fix, step: Step)? {
         let fix: Fix
         switch validator.validate(report, clock: clock.reading(at: sample)) {
         case .success(let valid):
@@ -51,32 +51,36 @@ public struct PositionPipeline: Sendable {
         lastValid = (fix, now)
         let report = settings.reporting.shouldReport(fix, lastReported: lastReported, state: state)
         if report { lastReported = fix }
-        var actions: [UnitAction] = [.recordFix(fix, report: report)]
+        var step = Step(fixes: [RecordedFix(fix, report: report)])
         if !heartbeatScheduled {
             heartbeatScheduled = true
-            actions.append(.startTimer(.heartbeat, fireAt: now.saturatingAdd(intervalMs(state))))
+            step.timers.append(.start(.heartbeat, fireAt: now.saturatingAdd(intervalMs(state))))
         }
         if let change = zones.update(latitude: fix.latitude, longitude: fix.longitude) {
-            actions.append(.zoneChanged(change, at: now))
+            step.messages.append(.zone(change, at: now))
         }
-        return (fix, actions)
+        return (fix, step)
     }
 
     /// The state changed (or panic began or ended): the heartbeat follows the new interval (at once,
     /// if the last fix is older than that already) and, unless told otherwise, the next fix is reported.
-    public mutating func stateChanged(to state: String, reportNextFix: Bool = true) -> [UnitAction] {
+    public mutating func stateChanged(to state: String, reportNextFix: Bool = true) -> Step {
         if reportNextFix { lastReported = nil }
-        guard heartbeatScheduled, let lastValid else { return [] }
-        return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(intervalMs(state)))]
+        guard heartbeatScheduled, let lastValid else { return Step() }
+        return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(intervalMs(state)))])
     }
 
     /// The heartbeat timer fired at unit clock `now`: if no fix has been valid for the interval, the
     /// last one goes out marked stale.
-    public mutating func heartbeatDue(now: Int64, state: String) -> [UnitAction] {
-        guard let lastValid else { return [] }
+    public mutating func heartbeatDue(now: Int64, state: String) -> Step {
+        guard let lastValid else { return Step() }
         let interval = intervalMs(state)
-        guard now.saturatingSubtract(lastValid.arrivedAt) >= interval else { return [.startTimer(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(interval))] }
-        return [.reportStale(lastValid.fix, ageMs: max(0, now.saturatingSubtract(lastValid.fix.time))), .startTimer(.heartbeat, fireAt: now.saturatingAdd(interval))]
+        guard now.saturatingSubtract(lastValid.arrivedAt) >= interval else {
+            return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(interval))])
+        }
+        return Step(
+            messages: [.stalePosition(lastValid.fix, ageMs: max(0, now.saturatingSubtract(lastValid.fix.time)))],
+            timers: [.start(.heartbeat, fireAt: now.saturatingAdd(interval))])
     }
 
     private func intervalMs(_ state: String) -> Int64 {

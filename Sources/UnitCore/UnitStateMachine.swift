@@ -245,35 +245,8 @@ public enum UnitEvent: Sendable, Equatable {
     case resumed(at: Int64)
 }
 
-public enum UnitAction: Sendable, Equatable {
-    /// Keep the fix in the local history; when `report` is set, also queue it on `pos`.
-    case recordFix(Fix, report: Bool)
-    /// Write the snapshot. The shell writes it in one synchronous=FULL transaction together with the
-    /// replies, events, alarms and rides of the same step, before anything else is performed.
-    case persist(UnitSnapshot)
-    case reply(JobReply)
-    case event(Transition)
-    case sos(SOSAlarm)
-    case recordRide(RideSummary)
-    case startTimer(TimerID, fireAt: Int64)
-    case cancelTimer(TimerID)
-    /// The retained status document changed.
-    case statusChanged(UnitStatus)
-    /// Tell the driver something (terminal line, control socket answer). Performed after the
-    /// durable writes, so "sent" is only said of what is stored.
-    case tellDriver(String)
-    /// The driver's input makes no sense now; nothing else happens.
-    case refuse(DriverRefusal)
-    /// Worth a log line, not worth bothering the driver with.
-    case log(String)
-    /// Queue the last valid fix on `pos` again, flagged stale, `ageMs` old by the unit clock.
-    case reportStale(Fix, ageMs: Int64)
-    /// Queue a zone event stamped `at` (unit clock, ms).
-    case zoneChanged(ZoneChange, at: Int64)
-}
-
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
-/// actions. Each `handle` returns the complete set of effects of one step.
+/// `Step` each `handle` returns: the complete set of effects of one event.
 public struct UnitStateMachine: Sendable {
     public private(set) var snapshot: UnitSnapshot
     public var settings: UnitSettings
@@ -311,7 +284,7 @@ public struct UnitStateMachine: Sendable {
         return settings.seats
     }
 
-    public mutating func handle(_ event: UnitEvent) -> [UnitAction] {
+    public mutating func handle(_ event: UnitEvent) -> Step {
         switch event {
         case .gps(let report, let sample):
             return handleGPS(report, at: sample)
@@ -324,31 +297,31 @@ public struct UnitStateMachine: Sendable {
         case .inbound(.update(let update), let now):
             return handleUpdate(update, now: now)
         case .inbound(.sosAck(let ack), _):
-            guard let panic = snapshot.panic else { return [.log("sos/ack without a pending alarm ignored")] }
+            guard let panic = snapshot.panic else { return .note("sos/ack without a pending alarm ignored") }
             if let named = ack.id, let open = panic.messageID, named != open {
-                return [.log("sos/ack for an earlier alarm ignored; the open alarm is \(open)")]
+                return .note("sos/ack for an earlier alarm ignored; the open alarm is \(open)")
             }
             snapshot.panic = nil
             // Discreet: the attacker may be watching the terminal.
             // Positions slow down again from the last one panic reported.
-            return [.persist(snapshot), .tellDriver("ok")] + positions.stateChanged(to: reportingState, reportNextFix: false)
+            return Step(snapshot: snapshot, driver: [.told("ok")]) + positions.stateChanged(to: reportingState, reportNextFix: false)
         case .malformed(let problem, let now):
             let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
-            guard let job = problem.job else { return [.log(description)] }
-            return [.log(description), .reply(JobReply(job: job, re: problem.topic, reply: .invalid, reason: problem.reason, t: now))]
+            guard let job = problem.job else { return .note(description) }
+            return Step(messages: [.reply(JobReply(job: job, re: problem.topic, reply: .invalid, reason: problem.reason, t: now))], notes: [description])
         case .timerFired(.heartbeat, let now):
             return positions.heartbeatDue(now: now, state: reportingState)
         case .timerFired(.offerDeadline(let job), let now):
             guard case .offered(let offer) = state, offer.job.id == job else {
-                return [.log("offer deadline for \(job) no longer pending")]
+                return .note("offer deadline for \(job) no longer pending")
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
         case .resumed(let now):
-            guard case .offered(let offer) = state else { return [] }
+            guard case .offered(let offer) = state else { return Step() }
             if offer.deadline <= now {
                 return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
             }
-            return [.startTimer(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)]
+            return Step(timers: [.start(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)])
         }
     }
 
@@ -357,27 +330,28 @@ public struct UnitStateMachine: Sendable {
     /// The reporting policy's key: the state, or `panic` while an alarm is open.
     var reportingState: String { snapshot.panic == nil ? state.name.rawValue : "panic" }
 
-    private mutating func handleGPS(_ report: GPSSample, at sample: ClockSample) -> [UnitAction] {
-        guard case (let fix, var actions)? = positions.handle(report, at: sample, state: reportingState) else { return [] }
+    private mutating func handleGPS(_ report: GPSSample, at sample: ClockSample) -> Step {
+        guard case (let fix, var step)? = positions.handle(report, at: sample, state: reportingState) else { return Step() }
         lastFix = fix
-        if actions.contains(where: \.isZoneChange) { actions.append(.statusChanged(status)) }
+        // The retained status names the zone.
+        if step.messages.contains(where: { if case .zone = $0 { true } else { false } }) { step.status = status }
         if case .enRoute(let job) = state, Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.arrivalRadiusM {
-            actions += transition(
+            step += transition(
                 to: .atPickup(job, arrivedAt: fix.time), now: fix.time, reason: "arrived_by_gps",
                 tell: "Arrived at \(job.pickup.label). Passenger on board?")
         }
-        return actions
+        return step
     }
 
     // MARK: Driver
 
-    private mutating func handleDriver(_ input: DriverInput, now: Int64) -> [UnitAction] {
+    private mutating func handleDriver(_ input: DriverInput, now: Int64) -> Step {
         switch (input, state) {
         case (.sos, _):
             snapshot.panic = Panic(raisedAt: now)
-            // Nothing obvious on the terminal: no tellDriver.
-            return [.persist(snapshot), .sos(SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix.map { PositionPoint($0) }))]
-                + positions.stateChanged(to: reportingState)
+            // Nothing obvious on the terminal: the driver is told nothing.
+            let alarm = SOSAlarm(t: now, state: state.name, job: state.job?.id, fix: lastFix.map { PositionPoint($0) })
+            return Step(snapshot: snapshot, messages: [.sos(alarm)]) + positions.stateChanged(to: reportingState)
 
         case (.duty, .offDuty):
             return transition(to: .available, now: now, tell: "On duty, available")
@@ -428,9 +402,9 @@ public struct UnitStateMachine: Sendable {
         case (.clear, .onBoard(let job, let since)):
             let ride = RideSummary(
                 job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix)
-            var actions = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
-            actions.insert(.recordRide(ride), at: 1)
-            return actions
+            var step = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
+            step.ride = ride
+            return step
         case (.clear, _):
             return refuse(.noPassenger)
 
@@ -450,18 +424,18 @@ public struct UnitStateMachine: Sendable {
 
     // MARK: Dispatcher
 
-    private mutating func handleOffer(_ offer: JobOffer, receivedAt: Int64) -> [UnitAction] {
+    private mutating func handleOffer(_ offer: JobOffer, receivedAt: Int64) -> Step {
         if let index = snapshot.answeredOffers.lastIndex(where: { $0.job == offer.job }) {
             let answered = snapshot.answeredOffers[index]
-            guard let reply = answered.reply else { return [.log("offer \(offer.job) was withdrawn; redelivery ignored")] }
+            guard let reply = answered.reply else { return .note("offer \(offer.job) was withdrawn; redelivery ignored") }
             if let last = answered.lastSentAt, receivedAt.saturatingSubtract(last) < Self.repeatAnswerAfterMs {
-                return [.log("offer \(offer.job) delivered again within \(Self.repeatAnswerAfterMs / 1000) s of its last answer; not answered again")]
+                return .note("offer \(offer.job) delivered again within \(Self.repeatAnswerAfterMs / 1000) s of its last answer; not answered again")
             }
             snapshot.answeredOffers[index].lastSentAt = receivedAt
-            return [.persist(snapshot), .log("offer \(offer.job) delivered again; same answer"), .reply(reply)]
+            return Step(snapshot: snapshot, messages: [.reply(reply)], notes: ["offer \(offer.job) delivered again; same answer"])
         }
         if case .offered(let pending) = state, pending.job.id == offer.job {
-            return [.log("offer \(offer.job) delivered again while the driver decides")]
+            return .note("offer \(offer.job) delivered again while the driver decides")
         }
         // The decoder bounds respond_within_s and the configuration the timeout; out of range is never
         // reached, but would mean the longest window rather than a trap.
@@ -477,9 +451,9 @@ public struct UnitStateMachine: Sendable {
             return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(settings.seats) seats", t: receivedAt))
         }
         let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt.saturatingAdd(windowMs))
-        var actions = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, windowMs: windowMs))
-        actions.append(.startTimer(.offerDeadline(job: job.id), fireAt: pending.deadline))
-        return actions
+        var step = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, windowMs: windowMs))
+        step.timers.append(.start(.offerDeadline(job: job.id), fireAt: pending.deadline))
+        return step
     }
 
     private func offerText(_ job: Job, windowMs: Int64) -> String {
@@ -490,28 +464,28 @@ public struct UnitStateMachine: Sendable {
         return text + ". Accept within \(windowMs / 1000) s?"
     }
 
-    private mutating func handleCancel(_ cancel: JobCancel, now: Int64) -> [UnitAction] {
+    private mutating func handleCancel(_ cancel: JobCancel, now: Int64) -> Step {
         guard let job = state.job, job.id == cancel.job else {
-            return [.log("cancel for unknown job \(cancel.job) ignored")]
+            return .note("cancel for unknown job \(cancel.job) ignored")
         }
         let why = cancel.reason.map { ": \($0)" } ?? ""
         switch state {
         case .offered:
             snapshot.answeredOffers.append(AnsweredOffer(job: job.id, reply: nil))
             trimMemory()
-            var actions = transition(to: .available, now: now, reason: "cancelled", tell: "Job \(job.id) cancelled by dispatch\(why)")
-            actions.append(.cancelTimer(.offerDeadline(job: job.id)))
-            return actions
+            var step = transition(to: .available, now: now, reason: "cancelled", tell: "Job \(job.id) cancelled by dispatch\(why)")
+            step.timers.append(.cancel(.offerDeadline(job: job.id)))
+            return step
         case .enRoute, .atPickup:
             return transition(to: .available, now: now, reason: "cancelled", tell: "Job \(job.id) cancelled by dispatch\(why)")
         default:
-            return [.log("cancel for job \(job.id) ignored: passenger on board")]
+            return .note("cancel for job \(job.id) ignored: passenger on board")
         }
     }
 
-    private mutating func handleUpdate(_ update: JobUpdate, now: Int64) -> [UnitAction] {
+    private mutating func handleUpdate(_ update: JobUpdate, now: Int64) -> Step {
         guard var job = state.job, job.id == update.job else {
-            return [.log("update for unknown job \(update.job) ignored")]
+            return .note("update for unknown job \(update.job) ignored")
         }
         var told: [String] = []
         var passengers = update.passengers ?? job.passengers
@@ -520,10 +494,10 @@ public struct UnitStateMachine: Sendable {
             told.append("extra pickup at \(added.place.label)")
         }
         guard passengers <= settings.seats else {
-            return [
-                .log("update for job \(job.id) refused: \(passengers) passengers exceed \(settings.seats) seats"),
-                .reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: "\(passengers) passengers exceed \(settings.seats) seats", t: now)),
-            ]
+            let reason = "\(passengers) passengers exceed \(settings.seats) seats"
+            return Step(
+                messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now))],
+                notes: ["update for job \(job.id) refused: \(reason)"])
         }
         if passengers != job.passengers { told.append("\(passengers) pax") }
         job.passengers = passengers
@@ -536,41 +510,40 @@ public struct UnitStateMachine: Sendable {
             told.append(note)
         }
         snapshot.state = state.replacingJob(job)
-        return [.persist(snapshot), .statusChanged(status), .tellDriver("Job \(job.id) changed: " + told.joined(separator: ", "))]
+        return Step(snapshot: snapshot, status: status, driver: [.told("Job \(job.id) changed: " + told.joined(separator: ", "))])
     }
 
     // MARK: Helpers
 
-    /// Moves to `next`: persist, event, status, then what the driver is told.
-    private mutating func transition(to next: DriverState, now: Int64, reason: String? = nil, tell: String) -> [UnitAction] {
+    /// Moves to `next`: the snapshot, the event, the status, and what the driver is told.
+    private mutating func transition(to next: DriverState, now: Int64, reason: String? = nil, tell: String) -> Step {
         let from = state
         snapshot.state = next
         let job = next.job?.id ?? from.job?.id
-        return [
-            .persist(snapshot),
-            .event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason)),
-            .statusChanged(status),
-            .tellDriver(tell),
-        ] + (from.name == next.name ? [] : positions.stateChanged(to: reportingState))
+        let step = Step(
+            snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],
+            status: status, driver: [.told(tell)])
+        return from.name == next.name ? step : step + positions.stateChanged(to: reportingState)
     }
 
     /// Answers the pending offer once and for all, remembering the answer for redeliveries.
-    private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: Int64, then next: DriverState, tell: String) -> [UnitAction] {
-        guard case .offered(let offer) = state else { return [] }
+    private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: Int64, then next: DriverState, tell: String) -> Step {
+        guard case .offered(let offer) = state else { return Step() }
         let reply = JobReply(job: offer.job.id, reply: code, reason: reason, t: now)
         snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply))
         trimMemory()
-        var actions = transition(to: next, now: now, reason: code.rawValue, tell: tell)
-        actions.insert(.reply(reply), at: 1)
-        if code != .timeout { actions.append(.cancelTimer(.offerDeadline(job: offer.job.id))) }
-        return actions
+        var step = transition(to: next, now: now, reason: code.rawValue, tell: tell)
+        // The answer goes out before the event that follows from it.
+        step.messages.insert(.reply(reply), at: 0)
+        if code != .timeout { step.timers.append(.cancel(.offerDeadline(job: offer.job.id))) }
+        return step
     }
 
     /// Answers an offer that never reached the driver; the state does not change.
-    private mutating func remember(_ reply: JobReply) -> [UnitAction] {
+    private mutating func remember(_ reply: JobReply) -> Step {
         snapshot.answeredOffers.append(AnsweredOffer(job: reply.job, reply: reply))
         trimMemory()
-        return [.persist(snapshot), .reply(reply)]
+        return Step(snapshot: snapshot, messages: [.reply(reply)])
     }
 
     private mutating func trimMemory() {
@@ -578,13 +551,7 @@ public struct UnitStateMachine: Sendable {
         if excess > 0 { snapshot.answeredOffers.removeFirst(excess) }
     }
 
-    private func refuse(_ reason: DriverRefusal) -> [UnitAction] {
-        [.refuse(reason)]
-    }
-}
-
-extension UnitAction {
-    var isZoneChange: Bool {
-        if case .zoneChanged = self { true } else { false }
+    private func refuse(_ reason: DriverRefusal) -> Step {
+        Step(driver: [.refused(reason)])
     }
 }

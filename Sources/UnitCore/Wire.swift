@@ -1,3 +1,5 @@
+import Foundation
+
 /// Messages on the wire (docs/protocol.md). Optional fields are omitted when unknown; NaN never
 /// reaches the encoder because `Fix` carries nil instead.
 
@@ -168,4 +170,14 @@ public struct OutboxDepth: Sendable, Equatable, Codable {
 public struct OfflineStatusMessage: Sendable, Equatable, Codable {
     public var online = false
     public init() {}
+}
+
+extension JSONEncoder {
+    /// Compact, stable key order, no escaped slashes: what goes on the wire. One shared encoder
+    /// (its options never change after this), not a new one per message.
+    public static let wire: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
 }

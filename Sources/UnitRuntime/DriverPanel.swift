@@ -9,16 +9,16 @@ struct DriverPanel {
     /// Set by the dispatcher's `sos/ack`, cleared by the driver's next input.
     private(set) var sosAcknowledged = false
 
-    /// Notes what one step means for the driver: `event` was handled in `before` and produced `actions`.
-    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, actions: [UnitAction]) {
+    /// Notes what one step means for the driver: `event` was handled in `before` and produced `step`.
+    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step) {
         switch event {
         case .driver(let input, _):
             sosAcknowledged = false
             // SOS says nothing on the screen, whatever the state machine tells the log.
             if case .sos = input { return }
-            if actions.contains(where: { if case .reply = $0 { true } else { false } }) {
+            if !step.replies.isEmpty {
                 raise(.sent)
-            } else if let refusal = actions.lazy.compactMap({ if case .refuse(let refusal) = $0 { refusal } else { nil } }).first {
+            } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))
             }
         case .inbound(.sosAck, _):
@@ -28,7 +28,7 @@ struct DriverPanel {
         case .inbound(.update, _):
             if before.job != after.job, after.job != nil { raise(.updated) }
         case .timerFired, .resumed:
-            if actions.contains(where: { if case .reply(let reply) = $0 { reply.reply == .timeout } else { false } }) {
+            if step.replies.contains(where: { $0.reply == .timeout }) {
                 raise(.timedOut)
             }
         case .gps, .inbound(.offer, _), .malformed:

@@ -6,6 +6,10 @@ import UnitCore
 /// Moves the SQLite outbox to libmosquitto, at most `maxInFlight` messages at a time, lanes in
 /// order: alarm, reply, event, the newest fix (live), then the history (backfill batches).
 ///
+/// The one owner of the outbox's state: which rows are in flight, which PUBACKs still wait for a
+/// commit (the depth it reports leaves them out), when it is worth pumping, and how queued fixes
+/// are packed into `pos` messages. `LocalCache` only stores rows and bytes.
+///
 /// Which rows libmosquitto holds is kept by (session, mid); a row is only marked delivered on its
 /// PUBACK. When the session ends the map is dropped, and the next session starts every lane from
 /// the beginning, so every un-acknowledged row is sent again with its `id`. Within a session a
@@ -32,11 +36,14 @@ final class OutboxPump {
     static let ackDelayMs: Int64 = 2000
 
     private let store: LocalCache
-    private let unit: String
+    private var packer: PositionPacker
     /// The fleet may change these ([mqtt] topic_prefix, max_inflight, batch_max) without a reconnect.
     var topicBase: String
     var maxInFlight: Int
-    var batchMax: Int
+    var batchMax: Int {
+        get { packer.batchMax }
+        set { packer.batchMax = newValue }
+    }
     private let logger: Logger
     private let publish: Publish
 
@@ -46,24 +53,31 @@ final class OutboxPump {
     private var cursors: [OutboxLane: Int64] = [:]
     /// Live messages of earlier sessions that were never acknowledged, newest first.
     private var liveResends: [OutboxMessage] = []
-    /// Acknowledged rows not yet marked delivered; marked by the next commit. Mirrored in the
-    /// store, whose depth leaves them out.
-    private var acknowledgedRows: [Int64] = [] {
-        didSet { store.acknowledgedAwaitingCommit = acknowledgedRows }
-    }
+    /// Acknowledged rows not yet marked delivered; marked by the next commit. `depth()` leaves
+    /// them out.
+    private(set) var acknowledgedRows: [Int64] = []
     /// When a `pump` first left `acknowledgedRows` unmarked.
     private var acknowledgedWaitingSince: Int64?
     /// Packed in the engine's commit, handed to libmosquitto by the next `pump`.
     private var packed: [OutboxMessage] = []
     /// Backfill messages committed ahead of the window, oldest first; ids above `cursors[.backfill]`.
     private var packedAhead: [OutboxMessage] = []
+    /// Off while shutting down: PUBACKs are still marked, nothing new is handed over.
+    var sending = true
+    /// Set by `want()`; the engine pumps once after each batch of inputs, so the PUBACKs that came
+    /// together share one commit.
+    private var wanted = false
+    /// True while there are free slots in flight and nothing to fill them with: a PUBACK then
+    /// neither wakes the engine loop nor commits on its own.
+    private(set) var acknowledgementsMayWait = false
+    /// PUBACKs the store does not know of yet.
+    private var acknowledgedSinceCommit = false
 
     init(store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
         self.store = store
-        self.unit = unit
+        packer = PositionPacker(unit: unit, batchMax: batchMax)
         self.topicBase = topicBase
         self.maxInFlight = maxInFlight
-        self.batchMax = batchMax
         self.logger = logger
         self.publish = publish
     }
@@ -97,11 +111,44 @@ final class OutboxPump {
         packedAhead.removeAll()
     }
 
-    /// True if the PUBACK was for one of our rows; it is marked delivered by the next commit.
-    func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
-        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return false }
+    /// A PUBACK: the row is marked delivered by the next commit, which it asks for only while
+    /// there is work waiting for the slot it frees.
+    func acknowledged(_ ticket: MQTTPublishTicket) {
+        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return }
         acknowledgedRows.append(rowID)
-        return true
+        acknowledgedSinceCommit = true
+        if !acknowledgementsMayWait { wanted = true }
+    }
+
+    /// Asks for a pump after the current batch of inputs.
+    func want() {
+        wanted = true
+    }
+
+    /// The end of a batch of inputs: pumps if asked to. Returns whether PUBACKs may wait for a
+    /// later input (the engine's inbox then does not wake for them).
+    func batchHandled(at time: Int64) -> Bool {
+        pumpIfWanted(at: time)
+        acknowledgementsMayWait = sending && inFlight < maxInFlight
+        return acknowledgementsMayWait
+    }
+
+    /// Before anything reads the store for someone (a control answer): what was acknowledged is
+    /// marked first.
+    func settle(at time: Int64) {
+        if acknowledgedSinceCommit { wanted = true }
+        pumpIfWanted(at: time)
+    }
+
+    private func pumpIfWanted(at time: Int64) {
+        guard wanted else { return }
+        wanted = false
+        pump(at: time)
+    }
+
+    /// What still waits for the broker; PUBACKs not yet committed count as delivered.
+    func depth() throws -> OutboxDepth {
+        try store.outboxDepth(leavingOut: acknowledgedRows)
     }
 
     /// Inside another commit (the engine's, which stores every fix): marks what was acknowledged
@@ -130,7 +177,8 @@ final class OutboxPump {
 
     /// Hands over what was packed, then marks what was acknowledged and, unless `sending` is off
     /// (shutting down), fills the free in-flight slots, in one commit.
-    func pump(at time: Int64, sending: Bool = true) {
+    func pump(at time: Int64) {
+        wanted = false
         guard let session else { return }
         let alreadyPacked = packed
         packed.removeAll()
@@ -178,6 +226,7 @@ final class OutboxPump {
 
     private func committed(marked: Int, _ taken: Taken) {
         if marked > 0 { acknowledgedRows.removeSubrange(..<marked) }
+        if acknowledgedRows.isEmpty { acknowledgedSinceCommit = false }
         if acknowledgedRows.isEmpty { acknowledgedWaitingSince = nil }
         if taken.resends > 0 { liveResends.removeSubrange(..<taken.resends) }
         if taken.ahead > 0 { packedAhead.removeSubrange(..<taken.ahead) }
@@ -225,10 +274,7 @@ final class OutboxPump {
             if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
             next += rows
         }
-        let topic = UnitTopic.pos.rawValue
-        if next.count < limit, transaction.hasFreshFix,
-            let live = try transaction.formLivePosition(unit: unit, topic: topic, createdAt: time)
-        {
+        if next.count < limit, transaction.hasFreshFix, let live = try packer.live(in: transaction, at: time) {
             next.append(live)
         }
         let resends = liveResends.prefix(limit - next.count)
@@ -256,8 +302,7 @@ final class OutboxPump {
         let packAhead = mayPackAhead && aheadLeft <= maxInFlight ? 2 * maxInFlight - aheadLeft : 0
         let wanted = limit - next.count
         if wanted + packAhead > 0, transaction.hasQueuedPositions {
-            let packedNow = try transaction.formBackfill(
-                unit: unit, topic: topic, limit: batchMax, messages: wanted + packAhead, createdAt: time)
+            let packedNow = try packer.backfill(in: transaction, messages: wanted + packAhead, at: time)
             next += packedNow.prefix(wanted)
             taken.packedAhead = Array(packedNow.dropFirst(wanted))
         }

@@ -11,8 +11,15 @@ struct UnstoredMessage {
     let createdAt: Int64
     let encode: (_ seq: Int64, _ id: String) throws -> [UInt8]
 
-    func enqueue(in transaction: LocalCache.Transaction) throws {
-        try transaction.enqueue(topic: topic, messageClass: messageClass, createdAt: createdAt, encode: encode)
+    /// Returns the message id the store gave it.
+    @discardableResult
+    func enqueue(in transaction: LocalCache.Transaction) throws -> String {
+        var messageID = ""
+        try transaction.enqueue(topic: topic, messageClass: messageClass, createdAt: createdAt) { seq, id in
+            messageID = id
+            return try encode(seq, id)
+        }
+        return messageID
     }
 
     /// Alarms and replies are fsync'd before anyone is told they were sent.
@@ -21,8 +28,8 @@ struct UnstoredMessage {
     }
 }
 
-/// The store's periodic chores, run from the engine loop: retrying messages the store refused,
-/// purging delivered rows, retention, the size bound and the WAL checkpoint.
+/// The store's periodic chores, run from the engine loop: retrying the messages the store refused
+/// (kept here meanwhile), purging delivered rows, retention, the size bound and the WAL checkpoint.
 struct StoreUpkeep {
     static let interval = Duration.seconds(2)
     /// Delivered rows removed per run: small, so the pump never waits long for the writer.
@@ -38,6 +45,8 @@ struct StoreUpkeep {
     private var uncountedLostPositions = 0
     private var lastRetentionRun: Int64 = 0
     private var lastDepth: OutboxDepth?
+    /// Messages the store refused (disk full, read-only), oldest first.
+    private(set) var unstored: [UnstoredMessage] = []
 
     init(store: LocalCache, settings: UnitConfiguration.Store, logger: Logger) {
         self.store = store
@@ -45,12 +54,20 @@ struct StoreUpkeep {
         self.logger = logger
     }
 
-    mutating func positionLost() {
-        uncountedLostPositions += 1
+    mutating func positionsLost(_ count: Int) {
+        uncountedLostPositions = uncountedLostPositions.saturatingAdd(count)
     }
 
+    /// Keeps what the store refused, after what already waits, until a run stores it.
+    mutating func keepUnstored(_ messages: [UnstoredMessage]) {
+        unstored += messages
+    }
+
+    var holdsUnstoredAlarm: Bool { unstored.contains { $0.messageClass == .alarm } }
+
     /// Returns true when the thinned/dropped counters changed, so the retained status is stale.
-    mutating func run(now: Int64, retentionClockTrusted: Bool, unstored: inout [UnstoredMessage]) -> Bool {
+    /// `depth` reads what waits for the broker (the outbox pump's count).
+    mutating func run(now: Int64, retentionClockTrusted: Bool, depth: () throws -> OutboxDepth) -> Bool {
         while let message = unstored.first {
             do {
                 try message.store(in: store)
@@ -87,13 +104,13 @@ struct StoreUpkeep {
             logger.error("store upkeep failed", metadata: ["error": "\(error)"])
         }
         let before = lastDepth
-        let depth = refreshDepth(unstored: unstored)
-        return before.map { $0.thinned != depth.thinned || $0.dropped != depth.dropped } ?? false
+        let after = refreshDepth(depth)
+        return before.map { $0.thinned != after.thinned || $0.dropped != after.dropped } ?? false
     }
 
     /// What waits, counting messages still in memory; the last known figures if the store cannot be read.
-    mutating func refreshDepth(unstored: [UnstoredMessage]) -> OutboxDepth {
-        var depth = (try? store.outboxDepth()) ?? lastDepth ?? OutboxDepth()
+    mutating func refreshDepth(_ read: () throws -> OutboxDepth) -> OutboxDepth {
+        var depth = (try? read()) ?? lastDepth ?? OutboxDepth()
         lastDepth = depth
         for message in unstored {
             switch message.messageClass {

@@ -76,12 +76,12 @@ extension UnitEngine {
                 if let ack { try enqueue(ack, in: transaction, at: now) }
             }
             if let ack { log(ack) }
-            pumpOutbox()
+            outbox.want()
         case .acknowledge(let ack):
             let now = clockMs()
             try store.write { try enqueue(ack, in: $0, at: now) }
             log(ack)
-            pumpOutbox()
+            outbox.want()
         case .use(let next, let reconnect):
             if next.unit.language != configuration.unit.language { devices?.useLanguage(of: next) }
             configuration = next
@@ -90,8 +90,9 @@ extension UnitEngine {
             outbox.maxInFlight = next.mqtt.maxInflight
             outbox.batchMax = next.mqtt.batchMax
             outbox.topicBase = next.unitTopicBase
-            upkeep.limits = next.store
-            commitWindow.window = .milliseconds(next.store.positionCommitMs)
+            performer.upkeep.limits = next.store
+            performer.commitWindow.window = .milliseconds(next.store.positionCommitMs)
+            clock.trustSystemClock = next.gps.trustSystemClock
             if reconnect {
                 logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(next.mqtt.host):\(next.mqtt.port)"])
                 outbox.sessionEnded()
@@ -149,7 +150,7 @@ extension UnitEngine {
         } catch {
             logger.error("cannot answer a fleet command", metadata: ["error": "\(error)"])
         }
-        pumpOutbox()
+        outbox.want()
     }
 
     private func execute(_ command: FleetCommand, reply: CommandReplyMessage, now: Int64) throws {

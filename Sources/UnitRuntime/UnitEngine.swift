@@ -32,12 +32,15 @@ enum EngineInput: Sendable {
     case startSettled
 }
 
-/// The imperative shell: feeds `UnitStateMachine` with events from gpsd, the broker and the control
-/// socket, one at a time, and performs its actions against SQLite and MQTT.
+/// The imperative shell's loop: takes the inputs from gpsd, the broker, the driver, the control
+/// socket and its timers one batch at a time, feeds them to `UnitStateMachine`, and has
+/// `StepPerformer` perform each step. Its collaborators each have one job: `StepPerformer` (the
+/// step's effects, in order), `OutboxPump` (what goes to the broker next), `ControlDesk` (the
+/// control socket's answers), `EngineClock` (the clocks), and the fleet documents
+/// (UnitEngine+Fleet.swift). The broker and gpsd are behind `BrokerPort` and `FixSource`.
 public final class UnitEngine: Service, @unchecked Sendable {
     let store: LocalCache
-    let mqtt: BrokerLink
-    private let gpsd: GPSDConnection
+    let mqtt: any BrokerPort
     let logger: Logger
     let inbox = EngineInbox<EngineInput>()
     /// Inbound MQTT messages admitted per second, with a burst (docs/protocol.md, "Limits").
@@ -47,57 +50,48 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
     var configuration: UnitConfiguration
     var machine: UnitStateMachine
-    let outbox: OutboxPump
-    var upkeep: StoreUpkeep
-    /// Fixes waiting for the next commit (`[store] position_commit_ms`).
-    var commitWindow: PositionCommitWindow
-    /// Messages the store refused (disk full, read-only), oldest first, retried by `StoreUpkeep`.
-    private var unstoredMessages: [UnstoredMessage] = []
-    /// Set by `pumpOutbox()`; the loop pumps once after each batch of inputs.
-    private var pumpWanted = false
-    /// True while the pump has free slots in flight and nothing to fill them with.
-    private var acknowledgementsMayWait = false
-    /// PUBACKs the store does not know of yet: the next pump marks them.
-    private var acknowledgedSincePump = false
-    /// The clocks as read for the current batch of inputs: each reading costs a system call
-    /// (adjtimex), and a batch is handled within milliseconds.
-    private var batchClock: ClockSample?
+    let performer: StepPerformer
+    var clock: EngineClock
+    private let control: ControlDesk
     private var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
     var fleetConfig: FleetConfigMachine
     var fleetCommands: CommandGate
     var rollbackTimer: Task<Void, Never>?
-    /// Which `BrokerLink` connection is current; events from replaced ones are dropped.
+    /// Which broker connection is current; events from replaced ones are dropped.
     var linkGeneration = 0
     private var offlineStatusTicket: MQTTPublishTicket?
     private var lastAsideCounts: [String: Int] = [:]
     /// What the last retained status said was set aside.
     private var publishedAside: [String: Int]?
-    /// The id the store gave the alarm being written, for `UnitStateMachine.alarmStored`.
-    private var alarmMessageID: String?
     private var stopping = false
-    private var timers: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
-    private var timerGeneration: UInt64 = 0
-    /// The zone the taxi is in, from the state machine's zone tracker.
-    private var zone: String? { machine.positions.zones.current }
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
     private var shownView: DriverView?
 
+    var outbox: OutboxPump { performer.outbox }
+    /// The zone the taxi is in, from the state machine's zone tracker.
+    private var zone: String? { machine.positions.zones.current }
+
     static let snapshotKey = "unit_snapshot"
-    /// No timer waits longer; the longest offer window is an hour.
-    static let longestTimerMs: Int64 = 3_600_000
     /// How long shutdown waits for the broker to acknowledge the offline status.
     static let shutdownGraceS = 2.0
 
     /// `local` is the validated local file; fleet documents stored in `store` are laid over it.
     /// `devices`: the driver's buttons and terminal; their presses come in, the terminal is shown
     /// every new `DriverView`.
-    public init(
+    public convenience init(
         local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
     ) throws {
-        let startedAt = Self.clockMs()
+        try self.init(local: local, store: store, broker: mqtt, fixes: gpsd, logger: logger, devices: devices)
+    }
+
+    init(
+        local: ConfigValue, store: LocalCache, broker mqtt: any BrokerPort, fixes gpsd: any FixSource, logger: Logger,
+        devices: DriverDeviceSet? = nil
+    ) throws {
+        let startedAt = EngineClock.systemMs()
         CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
         // Whatever is loaded here and fails is set aside rather than failing every start.
         fleetConfig = try Self.restoring("fleet configuration documents", store: store, logger: logger, fallback: FleetConfigMachine(local: local, restoring: [:])) {
@@ -123,23 +117,27 @@ public final class UnitEngine: Service, @unchecked Sendable {
         inboundFlow = InboundFlow(perSecond: configuration.mqtt.inboundPerS)
         self.store = store
         self.mqtt = mqtt
-        self.gpsd = gpsd
         self.logger = logger
         self.devices = devices
+        clock = EngineClock(trustSystemClock: configuration.gps.trustSystemClock)
+        control = ControlDesk(store: store)
         let snapshot = try Self.restoring("state snapshot", store: store, logger: logger, fallback: UnitSnapshot()) {
             try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         } setAside: { reason in
             try store.setAsideValue(forKey: Self.snapshotKey, kind: .snapshot, reason: reason, at: startedAt)
         }
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil)
-        upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: logger)
-        commitWindow = PositionCommitWindow(window: .milliseconds(configuration.store.positionCommitMs))
-        outbox = OutboxPump(
+        let outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
             maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
         ) { [mqtt] topic, message throws(MQTTLinkError) in
             try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
         }
+        performer = StepPerformer(
+            store: store, outbox: outbox, timers: EngineTimers { [inbox] id, generation, delay in inbox.post(.timerFired(id, generation: generation), after: delay) },
+            commitWindow: PositionCommitWindow(window: .milliseconds(configuration.store.positionCommitMs)),
+            upkeep: StoreUpkeep(store: store, settings: configuration.store, logger: logger), unit: configuration.unit.id, logger: logger
+        ) { [inbox] closesIn in inbox.post(.commitWindowClosed, after: closesIn) }
         gpsd.deliverEvents { [inbox] event in
             let isSample = if case .sample = event { true } else { false }
             inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [], droppable: isSample)
@@ -207,7 +205,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // The fleet's config in force may have set another language than the local file.
         devices?.useLanguage(of: configuration)
         step(.resumed(at: clockMs()))
-        pumpIfWanted()
+        _ = outbox.batchHandled(at: clockMs())
         refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
@@ -223,26 +221,24 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 // Inputs that arrived together (a fix and the PUBACKs of earlier ones) are handled
                 // together: one outbox pump, one look at the driver's screen.
                 loop: while let batch = await inbox.next() {
-                    batchClock = nil
+                    clock.newBatch()
                     var outcome = LoopOutcome.running
                     for input in batch where outcome == .running {
                         outcome = handle(input)
                     }
-                    pumpIfWanted()
                     // A PUBACK only frees a slot in flight: while the pump has free slots and
                     // nothing to fill them with, it neither wakes the loop nor commits on its own;
                     // the next pump (the next fix, the upkeep tick) marks it. Shutdown waits for one.
-                    acknowledgementsMayWait = !stopping && outbox.inFlight < outbox.maxInFlight
+                    var deferred: InputDeferral = outbox.batchHandled(at: clockMs()) ? .acknowledgement : []
                     // While fixes wait for the commit window, its timer wakes the loop: the fixes
                     // that come meanwhile wait with them, and are handled in one batch.
-                    var deferred: InputDeferral = acknowledgementsMayWait ? .acknowledgement : []
-                    if !commitWindow.held.isEmpty { deferred.insert(.fix) }
+                    if !performer.commitWindow.held.isEmpty { deferred.insert(.fix) }
                     inbox.deferred = deferred
                     refreshDriverView()
                     if outcome == .finished { break loop }
                 }
-                commitHeldFixes()
-                for timer in timers.values { timer.task.cancel() }
+                performer.commitHeldFixes(now: clockMs())
+                performer.timers.cancelAll()
                 group.cancelAll()
             }
         } onGracefulShutdown: { [inbox] in
@@ -261,31 +257,30 @@ public final class UnitEngine: Service, @unchecked Sendable {
             return handleMQTT(linked.event)
         case .control(let request, let reply):
             // What was acknowledged is marked before the answer reads the store.
-            if acknowledgedSincePump { pumpOutbox() }
-            pumpIfWanted()
-            reply.resume(returning: answer(request))
+            outbox.settle(at: clockMs())
+            reply.resume(returning: control.answer(request, status: currentStatus, press: driverInput, inFlight: outbox.inFlightRows))
         case .healthProbe(let probe):
-            probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? store.outboxDepth().total) ?? -1))
+            probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? outbox.depth().total) ?? -1))
         case .driver(let press):
             if case .failure(let problem) = driverInput(press.input) {
                 logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
             }
         case .timerFired(let id, let generation):
-            guard timers[id]?.generation == generation else { break }
-            timers[id] = nil
-            step(.timerFired(id, at: clockMs()))
+            if performer.timers.fired(id, generation: generation) { step(.timerFired(id, at: clockMs())) }
         case .maintenance:
             // A healthy loop comes round every second; connecting may block for a while.
             mqtt.restartLoopIfSilent(longerThan: .seconds(max(60, 3 * configuration.mqtt.keepaliveS)))
             // Retention ages rows by the unit clock: only a synchronised system clock is trusted for
             // that, never GPS time that may have jumped ahead.
-            let clock = machine.positions.clock.reading(at: clockSample())
-            if upkeep.run(now: clock.milliseconds, retentionClockTrusted: clock.source == .system, unstored: &unstoredMessages) { publishStatus() }
+            let reading = machine.positions.clock.reading(at: clock.sample())
+            if performer.upkeep.run(now: reading.milliseconds, retentionClockTrusted: reading.source == .system, depth: outbox.depth) {
+                publishStatus()
+            }
             // Something set aside while running (an unreadable outbox row) is reported like one at start.
             if broker.connected, asideCounts() != publishedAside { publishStatus() }
             let dropped = inboundFlow.takeDropped()
             if dropped > 0 { logger.warning("inbound messages over the rate limit dropped", metadata: ["count": "\(dropped)"]) }
-            pumpOutbox()
+            outbox.want()
         case .shutdownRequested:
             return beginShutdown()
         case .shutdownDeadline:
@@ -295,7 +290,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
             if !stopping { perform(fleetConfig.handle(.rollbackDue(lastError: broker.lastError))) }
         case .commitWindowClosed:
-            if commitWindow.isDue(at: .now) { commitHeldFixes() }
+            if performer.commitWindow.isDue(at: .now) { performer.commitHeldFixes(now: clockMs()) }
         case .startSettled:
             CrashLoopBreaker.settled(store: store, logger: logger)
         }
@@ -314,9 +309,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
             // No fix follows soon: what gpsd sent is stored now.
-            commitHeldFixes()
+            performer.commitHeldFixes(now: clockMs())
         case .sample(let sample):
-            step(.gps(sample, at: clockSample(arrivedAtS: arrivedAtS)))
+            step(.gps(sample, at: clock.sample(arrivedAtS: arrivedAtS)))
         }
     }
 
@@ -332,7 +327,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             publishStatus()
             subscribeToFleet()
             perform(fleetConfig.handle(.brokerConnected))
-            pumpOutbox()
+            outbox.want()
         case .connectFailed(let reason):
             if broker.lastError != reason { logger.warning("cannot connect to broker", metadata: ["reason": "\(reason)"]) }
             broker.lastError = reason
@@ -342,10 +337,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            if outbox.acknowledged(ticket) {
-                acknowledgedSincePump = true
-                if !acknowledgementsMayWait { pumpOutbox() }
-            }
+            outbox.acknowledged(ticket)
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
@@ -353,21 +345,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return .running
     }
 
-    /// The outbox is pumped once the current batch of inputs is handled, so a step's messages and
-    /// the PUBACKs that came with it share one commit.
-    func pumpOutbox() {
-        pumpWanted = true
-    }
-
-    private func pumpIfWanted() {
-        guard pumpWanted else { return }
-        pumpWanted = false
-        acknowledgedSincePump = false
-        outbox.pump(at: clockMs(), sending: !stopping)
-    }
-
+    /// The retained status. Published after a step's messages were handed to the broker: its
+    /// outbox count is a store query that a driver's reply must not wait for.
     private func publishStatus(online: Bool = true) {
-        let depth = online ? upkeep.refreshDepth(unstored: unstoredMessages) : nil
+        let depth = online ? performer.upkeep.refreshDepth(outbox.depth) : nil
         // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
         let aside = online ? lastAsideCounts : nil
         let status = StatusMessage(
@@ -383,196 +364,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
         }
     }
 
-    // MARK: Actions
-
-    /// Performs one step's actions: first everything durable in ONE transaction (snapshot, replies,
-    /// events, alarms, rides, fixes), fsync'd when it holds a promise; then what was stored goes to
-    /// the broker at once (a driver's reply waits for nothing else), and only then timers, status
-    /// and what the driver is told. Returns what the driver was told.
-    @discardableResult
-    private func perform(_ actions: [UnitAction]) -> [String] {
-        var stored = false
-        var told: [String] = []
-        let messages = outgoingMessages(actions)
-        do {
-            stored = try storeDurable(actions, messages)
-        } catch {
-            // The state machine has moved on and keeps working: what it promised waits in memory
-            // and is retried (StoreUpkeep); fixes are given up and counted.
-            logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["actions": "\(actions)", "error": "\(error)"])
-            unstoredMessages += messages
-            for case .recordFix(_, true) in actions { upkeep.positionLost() }
-            if !messages.isEmpty { told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
-        }
-        if stored { pumpOutbox() }
-        // Only a committed alarm has an id an acknowledgement can name.
-        if let id = alarmMessageID {
-            alarmMessageID = nil
-            if !unstoredMessages.contains(where: { $0.messageClass == .alarm }) { machine.alarmStored(messageID: id) }
-        }
-        for action in actions {
-            switch action {
-            case .recordFix(let fix, _):
-                lastFix = (fix, .now)
-            case .persist, .reply, .event, .sos, .recordRide, .reportStale:
-                break
-            case .zoneChanged(let change, _):
-                logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
-            case .startTimer(let id, let fireAt):
-                startTimer(id, fireAt: fireAt)
-            case .cancelTimer(let id):
-                timers.removeValue(forKey: id)?.task.cancel()
-            case .statusChanged:
-                publishStatus()
-            case .tellDriver(let text):
-                logger.info("driver: \(text)")
-                told.append(text)
-            case .refuse(let refusal):
-                logger.info("driver input refused: \(refusal)")
-                told.append(refusal.description)
-            case .log(let text):
-                logger.notice("\(text)")
-            }
-        }
-        return told
-    }
-
-    /// The step's replies, events and alarms, ready to be stored.
-    private func outgoingMessages(_ actions: [UnitAction]) -> [UnstoredMessage] {
-        let unit = configuration.unit.id
-        let now = clockMs()
-        return actions.compactMap { action in
-            switch action {
-            case .reply(let reply):
-                UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                    try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
-                }
-            case .event(let transition):
-                UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                    try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
-                }
-            case .sos(let alarm):
-                UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { [weak self] seq, id in
-                    self?.alarmMessageID = id
-                    return try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
-                }
-            default:
-                nil
-            }
-        }
-    }
-
-    /// Commits the fixes held by the commit window, alone.
-    private func commitHeldFixes() {
-        guard !commitWindow.held.isEmpty else { return }
-        do {
-            if try storeDurable([], [], mayHold: false) { pumpOutbox() }
-        } catch {
-            logger.error("cannot store the fixes held for this commit", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Returns whether anything was queued for the broker. A step that only records fixes may
-    /// leave them to the commit window; everything else commits at once, with the held fixes.
-    private func storeDurable(_ actions: [UnitAction], _ messages: [UnstoredMessage], mayHold: Bool = true) throws -> Bool {
-        let promises = actions.contains {
-            switch $0 {
-            case .persist, .reply, .event, .sos, .recordRide: true
-            default: false
-            }
-        }
-        let fixes = actions.contains {
-            switch $0 {
-            case .recordFix, .reportStale, .zoneChanged: true
-            default: false
-            }
-        }
-        guard promises || fixes || !commitWindow.held.isEmpty else { return false }
-        let now = clockMs()
-        let instant = ContinuousClock.now
-        if mayHold, !promises, commitWindow.holds(at: instant), actions.allSatisfy(Self.mayWaitForCommit) {
-            let arrived = actions.compactMap { action -> PositionCommitWindow.HeldFix? in
-                guard case .recordFix(let fix, let report) = action else { return nil }
-                return .init(fix: fix, report: report, createdAt: now)
-            }
-            if let closesAt = commitWindow.hold(arrived) { startCommitWindowTimer(closingAt: closesAt) }
-            return false
-        }
-        let held = commitWindow.takeForCommit(at: instant)
-        do {
-            return try write(actions, messages, held: held, durability: promises ? .full : .normal, now: now)
-        } catch {
-            for fix in held where fix.report { upkeep.positionLost() }
-            throw error
-        }
-    }
-
-    /// Recording a fix may wait for the commit window; what else a step stores may not.
-    private static func mayWaitForCommit(_ action: UnitAction) -> Bool {
-        switch action {
-        case .persist, .reply, .event, .sos, .recordRide, .reportStale, .zoneChanged: false
-        default: true
-        }
-    }
-
-    private func startCommitWindowTimer(closingAt deadline: ContinuousClock.Instant) {
-        inbox.post(.commitWindowClosed, after: deadline - .now)
-    }
-
-    /// One transaction: the held fixes first (they came first), then the step's.
-    private func write(
-        _ actions: [UnitAction], _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: Int64
-    ) throws -> Bool {
-        try store.write(durability) { transaction in
-            var queued = !messages.isEmpty
-            for message in messages { try message.enqueue(in: transaction) }
-            for fix in held {
-                try transaction.insertPosition(fix.fix, createdAt: fix.createdAt)
-                if fix.report {
-                    try transaction.queuePosition(fix.fix, createdAt: fix.createdAt)
-                    queued = true
-                }
-            }
-            for action in actions {
-                switch action {
-                case .recordFix(let fix, let report):
-                    try transaction.insertPosition(fix, createdAt: now)
-                    if report {
-                        try transaction.queuePosition(fix, createdAt: now)
-                        queued = true
-                    }
-                case .persist(let snapshot):
-                    try transaction.saveValue(snapshot, forKey: Self.snapshotKey)
-                case .reportStale(let fix, let ageMs):
-                    try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                        try PositionMessage(unit: configuration.unit.id, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)]).json()
-                    }
-                    queued = true
-                case .recordRide(let ride):
-                    let record = try transaction.insertRide(ride)
-                    logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(record.distanceM))"])
-                default:
-                    break
-                }
-            }
-            // The same commit marks what the broker acknowledged and packs what goes next; perform's
-            // pumpOutbox hands it over.
-            let packed = outbox.pack(in: transaction, at: now)
-            return queued || packed
-        }
-    }
-
-    /// One task per timer; it only posts the id back into the loop, which re-checks it.
-    private func startTimer(_ id: TimerID, fireAt: Int64) {
-        timers[id]?.task.cancel()
-        timerGeneration += 1
-        let generation = timerGeneration
-        // Capped: a unit clock that steps back (GPS time giving way to a system clock years off)
-        // must not push a deadline out of reach; a timer that fires early is re-checked by the machine.
-        let delayMs = min(max(0, fireAt.saturatingSubtract(clockMs())), Self.longestTimerMs)
-        timers[id] = (inbox.post(.timerFired(id, generation: generation), after: .milliseconds(delayMs)), generation)
-    }
-
     // MARK: Driver
 
     /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
@@ -581,26 +372,28 @@ public final class UnitEngine: Service, @unchecked Sendable {
         DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
     }
 
-    /// Feeds one event to the state machine, performs its actions and notes what the driver should see.
+    /// Feeds one event to the state machine, performs its step and notes what the driver should see.
     @discardableResult
     func step(_ event: UnitEvent) -> [String] {
         let before = machine.state
-        let actions = machine.handle(event)
-        let told = perform(actions)
-        panel.stepped(event, before: before, after: machine.state, actions: actions)
-        return told
+        let step = machine.handle(event)
+        let performed = performer.perform(step, now: clockMs()) { publishStatus() }
+        if let id = performed.storedAlarmID { machine.alarmStored(messageID: id) }
+        if let recorded = step.fixes.last { lastFix = (recorded.fix, .now) }
+        panel.stepped(event, before: before, after: machine.state, step: step)
+        return performed.told
     }
 
     /// Hands the terminal a new view when what it shows has changed.
     private func refreshDriverView() {
         guard let terminal = devices?.terminal else { return }
         // The count of waiting messages is shown only offline: no store query while online.
-        let waiting = broker.connected ? 0 : ((try? store.outboxDepth().total) ?? 0)
+        let waiting = broker.connected ? 0 : ((try? outbox.depth().total) ?? 0)
         let fix = machine.lastFix.map(Coordinate.init)
         // Deadlines are on the unit clock, which is GPS time while the system clock is
         // unsynchronised (hours off on a board without a real-time clock); the terminal counts down
         // on the system clock. In steps of 100 ms, so that GPS jitter does not change the view.
-        let unitClockAheadMs = clockMs().saturatingSubtract(Self.clockMs()) / 100 * 100
+        let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
             unitClockAheadMs: unitClockAheadMs, distance: { place in fix?.distance(to: place.coordinate) })
@@ -609,63 +402,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
         terminal.show(view)
     }
 
-    // MARK: Control
-
-    private func answer(_ request: ControlRequest) -> ControlResponse {
-        switch request.cmd {
-        case .status:
-            return ControlResponse(ok: true, status: currentStatus())
-        case .press:
-            switch driverInput(request.input ?? "") {
-            case .failure(let problem):
-                return .failure(problem.description)
-            case .success(let told):
-                return ControlResponse(ok: true, message: told.joined(separator: "; "))
-            }
-        case .outbox:
-            return outboxListing(limitPerClass: request.limit ?? 10)
-        case .jobs:
-            return rideHistory(last: request.limit ?? 20)
-        }
-    }
-
-    private func outboxListing(limitPerClass: Int) -> ControlResponse {
-        do {
-            let overview = try store.outboxOverview(limitPerClass: max(0, limitPerClass))
-            let inFlight = outbox.inFlightRows
-            return ControlResponse(ok: true, outbox: ControlOutboxListing(
-                depthByClass: Self.byClassName(overview.depth),
-                oldest: overview.oldest.map {
-                    ControlOutboxEntry(
-                        messageClass: "\($0.messageClass)", topic: $0.topic, id: $0.messageID, createdAt: $0.createdAt,
-                        inFlight: inFlight.contains($0.rowID))
-                }))
-        } catch {
-            return .failure("cannot read the outbox: \(error)")
-        }
-    }
-
-    private func rideHistory(last: Int) -> ControlResponse {
-        do {
-            let rides = try store.rides().suffix(max(0, last)).reversed().map { ride in
-                ControlRide(
-                    job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime, dropTime: ride.dropTime,
-                    pickupPosition: ride.pickupPosition.map { .init(lat: $0.lat, lon: $0.lon) },
-                    dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM)
-            }
-            return ControlResponse(ok: true, rides: rides)
-        } catch {
-            return .failure("cannot read the ride history: \(error)")
-        }
-    }
-
-    /// Every class named, zero included, so scripts need not guess.
-    private static func byClassName(_ depth: [MessageClass: Int]) -> [String: Int] {
-        Dictionary(uniqueKeysWithValues: MessageClass.allCases.map { ("\($0)", depth[$0] ?? 0) })
-    }
+    // MARK: Status
 
     func currentStatus() -> ControlStatus {
-        let depth = upkeep.refreshDepth(unstored: unstoredMessages)
+        let depth = performer.upkeep.refreshDepth(outbox.depth)
         let stored = (try? store.positionCount()) ?? -1
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
         let status = machine.status
@@ -679,11 +419,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored,
             pauseReason: status.pauseReason?.rawValue,
-            job: jobStatus(),
+            job: ControlDesk.jobStatus(machine.state, now: clockMs()),
             seatsLeft: status.seatsLeft,
             sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus,
-            clock: machine.positions.clock.reading(at: clockSample()).source.rawValue,
+            clock: machine.positions.clock.reading(at: clock.sample()).source.rawValue,
             zone: zone,
             aside: asideCounts(),
             refused: [
@@ -699,19 +439,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return lastAsideCounts
     }
 
-    /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
-    private func jobStatus() -> ControlStatus.Job? {
-        guard let job = machine.state.job else { return nil }
-        let now = clockMs()
-        func secondsUntil(_ time: Int64) -> Int { Int(clamping: max(0, time.saturatingSubtract(now)) / 1000) }
-        var offerSecondsLeft: Int?
-        if case .offered(let offer) = machine.state { offerSecondsLeft = secondsUntil(offer.deadline) }
-        return ControlStatus.Job(
-            id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
-            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime, meetingInS: job.meetingTime.map(secondsUntil),
-            shared: job.shared, note: job.note)
-    }
-
     // MARK: Shutdown
 
     private func beginShutdown() -> LoopOutcome {
@@ -719,8 +446,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         logger.info("shutting down")
         // A clean stop is no crash.
         CrashLoopBreaker.settled(store: store, logger: logger)
-        commitHeldFixes()
-        pumpOutbox()
+        outbox.sending = false
+        performer.commitHeldFixes(now: clockMs())
+        outbox.want()
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }
@@ -728,37 +456,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
         return .running
     }
 
-    /// The unit's clock for messages, ms since the Unix epoch.
-    private func clockSample() -> ClockSample {
-        if let batchClock { return batchClock }
-        let sample = SystemClock.sample(trustSystem: configuration.gps.trustSystemClock)
-        batchClock = sample
-        return sample
-    }
-
-    /// The clocks as they were when an input arrived (monotonic `arrivedAtS`): a fix may have
-    /// waited in the inbox for its batch, and the unit clock follows GPS time from its arrival.
-    private func clockSample(arrivedAtS: Double) -> ClockSample {
-        var sample = clockSample()
-        let waitedS = max(0, sample.monotonicS - arrivedAtS)
-        sample.systemS -= waitedS
-        sample.monotonicS -= waitedS
-        return sample
-    }
-
     /// The unit clock (system time when synchronised, else GPS time), ms.
-    func clockMs() -> Int64 { machine.positions.clock.reading(at: clockSample()).milliseconds }
-
-    static func clockMs() -> Int64 {
-        Int64(Date().timeIntervalSince1970 * 1000)
-    }
-}
-
-extension JSONEncoder {
-    /// Compact, stable key order, no escaped slashes: what goes on the wire.
-    static var wire: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
+    func clockMs() -> Int64 { machine.positions.clock.reading(at: clock.sample()).milliseconds }
 }

@@ -39,53 +39,21 @@ import UnitCore
         return try JSONDecoder().decode(PositionMessage.self, from: Data(message.payload)).points
     }
 
-    @Test func queuedFixesArePackedOnceNewestLiveThenHistoryInBatches() throws {
-        let store = try LocalCache(path: path)
-        try queue(store, 0..<123)
-        #expect(store.hasFreshFix)
-        let live = try #require(try store.write { try $0.formLivePosition(unit: "T1", topic: "pos", createdAt: 1) })
-        #expect(live.lane == .livePosition)
-        #expect(try points(of: live).map(\.t) == [Self.fix(122).time])
-        #expect(!store.hasFreshFix)
-        var batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 2, createdAt: 1) }
-        batches += try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 2, createdAt: 1) }
-        #expect(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }.isEmpty)
-        #expect(batches.map { try! points(of: $0).count } == [50, 50, 22])
-        #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == (0..<122).map { Self.fix($0).time })
-        #expect(!store.hasQueuedPositions)
-        #expect(try store.outboxDepth().position == 123)
-
-        // Delivered rows leave the count, then the file, in small batches.
-        try store.write { try $0.markDelivered(([live] + batches).map(\.rowID), at: 2) }
-        #expect(try store.outboxDepth().position == 0)
-        #expect(try store.purgeDelivered(limit: 3) == 3)
-        #expect(try store.purgeDelivered(limit: 3) == 1)
+    /// What the outbox pump's packer does, at the store's level: points out of the queue, one
+    /// message's row and bytes in (UnitRuntimeTests' PositionPackerTests test the packer itself).
+    func packLive(_ transaction: LocalCache.Transaction, createdAt: Int64) throws -> OutboxMessage? {
+        guard let newest = try transaction.takeNewestQueuedPoint() else { return nil }
+        return try transaction.enqueue(topic: "pos", lane: .livePosition, createdAt: createdAt, pointCount: 1, newestPoint: newest.id) { seq, id in
+            try PositionMessage(unit: "T1", seq: seq, id: id, points: [newest.point]).json()
+        }
     }
 
-    /// Ids are version 7 UUIDs in lowercase, never repeated, carrying the creation time; sequence
-    /// numbers count up per topic with no gap, also across the several backfill messages packed in one go.
-    @Test func messageIDsAreFreshUUIDsAndSequencesHaveNoGaps() throws {
-        let store = try LocalCache(path: path)
-        try queue(store, 0..<230)
-        let live = try #require(try store.write { try $0.formLivePosition(unit: "T1", topic: "pos", createdAt: 1) })
-        let batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 3, createdAt: 1) }
-        let more = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, messages: 3, createdAt: 1) }
-        var eventIDs: [String] = []
-        for _ in 0..<500 {
-            try store.write { try $0.enqueue(topic: "event", messageClass: .event, createdAt: 1) { _, id in eventIDs.append(id); return [] } }
-        }
-        let positions = [live] + batches + more
-        let seqs = try positions.map { message in
-            try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])["seq"] as? Int
-        }
-        #expect(seqs == Array(1...6).map(Optional.some))
-        let ids = positions.map(\.messageID) + eventIDs
-        #expect(Set(ids).count == ids.count)
-        let shape = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
-        #expect(ids.allSatisfy { $0.wholeMatch(of: shape) != nil })
-        #expect(ids.allSatisfy { UUID(uuidString: $0) != nil })
-        // createdAt 1 ms: the 48-bit time prefix.
-        #expect(ids.allSatisfy { $0.hasPrefix("00000000-0001-7") })
+    func packBackfill(_ transaction: LocalCache.Transaction, limit: Int, createdAt: Int64) throws -> [OutboxMessage] {
+        let queued = try transaction.takeOldestQueuedPoints(limit: limit)
+        guard let newest = queued.ids.last else { return [] }
+        return [try transaction.enqueue(topic: "pos", lane: .backfill, createdAt: createdAt, pointCount: queued.ids.count, newestPoint: newest) { seq, id in
+            BackfillMessage.writeJSON(unit: "T1", seq: seq, id: id, points: queued.points[...])
+        }]
     }
 
     /// Ids made later sort after earlier ones, so the unique index on them grows at its end; ids
@@ -110,10 +78,10 @@ import UnitCore
             try transaction.queuePosition(Self.fix(0), createdAt: 1)
             #expect(transaction.hasFreshFix && transaction.hasQueuedPositions)
             #expect(!store.hasFreshFix, "others see it once committed")
-            let live = try #require(try transaction.formLivePosition(unit: "T1", topic: "pos", createdAt: 1))
+            let live = try #require(try packLive(transaction, createdAt: 1))
             #expect(transaction.newestRowID(in: .livePosition) == live.rowID)
             #expect(!transaction.hasFreshFix)
-            #expect(try transaction.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1).isEmpty)
+            #expect(try packBackfill(transaction, limit: 50, createdAt: 1).isEmpty)
             #expect(!transaction.hasQueuedPositions)
             transaction.afterCommit { committed.append("first") }
         }
@@ -144,16 +112,16 @@ import UnitCore
             try transaction.queuePosition(Self.fix(0), createdAt: 1)
             #expect(throws: PackingFailed.self) {
                 try transaction.undoingOnFailure {
-                    _ = try transaction.formLivePosition(unit: "T1", topic: "pos", createdAt: 1)
+                    _ = try packLive(transaction, createdAt: 1)
                     throw PackingFailed()
                 }
             }
             try transaction.queuePosition(Self.fix(1), createdAt: 1)
-            let kept = try transaction.undoingOnFailure { try transaction.formBackfill(unit: "T1", topic: "pos", limit: 1, createdAt: 1) }
+            let kept = try transaction.undoingOnFailure { try packBackfill(transaction, limit: 1, createdAt: 1) }
             #expect(try kept.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(0).time])
         }
         #expect(try store.outboxDepth().position == 2, "the undone live message's fix is queued again, nothing lost")
-        let batches = try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }
+        let batches = try store.write { try packBackfill($0, limit: 50, createdAt: 1) }
         #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(1).time])
         #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
     }
@@ -185,7 +153,7 @@ import UnitCore
         let store = try LocalCache(path: path)
         try queue(store, 0..<60, createdAt: 1_000)
         try queue(store, 60..<70, createdAt: 9_000)
-        #expect(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 20, createdAt: 1_000) }.count == 1)
+        #expect(try store.write { try packBackfill($0, limit: 20, createdAt: 1_000) }.count == 1)
         try event(store, createdAt: 1_000)
         #expect(try store.dropPositions(createdBefore: 5_000) == 60)
         let depth = try store.outboxDepth()
@@ -206,7 +174,7 @@ import UnitCore
         #expect(depth.position + depth.thinned == 40_000 && depth.thinned == thinning.thinned)
 
         // What is left still goes out oldest first.
-        let batch = try #require(try store.write { try $0.formBackfill(unit: "T1", topic: "pos", limit: 50, createdAt: 1) }.first)
+        let batch = try #require(try store.write { try packBackfill($0, limit: 50, createdAt: 1) }.first)
         let times = try points(of: batch).map(\.t)
         #expect(times == times.sorted() && times.count == 50)
 

@@ -17,13 +17,13 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
 
     func ms(_ second: Double) -> Int64 { Int64((Self.t0 + second) * 1000) }
 
-    func feed(_ machine: inout UnitStateMachine, seconds: Range<Int>) -> [[UnitAction]] {
+    func feed(_ machine: inout UnitStateMachine, seconds: Range<Int>) -> [Step] {
         seconds.map { machine.handle(.gps(sample(Double($0)), at: unsynchronised(Double($0)))) }
     }
 
-    func reportedSeconds(_ actions: [[UnitAction]], from first: Int = 0) -> [Int] {
+    func reportedSeconds(_ actions: [Step], from first: Int = 0) -> [Int] {
         actions.enumerated().compactMap { index, actions in
-            actions.contains { if case .recordFix(_, report: true) = $0 { true } else { false } } ? first + index : nil
+            actions.fixes.contains { $0.report } ? first + index : nil
         }
     }
 
@@ -37,8 +37,8 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         var machine = onDuty()
         let actions = feed(&machine, seconds: 0..<65)
         for (second, actions) in actions.enumerated() {
-            guard case .recordFix(let fix, _)? = actions.first else {
-                Issue.record("second \(second): expected recordFix first, got \(actions)")
+            guard let fix = actions.fixes.first?.fix else {
+                Issue.record("second \(second): expected a recorded fix, got \(actions)")
                 continue
             }
             #expect(fix.time == ms(Double(second)))
@@ -65,25 +65,25 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
 
     @Test func invalidSamplesDoNothing() {
         var machine = UnitStateMachine()
-        #expect(machine.handle(.gps(GPSSample(mode: 1, time: Self.t0, latitude: .nan, longitude: .nan), at: unsynchronised(0))).isEmpty)
+        #expect(machine.handle(.gps(GPSSample(mode: 1, time: Self.t0, latitude: .nan, longitude: .nan), at: unsynchronised(0))) == Step())
         _ = machine.handle(.gps(sample(1), at: unsynchronised(1)))
-        #expect(machine.handle(.gps(sample(1), at: unsynchronised(1.2))).isEmpty)
+        #expect(machine.handle(.gps(sample(1), at: unsynchronised(1.2))) == Step())
     }
 
     @Test func aClockJumpBackwardsIsReportedAtOnce() {
         var machine = UnitStateMachine()
         _ = machine.handle(.gps(sample(5000), at: unsynchronised(0)))
         let actions = machine.handle(.gps(sample(100), at: unsynchronised(1)))
-        #expect(actions == [.recordFix(Fix(time: ms(100), latitude: 46.5, longitude: 7.5), report: true)])
+        #expect(actions == Step(fixes: [RecordedFix(Fix(time: ms(100), latitude: 46.5, longitude: 7.5), report: true)]))
     }
 
     @Test func theFirstValidFixStartsTheHeartbeatAndAnchorsTheClock() {
         var machine = onDuty()
         #expect(machine.positions.clock.reading(at: unsynchronised(3)).source == .unsynchronised)
         let actions = machine.handle(.gps(sample(0), at: unsynchronised(3)))
-        #expect(actions.contains(.startTimer(.heartbeat, fireAt: ms(30))))
+        #expect(actions.timers.contains(.start(.heartbeat, fireAt: ms(30))))
         #expect(machine.positions.clock.reading(at: unsynchronised(4)) == ClockReading(time: Self.t0 + 1, source: .gps))
-        #expect(!machine.handle(.gps(sample(1), at: unsynchronised(4))).contains { if case .startTimer = $0 { true } else { false } })
+        #expect(!machine.handle(.gps(sample(1), at: unsynchronised(4))).timers.contains { if case .start = $0 { true } else { false } })
     }
 
     @Test func aSilentReceiverGetsAStaleHeartbeatEveryInterval() {
@@ -91,12 +91,12 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         _ = feed(&machine, seconds: 0..<4)
         let lastFix = Fix(time: ms(3), latitude: 46.5, longitude: 7.5)
         // The timer started at second 0 fires at 30: the last fix is only 27 s old, so it waits until 33.
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(30))) == [.startTimer(.heartbeat, fireAt: ms(33))])
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(33))) == [.reportStale(lastFix, ageMs: 30_000), .startTimer(.heartbeat, fireAt: ms(63))])
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(63))) == [.reportStale(lastFix, ageMs: 60_000), .startTimer(.heartbeat, fireAt: ms(93))])
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(30))) == Step(timers: [.start(.heartbeat, fireAt: ms(33))]))
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(33))) == Step(messages: [.stalePosition(lastFix, ageMs: 30_000)], timers: [.start(.heartbeat, fireAt: ms(63))]))
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(63))) == Step(messages: [.stalePosition(lastFix, ageMs: 60_000)], timers: [.start(.heartbeat, fireAt: ms(93))]))
         // A valid fix again: the next timer finds it fresh and stays quiet.
         _ = machine.handle(.gps(sample(70), at: unsynchronised(70)))
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(93))) == [.startTimer(.heartbeat, fireAt: ms(100))])
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(93))) == Step(timers: [.start(.heartbeat, fireAt: ms(100))]))
     }
 
     @Test func aStateChangeRetimesTheHeartbeat() {
@@ -104,13 +104,13 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         _ = feed(&machine, seconds: 0..<2)
         // Off duty waited 300 s; available waits 30 s from the last valid fix.
         let actions = machine.handle(.driver(.duty, at: ms(11)))
-        #expect(actions.last == .startTimer(.heartbeat, fireAt: ms(31)))
+        #expect(actions.timers.last == .start(.heartbeat, fireAt: ms(31)))
     }
 
     @Test func noFixNoHeartbeat() {
         var machine = UnitStateMachine()
-        #expect(!machine.handle(.driver(.duty, at: 0)).contains { if case .startTimer = $0 { true } else { false } })
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(500))).isEmpty)
+        #expect(!machine.handle(.driver(.duty, at: 0)).timers.contains { if case .start = $0 { true } else { false } })
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(500))) == Step())
     }
 
     @Test func enteringAZoneIsAnEventAndChangesTheStatus() {
@@ -121,8 +121,8 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         var machine = UnitStateMachine(settings: UnitSettings(positions: PositionSettings(zones: [rank])))
         _ = machine.handle(.gps(sample(0, latitude: 46.48), at: unsynchronised(0)))
         let actions = machine.handle(.gps(sample(1, latitude: 46.5), at: unsynchronised(1)))
-        #expect(actions.contains(.zoneChanged(ZoneChange(from: nil, to: "rank-1"), at: ms(1))))
-        #expect(actions.last == .statusChanged(machine.status))
+        #expect(actions.messages.contains(.zone(ZoneChange(from: nil, to: "rank-1"), at: ms(1))))
+        #expect(actions.status == machine.status)
         #expect(machine.positions.zones.current == "rank-1")
     }
 
@@ -130,6 +130,6 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         var machine = UnitStateMachine(settings: UnitSettings(positions: PositionSettings(maxHorizontalErrorM: 20)))
         var inaccurate = sample(0)
         inaccurate.horizontalError = 25
-        #expect(machine.handle(.gps(inaccurate, at: unsynchronised(0))).isEmpty)
+        #expect(machine.handle(.gps(inaccurate, at: unsynchronised(0))) == Step())
     }
 }

@@ -60,16 +60,11 @@ import UnitCore
         mutating func apply(_ event: UnitEvent) {
             let pendingBefore: String? = if case .offered(let offer) = machine.state { offer.job.id } else { nil }
             let actions = machine.handle(event)
-            for action in actions {
-                switch action {
-                case .reply(let reply):
-                    replies[reply.job, default: []].append(reply)
-                case .startTimer(let id, let fireAt):
-                    timers[id] = fireAt
-                case .cancelTimer(let id):
-                    timers[id] = nil
-                default:
-                    break
+            for reply in actions.replies { replies[reply.job, default: []].append(reply) }
+            for timer in actions.timers {
+                switch timer {
+                case .start(let id, let fireAt): timers[id] = fireAt
+                case .cancel(let id): timers[id] = nil
                 }
             }
             if let pendingBefore, case .inbound(.cancel(let cancel), _) = event, cancel.job == pendingBefore {
@@ -78,7 +73,7 @@ import UnitCore
             check(after: event, actions)
         }
 
-        mutating func check(after event: UnitEvent, _ actions: [UnitAction]) {
+        mutating func check(after event: UnitEvent, _ actions: Step) {
             let status = machine.status
             if status.seatsLeft < 0 || status.seatsLeft > 4 { failures.append("seats left \(status.seatsLeft) after \(event)") }
             if let job = machine.state.job, job.passengers > 4 || job.passengers < 1 {
@@ -89,11 +84,11 @@ import UnitCore
                !(replies[job.id] ?? []).contains(where: { $0.reply == .accept && $0.re == .jobOffer }) {
                 failures.append("holding job \(job.id) that was never accepted, after \(event)")
             }
-            for case .reply(let reply) in actions where !offered.contains(reply.job) && !malformedJobs.contains(reply.job) {
+            for reply in actions.replies where !offered.contains(reply.job) && !malformedJobs.contains(reply.job) {
                 failures.append("reply for unknown job \(reply.job) after \(event)")
             }
             // A fresh accept (not a re-answer to a redelivered offer) takes the job on.
-            for case .reply(let reply) in actions where reply.reply == .accept && event == .driver(.accept, at: now) {
+            for reply in actions.replies where reply.reply == .accept && event == .driver(.accept, at: now) {
                 if machine.state.name != .enRoute || machine.state.job?.id != reply.job {
                     failures.append("accepted \(reply.job) but state is \(machine.state.name)")
                 }

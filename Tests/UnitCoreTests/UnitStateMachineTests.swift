@@ -64,17 +64,11 @@ enum Scenario {
         return machine
     }
 
-    static func replies(_ actions: [UnitAction]) -> [JobReply] {
-        actions.compactMap { if case .reply(let reply) = $0 { reply } else { nil } }
-    }
+    static func replies(_ step: Step) -> [JobReply] { step.replies }
 
-    static func told(_ actions: [UnitAction]) -> [String] {
-        actions.compactMap { if case .tellDriver(let text) = $0 { text } else { nil } }
-    }
+    static func told(_ step: Step) -> [String] { step.told }
 
-    static func refused(_ actions: [UnitAction]) -> [DriverRefusal] {
-        actions.compactMap { if case .refuse(let reason) = $0 { reason } else { nil } }
-    }
+    static func refused(_ step: Step) -> [DriverRefusal] { step.refusals }
 }
 
 /// Every (state, event) pair has a defined outcome, and this table is it.
@@ -99,11 +93,11 @@ enum Scenario {
         }
     }
 
-    static func classify(before: UnitStateMachine, after: UnitStateMachine, _ actions: [UnitAction]) -> Outcome {
+    static func classify(before: UnitStateMachine, after: UnitStateMachine, _ actions: Step) -> Outcome {
         let reply = Scenario.replies(actions).first?.reply
         if after.state.name != before.state.name { return .to(after.state.name, reply: reply) }
-        if actions.allSatisfy({ if case .log = $0 { true } else { false } }) { return .ignored }
-        if actions.count == 1, case .refuse = actions[0] { return .refused }
+        if actions == Step(notes: actions.notes) { return .ignored }
+        if actions == Step(driver: actions.driver), actions.driver.count == 1, !actions.refusals.isEmpty { return .refused }
         return .stays(reply: reply)
     }
 
@@ -197,25 +191,22 @@ enum Scenario {
         }
     }
 
-    /// Whatever happens: a step that changes the snapshot persists it before any reply, event or
-    /// alarm (the shell writes them in one transaction), a step that leaves it alone does not
-    /// persist, and the driver hears last.
-    static func checkShape(before: UnitStateMachine, after: UnitStateMachine, _ actions: [UnitAction], name: String) {
-        func index(_ matches: (UnitAction) -> Bool) -> Int? { actions.firstIndex(where: matches) }
-        let persist = index { if case .persist = $0 { true } else { false } }
+    /// Whatever happens: a step that changes the snapshot carries the new one and is synced (the
+    /// shell writes it with the step's replies, events and alarms in one transaction, before the
+    /// driver is told), a step that leaves it alone carries none, and a transition updates the status.
+    static func checkShape(before: UnitStateMachine, after: UnitStateMachine, _ step: Step, name: String) {
         if before.snapshot != after.snapshot {
-            let promise = index { if case .reply = $0 { true } else if case .event = $0 { true } else if case .sos = $0 { true } else { false } }
-            #expect(persist != nil && persist! < (promise ?? actions.count), "\(name): persist before what it explains: \(actions)")
-            #expect(actions.contains(.persist(after.snapshot)), "\(name): persists the new snapshot")
+            #expect(step.snapshot == after.snapshot, "\(name): carries the new snapshot: \(step)")
+            #expect(step.durability == .promised, "\(name)")
         } else {
-            #expect(persist == nil, "\(name): nothing to persist: \(actions)")
+            #expect(step.snapshot == nil, "\(name): nothing to persist: \(step)")
         }
-        if let event = index({ if case .event = $0 { true } else { false } }) {
-            #expect(persist != nil && persist! < event, "\(name)")
-            #expect(actions.contains(.statusChanged(after.status)), "\(name): a transition updates the status")
+        if step.messages.contains(where: { if case .event = $0 { true } else { false } }) {
+            #expect(step.snapshot != nil, "\(name): an event explains a stored state")
+            #expect(step.status == after.status, "\(name): a transition updates the status")
         }
-        if let told = index({ if case .tellDriver = $0 { true } else { false } }) {
-            #expect(!actions[(told + 1)...].contains { if case .reply = $0 { true } else if case .persist = $0 { true } else { false } }, "\(name)")
+        if !step.replies.isEmpty || !step.driver.isEmpty || step.snapshot != nil {
+            #expect(step.durability != .stored && step.durability != .fixesOnly, "\(name)")
         }
     }
 }
@@ -227,15 +218,13 @@ enum Scenario {
         var machine = UnitStateMachine()
         #expect(machine.state == .offDuty)
         let on = machine.handle(.driver(.duty, at: 5))
-        #expect(on == [
-            .persist(UnitSnapshot(state: .available)), .event(Transition(t: 5, from: .offDuty, to: .available)),
-            .statusChanged(UnitStatus(state: .available, seatsLeft: 4)), .tellDriver("On duty, available"),
-        ])
+        #expect(on == Step(
+            snapshot: UnitSnapshot(state: .available), messages: [.event(Transition(t: 5, from: .offDuty, to: .available))],
+            status: UnitStatus(state: .available, seatsLeft: 4), driver: [.told("On duty, available")]))
         let off = machine.handle(.driver(.duty, at: 6))
-        #expect(off == [
-            .persist(UnitSnapshot(state: .offDuty)), .event(Transition(t: 6, from: .available, to: .offDuty)),
-            .statusChanged(UnitStatus(state: .offDuty, seatsLeft: 4)), .tellDriver("Off duty"),
-        ])
+        #expect(off == Step(
+            snapshot: UnitSnapshot(state: .offDuty), messages: [.event(Transition(t: 6, from: .available, to: .offDuty))],
+            status: UnitStatus(state: .offDuty, seatsLeft: 4), driver: [.told("Off duty")]))
     }
 
     @Test func restoresTheSnapshot() {

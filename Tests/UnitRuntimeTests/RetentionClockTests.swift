@@ -19,11 +19,10 @@ import UnitCore
         }
         let configuration = try UnitConfiguration(document: ConfigValue.parseTOML("[unit]\nid = \"T1\"\nfleet = \"f\"\n[store]\nretention_days = 7\n"))
         var upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: Logger(label: "test"))
-        var unstored: [UnstoredMessage] = []
         let tenYearsLater = now + 10 * 365 * 86_400_000
-        _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: false, unstored: &unstored)
+        _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: false) { try store.outboxDepth() }
         #expect(try store.outboxDepth().position == 20, "GPS time ten years ahead purges nothing")
-        _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: true, unstored: &unstored)
+        _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: true) { try store.outboxDepth() }
         #expect(try store.outboxDepth().position == 0, "a synchronised clock applies retention")
         #expect(try store.outboxDepth().dropped == 20)
     }

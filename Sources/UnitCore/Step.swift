@@ -1,0 +1,125 @@
+/// Everything one event makes the unit do, grouped by kind rather than listed, so that the shell
+/// performs it in one place and in one fixed order: commit, hand to the broker, status, timers,
+/// driver. Each kind is its own exhaustive enum or field: a new case is a compile error in the
+/// shell until it is performed.
+public struct Step: Sendable, Equatable {
+    /// The snapshot to write; the step's last one.
+    public var snapshot: UnitSnapshot?
+    /// For the dispatcher, in the order produced; stored in the step's transaction.
+    public var messages: [OutgoingMessage] = []
+    /// Fixes for the local history; `report` ones are also queued on `pos`.
+    public var fixes: [RecordedFix] = []
+    /// A finished ride for the history.
+    public var ride: RideSummary?
+    public var timers: [TimerChange] = []
+    /// The retained status changed: the new one.
+    public var status: UnitStatus?
+    /// What the driver is told (terminal line, control answer); said only after the commit.
+    public var driver: [DriverNotice] = []
+    /// Worth a log line, not worth bothering the driver with.
+    public var notes: [String] = []
+
+    public init(
+        snapshot: UnitSnapshot? = nil, messages: [OutgoingMessage] = [], fixes: [RecordedFix] = [], ride: RideSummary? = nil,
+        timers: [TimerChange] = [], status: UnitStatus? = nil, driver: [DriverNotice] = [], notes: [String] = []
+    ) {
+        self.snapshot = snapshot
+        self.messages = messages
+        self.fixes = fixes
+        self.ride = ride
+        self.timers = timers
+        self.status = status
+        self.driver = driver
+        self.notes = notes
+    }
+
+    /// A step that only logs.
+    public static func note(_ text: String) -> Step { Step(notes: [text]) }
+
+    /// `other` happened after this: its snapshot and status replace this one's, the lists follow.
+    public mutating func append(_ other: Step) {
+        snapshot = other.snapshot ?? snapshot
+        messages += other.messages
+        fixes += other.fixes
+        ride = other.ride ?? ride
+        timers += other.timers
+        status = other.status ?? status
+        driver += other.driver
+        notes += other.notes
+    }
+
+    public static func + (lhs: Step, rhs: Step) -> Step {
+        var sum = lhs
+        sum.append(rhs)
+        return sum
+    }
+
+    public static func += (lhs: inout Step, rhs: Step) {
+        lhs.append(rhs)
+    }
+
+    /// How the shell must store the step. Derived, so it cannot disagree with the contents.
+    public var durability: StepDurability {
+        if snapshot != nil || ride != nil || messages.contains(where: \.isPromise) { return .promised }
+        if !messages.isEmpty { return .stored }
+        return fixes.isEmpty ? .nothingToStore : .fixesOnly
+    }
+
+    public var replies: [JobReply] { messages.compactMap { if case .reply(let reply) = $0 { reply } else { nil } } }
+    public var told: [String] { driver.compactMap { if case .told(let text) = $0 { text } else { nil } } }
+    public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
+}
+
+/// How much of a commit a step needs, weakest first.
+public enum StepDurability: Int, Sendable, Comparable {
+    case nothingToStore
+    /// Only fixes: they may wait for the position commit window.
+    case fixesOnly
+    /// Committed now, without waiting for the disk (zone events, stale positions).
+    case stored
+    /// Committed and synced before anyone is told: the snapshot, replies, events, alarms, rides.
+    case promised
+
+    public static func < (lhs: StepDurability, rhs: StepDurability) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A message for the dispatcher, before it has a sequence number and an id.
+public enum OutgoingMessage: Sendable, Equatable {
+    case reply(JobReply)
+    case event(Transition)
+    case sos(SOSAlarm)
+    /// The taxi entered or left a zone at `at` (unit clock, ms); on `event`.
+    case zone(ZoneChange, at: Int64)
+    /// The last valid fix again, flagged stale, `ageMs` old by the unit clock; on `pos`.
+    case stalePosition(Fix, ageMs: Int64)
+
+    /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
+    var isPromise: Bool {
+        switch self {
+        case .reply, .event, .sos: true
+        case .zone, .stalePosition: false
+        }
+    }
+}
+
+public struct RecordedFix: Sendable, Equatable {
+    public var fix: Fix
+    /// Also queued on `pos`.
+    public var report: Bool
+
+    public init(_ fix: Fix, report: Bool) {
+        self.fix = fix
+        self.report = report
+    }
+}
+
+public enum TimerChange: Sendable, Equatable {
+    case start(TimerID, fireAt: Int64)
+    case cancel(TimerID)
+}
+
+public enum DriverNotice: Sendable, Equatable {
+    case told(String)
+    /// The driver's input makes no sense now; nothing else happened.
+    case refused(DriverRefusal)
+}

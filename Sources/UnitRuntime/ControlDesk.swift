@@ -1,0 +1,78 @@
+import ControlSocket
+import LocalCache
+import UnitCore
+
+/// Answers `taxiunitctl` over the control socket. Called from inside the engine loop, so every
+/// answer sees one consistent state; what it needs of the engine is passed in.
+struct ControlDesk {
+    let store: LocalCache
+
+    /// `status`: the unit's status now. `press`: feeds a driver input to the machine and returns
+    /// what the driver was told. `inFlight`: the outbox rows libmosquitto holds.
+    func answer(
+        _ request: ControlRequest, status: () -> ControlStatus, press: (String) -> Result<[String], DriverInput.ParseError>,
+        inFlight: Set<Int64>
+    ) -> ControlResponse {
+        switch request.cmd {
+        case .status:
+            return ControlResponse(ok: true, status: status())
+        case .press:
+            switch press(request.input ?? "") {
+            case .failure(let problem):
+                return .failure(problem.description)
+            case .success(let told):
+                return ControlResponse(ok: true, message: told.joined(separator: "; "))
+            }
+        case .outbox:
+            return outboxListing(limitPerClass: request.limit ?? 10, inFlight: inFlight)
+        case .jobs:
+            return rideHistory(last: request.limit ?? 20)
+        }
+    }
+
+    private func outboxListing(limitPerClass: Int, inFlight: Set<Int64>) -> ControlResponse {
+        do {
+            let overview = try store.outboxOverview(limitPerClass: max(0, limitPerClass))
+            return ControlResponse(ok: true, outbox: ControlOutboxListing(
+                depthByClass: Self.byClassName(overview.depth),
+                oldest: overview.oldest.map {
+                    ControlOutboxEntry(
+                        messageClass: "\($0.messageClass)", topic: $0.topic, id: $0.messageID, createdAt: $0.createdAt,
+                        inFlight: inFlight.contains($0.rowID))
+                }))
+        } catch {
+            return .failure("cannot read the outbox: \(error)")
+        }
+    }
+
+    private func rideHistory(last: Int) -> ControlResponse {
+        do {
+            let rides = try store.rides().suffix(max(0, last)).reversed().map { ride in
+                ControlRide(
+                    job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime, dropTime: ride.dropTime,
+                    pickupPosition: ride.pickupPosition.map { .init(lat: $0.lat, lon: $0.lon) },
+                    dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM)
+            }
+            return ControlResponse(ok: true, rides: rides)
+        } catch {
+            return .failure("cannot read the ride history: \(error)")
+        }
+    }
+
+    /// Every class named, zero included, so scripts need not guess.
+    private static func byClassName(_ depth: [MessageClass: Int]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: MessageClass.allCases.map { ("\($0)", depth[$0] ?? 0) })
+    }
+
+    /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
+    static func jobStatus(_ state: DriverState, now: Int64) -> ControlStatus.Job? {
+        guard let job = state.job else { return nil }
+        func secondsUntil(_ time: Int64) -> Int { Int(clamping: max(0, time.saturatingSubtract(now)) / 1000) }
+        var offerSecondsLeft: Int?
+        if case .offered(let offer) = state { offerSecondsLeft = secondsUntil(offer.deadline) }
+        return ControlStatus.Job(
+            id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
+            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime, meetingInS: job.meetingTime.map(secondsUntil),
+            shared: job.shared, note: job.note)
+    }
+}

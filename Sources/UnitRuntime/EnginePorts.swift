@@ -1,0 +1,27 @@
+import GPSReader
+import MQTTLink
+import UnitConfig
+
+/// What the engine needs of the broker: `BrokerLink` on a unit, a recording one in the in-process
+/// engine tests.
+protocol BrokerPort: AnyObject, Sendable {
+    /// Where every connection's events go, on the thread that has them. Set before `connect`.
+    func deliverEvents(to handler: @escaping @Sendable (BrokerLink.Event) -> Void)
+    /// Replaces the current connection with one for `configuration`; returns its generation.
+    @discardableResult
+    func connect(_ configuration: UnitConfiguration) -> Int
+    func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket
+    func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError)
+    /// Drops the connection; it comes back by itself.
+    func dropConnection()
+    /// Replaces a client loop that stopped coming round.
+    func restartLoopIfSilent(longerThan limit: Duration)
+}
+
+/// What the engine needs of gpsd: `GPSDConnection` on a unit.
+protocol FixSource: AnyObject, Sendable {
+    func deliverEvents(to handler: @escaping @Sendable (GPSDEvent) -> Void)
+}
+
+extension BrokerLink: BrokerPort {}
+extension GPSDConnection: FixSource {}

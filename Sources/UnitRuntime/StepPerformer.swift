@@ -1,0 +1,192 @@
+import Foundation
+import LocalCache
+import Logging
+import UnitCore
+
+/// The one place where a `Step` of the state machine becomes effects, always in this order:
+///
+/// 1. **commit**: everything durable in ONE transaction (snapshot, replies, events, alarms, ride,
+///    fixes, and the outbox's PUBACK marks and next messages), synced when it holds a promise;
+/// 2. **hand to the broker**: what the commit queued goes out at once, so a driver's reply waits
+///    for nothing else (not even the status);
+/// 3. **status**, 4. **timers**, 5. **the driver** is told, last: "sent" is only said of what is
+///    stored.
+///
+/// Every kind of effect is a field or an exhaustive switch over a `UnitCore` enum: a new case does
+/// not compile until it is performed here.
+final class StepPerformer {
+    private let store: LocalCache
+    let outbox: OutboxPump
+    let timers: EngineTimers
+    /// Fixes waiting for the next commit (`[store] position_commit_ms`).
+    var commitWindow: PositionCommitWindow
+    /// Purging, retention, the size bound, and the messages the store refused.
+    var upkeep: StoreUpkeep
+    private let logger: Logger
+    private let unit: String
+    /// Starts the timer that commits the held fixes when the window closes.
+    private let closeCommitWindow: (Duration) -> Void
+
+    /// What performing a step did that the engine keeps.
+    struct Performed {
+        /// What the driver was told, for the terminal or the control answer.
+        var told: [String] = []
+        /// The message id the store gave the step's alarm, once committed.
+        var storedAlarmID: String?
+    }
+
+    init(
+        store: LocalCache, outbox: OutboxPump, timers: EngineTimers, commitWindow: PositionCommitWindow, upkeep: StoreUpkeep, unit: String,
+        logger: Logger, closeCommitWindow: @escaping (Duration) -> Void
+    ) {
+        self.store = store
+        self.outbox = outbox
+        self.timers = timers
+        self.commitWindow = commitWindow
+        self.upkeep = upkeep
+        self.unit = unit
+        self.logger = logger
+        self.closeCommitWindow = closeCommitWindow
+    }
+
+    /// Performs `step` at unit clock `now`; `publishStatus` sends the retained status.
+    func perform(_ step: Step, now: Int64, publishStatus: () -> Void) -> Performed {
+        var performed = Performed()
+        let messages = step.messages.map { unstored($0, now: now) }
+        do {
+            let commit = try self.commit(step, messages, now: now)
+            if commit.queued { outbox.pump(at: now) }
+            // Only an alarm stored after every older one has an id an acknowledgement can name.
+            if !upkeep.holdsUnstoredAlarm { performed.storedAlarmID = commit.alarmID }
+        } catch {
+            // The state machine has moved on and keeps working: what it promised waits in memory
+            // and is retried (StoreUpkeep); fixes are given up and counted.
+            logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["step": "\(step)", "error": "\(error)"])
+            upkeep.keepUnstored(messages)
+            upkeep.positionsLost(step.fixes.count(where: \.report))
+            if !messages.isEmpty { performed.told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+        }
+        for message in step.messages {
+            switch message {
+            case .zone(let change, _):
+                logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
+            case .reply, .event, .sos, .stalePosition:
+                break
+            }
+        }
+        if step.status != nil { publishStatus() }
+        for timer in step.timers {
+            switch timer {
+            case .start(let id, let fireAt): timers.start(id, fireAt: fireAt, now: now)
+            case .cancel(let id): timers.cancel(id)
+            }
+        }
+        for notice in step.driver {
+            switch notice {
+            case .told(let text):
+                logger.info("driver: \(text)")
+                performed.told.append(text)
+            case .refused(let refusal):
+                logger.info("driver input refused: \(refusal)")
+                performed.told.append(refusal.description)
+            }
+        }
+        for note in step.notes { logger.notice("\(note)") }
+        return performed
+    }
+
+    /// Commits the fixes held by the commit window, alone (the window closed, gpsd went away,
+    /// shutdown).
+    func commitHeldFixes(now: Int64) {
+        guard !commitWindow.held.isEmpty else { return }
+        do {
+            if try commit(Step(), [], now: now).queued { outbox.want() }
+        } catch {
+            logger.error("cannot store the fixes held for this commit", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private struct Commit {
+        /// Something was queued for the broker.
+        var queued = false
+        var alarmID: String?
+    }
+
+    /// A step that only records fixes may leave them to the commit window; everything else commits
+    /// at once, with the held fixes.
+    private func commit(_ step: Step, _ messages: [UnstoredMessage], now: Int64) throws -> Commit {
+        let durability = step.durability
+        guard durability > .nothingToStore || !commitWindow.held.isEmpty else { return Commit() }
+        let instant = ContinuousClock.now
+        if durability == .fixesOnly, commitWindow.holds(at: instant) {
+            let arrived = step.fixes.map { PositionCommitWindow.HeldFix(fix: $0.fix, report: $0.report, createdAt: now) }
+            if let closesAt = commitWindow.hold(arrived) { closeCommitWindow(closesAt - .now) }
+            return Commit()
+        }
+        let held = commitWindow.takeForCommit(at: instant)
+        do {
+            return try write(step, messages, held: held, durability: durability == .promised ? .full : .normal, now: now)
+        } catch {
+            upkeep.positionsLost(held.count(where: \.report))
+            throw error
+        }
+    }
+
+    /// One transaction: the messages, the held fixes (they came first), the step's fixes, snapshot
+    /// and ride, and the outbox's marks and next messages.
+    private func write(
+        _ step: Step, _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: Int64
+    ) throws -> Commit {
+        try store.write(durability) { transaction in
+            var commit = Commit(queued: !messages.isEmpty)
+            for message in messages {
+                let id = try message.enqueue(in: transaction)
+                if message.messageClass == .alarm { commit.alarmID = id }
+            }
+            let fixes = held.map { (fix: $0.fix, report: $0.report, createdAt: $0.createdAt) }
+                + step.fixes.map { (fix: $0.fix, report: $0.report, createdAt: now) }
+            for recorded in fixes {
+                try transaction.insertPosition(recorded.fix, createdAt: recorded.createdAt)
+                if recorded.report {
+                    try transaction.queuePosition(recorded.fix, createdAt: recorded.createdAt)
+                    commit.queued = true
+                }
+            }
+            if let snapshot = step.snapshot { try transaction.saveValue(snapshot, forKey: UnitEngine.snapshotKey) }
+            if let ride = step.ride {
+                let record = try transaction.insertRide(ride)
+                logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(clamping: Int64(roundingChecked: record.distanceM) ?? 0))"])
+            }
+            // The same commit marks what the broker acknowledged and packs what goes next.
+            if outbox.pack(in: transaction, at: now) { commit.queued = true }
+            return commit
+        }
+    }
+
+    /// A message for the dispatcher with its topic and class; numbered and given an id when stored.
+    private func unstored(_ message: OutgoingMessage, now: Int64) -> UnstoredMessage {
+        let unit = self.unit
+        switch message {
+        case .reply(let reply):
+            return UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+            }
+        case .event(let transition):
+            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+            }
+        case .sos(let alarm):
+            return UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+            }
+        case .zone(let change, let at):
+            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change)))
+            }
+        case .stalePosition(let fix, let ageMs):
+            return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
+                try PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)]).json()
+            }
+        }
+    }
+}
