@@ -1,3 +1,5 @@
+import UnitCore
+
 /// The terminal's size in character cells.
 public struct ScreenSize: Sendable, Equatable {
     public var columns: Int
@@ -118,12 +120,13 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
+    /// Exhaustive over `PauseReason`: a new reason does not compile until it has its word.
     private func pauseWord(_ reason: String) -> String {
-        switch reason {
-        case "break": catalogue.text(.pauseBreak)
-        case "refuel": catalogue.text(.pauseRefuel)
-        case "personal": catalogue.text(.pausePersonal)
-        default: catalogue.text(.pauseOther)
+        switch PauseReason(rawValue: reason) {
+        case .break: catalogue.text(.pauseBreak)
+        case .refuel: catalogue.text(.pauseRefuel)
+        case .personal: catalogue.text(.pausePersonal)
+        case .other, nil: catalogue.text(.pauseOther)
         }
     }
 

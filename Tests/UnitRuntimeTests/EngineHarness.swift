@@ -1,0 +1,182 @@
+import ControlSocket
+import Foundation
+import GPSReader
+import LocalCache
+import Logging
+@testable import MQTTLink
+import TestHarness
+import UnitConfig
+import UnitCore
+@testable import UnitRuntime
+
+/// A broker that records what the engine hands it and lets a test say what the broker does:
+/// accept the connection, drop it, acknowledge a publish, deliver a message. The engine sees the
+/// same `BrokerLink.Event`s a real connection produces (async-http-client tests its connection pool
+/// this way; the real-parts tests stay beside these).
+final class RecordingBroker: BrokerPort, @unchecked Sendable {
+    struct Publish: Sendable {
+        var topic: String
+        var payload: [UInt8]
+        var retain: Bool
+        var ticket: MQTTPublishTicket
+
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any] ?? [:] }
+    }
+
+    private let lock = NSLock()
+    private var deliver: @Sendable (BrokerLink.Event) -> Void = { _ in }
+    private var generation = 0
+    private var session: MQTTSessionID = 0
+    private var connected = false
+    private var nextMessageID: Int32 = 0
+    private var recorded: [Publish] = []
+
+    var published: [Publish] { lock.withLock { recorded } }
+
+    func deliverEvents(to handler: @escaping @Sendable (BrokerLink.Event) -> Void) {
+        lock.withLock { deliver = handler }
+    }
+
+    func connect(_ configuration: UnitConfiguration) -> Int {
+        lock.withLock {
+            generation += 1
+            connected = false
+            return generation
+        }
+    }
+
+    func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket {
+        lock.lock()
+        defer { lock.unlock() }
+        guard connected else { throw .notConnected }
+        nextMessageID += 1
+        let ticket = MQTTPublishTicket(session: session, messageID: nextMessageID)
+        recorded.append(Publish(topic: topic, payload: payload, retain: retain, ticket: ticket))
+        return ticket
+    }
+
+    func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError) {
+        guard lock.withLock({ connected }) else { throw .notConnected }
+    }
+
+    func dropConnection() {}
+    func restartLoopIfSilent(longerThan limit: Duration) {}
+
+    // What the broker does, as the test says.
+
+    func acceptConnection() {
+        let (event, deliver) = lock.withLock {
+            session += 1
+            connected = true
+            return (BrokerLink.Event(generation: generation, event: .connected(session)), self.deliver)
+        }
+        deliver(event)
+    }
+
+    func loseConnection() {
+        let (event, deliver) = lock.withLock {
+            connected = false
+            return (BrokerLink.Event(generation: generation, event: .disconnected(session, reason: "test")), self.deliver)
+        }
+        deliver(event)
+    }
+
+    func acknowledge(_ publish: Publish) {
+        let (event, deliver) = lock.withLock { (BrokerLink.Event(generation: generation, event: .published(publish.ticket)), self.deliver) }
+        deliver(event)
+    }
+
+    func receive(_ topic: String, _ json: String) {
+        let message = MQTTMessage(topic: topic, payload: Array(json.utf8), qos: 1, retained: false)
+        let (event, deliver) = lock.withLock { (BrokerLink.Event(generation: generation, event: .message(message)), self.deliver) }
+        deliver(event)
+    }
+}
+
+/// gpsd, as far as the engine is concerned: fixes handed over on the test's word.
+final class ScriptedFixes: FixSource, @unchecked Sendable {
+    private let lock = NSLock()
+    private var deliver: @Sendable (GPSDEvent) -> Void = { _ in }
+
+    func deliverEvents(to handler: @escaping @Sendable (GPSDEvent) -> Void) {
+        lock.withLock { deliver = handler }
+    }
+
+    /// A 3D fix at the current time.
+    func fix(latitude: Double, longitude: Double) {
+        let sample = GPSSample(mode: 3, time: Date().timeIntervalSince1970, latitude: latitude, longitude: longitude, speed: 5, track: 90, horizontalError: 3)
+        let deliver = lock.withLock { self.deliver }
+        deliver(.sample(sample))
+    }
+}
+
+/// One engine on a real SQLite file, run in-process against `RecordingBroker` and `ScriptedFixes`.
+final class EngineUnderTest {
+    let scratch: ScratchDirectory
+    let store: LocalCache
+    let broker = RecordingBroker()
+    let fixes = ScriptedFixes()
+    let engine: UnitEngine
+    let topicBase: String
+    private var running: Task<Void, Never>?
+
+    /// `settings`: TOML laid under `[unit] id = "T1"`, `fleet = "f"` (sections of their own).
+    init(_ settings: String = "", prepare: (LocalCache) throws -> Void = { _ in }) throws {
+        scratch = try ScratchDirectory("engine")
+        store = try LocalCache(path: scratch.file("unit.sqlite"))
+        try prepare(store)
+        let local = try ConfigValue.parseTOML("[unit]\nid = \"T1\"\nfleet = \"f\"\n" + settings)
+        topicBase = try UnitConfiguration(document: local).unitTopicBase
+        var logger = Logger(label: "engine-test")
+        logger.logLevel = .critical
+        engine = try UnitEngine(local: local, store: store, broker: broker, fixes: fixes, logger: logger)
+    }
+
+    func start() async throws {
+        let engine = self.engine
+        running = Task { try? await engine.run() }
+        try await eventually("the engine loop waits for input") { engine.inbox.hasParkedConsumer }
+    }
+
+    /// Stops the loop (offline first: no offline status to wait for) and waits for it.
+    func stop() async {
+        broker.loseConnection()
+        engine.inbox.post(.shutdownRequested)
+        await running?.value
+    }
+
+    func control(_ request: ControlRequest) async throws -> ControlResponse {
+        let answer = await engine.handleControl(Array(try JSONEncoder().encode(request)))
+        return try JSONDecoder().decode(ControlResponse.self, from: Data(answer))
+    }
+
+    @discardableResult
+    func press(_ input: String) async throws -> ControlResponse {
+        try await control(ControlRequest(cmd: .press, input: input))
+    }
+
+    func status() async throws -> ControlStatus {
+        guard let status = try await control(ControlRequest(cmd: .status)).status else { throw HarnessError("no status in the answer") }
+        return status
+    }
+
+    /// What was published on `suffix` below the unit's topic base.
+    func published(on suffix: String) -> [RecordingBroker.Publish] {
+        broker.published.filter { $0.topic == topicBase + suffix }
+    }
+
+    /// Polls `condition` every 5 ms for up to `seconds`.
+    func eventually(_ what: String, within seconds: Double = 5, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw HarnessError("timed out waiting until \(what)")
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

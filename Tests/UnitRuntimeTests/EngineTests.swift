@@ -1,0 +1,158 @@
+import ControlSocket
+import Foundation
+import LocalCache
+import Testing
+import UnitCore
+@testable import UnitRuntime
+
+/// The engine and its outbox pump in-process: a real SQLite file, a recording broker, scripted
+/// fixes. Fast and deterministic; the same behaviour is also held by the real-parts tests
+/// (IntegrationTests, EndToEndTests) against mosquitto, gpsd and the daemon binary.
+@Suite(.serialized) struct EngineTests {
+    static let offer = #"{"job":"J1","pickup":{"lat":46.948,"lon":7.4474,"address":"Bahnhofplatz 1"},"respond_within_s":60}"#
+
+    /// Where each message went, in the order handed to the broker.
+    static func topics(_ published: [RecordingBroker.Publish], below base: String) -> [String] {
+        published.map { String($0.topic.dropFirst(base.count)) }
+    }
+
+    @Test func aStoredReplyGoesToTheBrokerBeforeTheStatus() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        unit.broker.receive(unit.topicBase + "job/offer", Self.offer)
+        try await unit.eventually("the offer is shown") { unit.published(on: "event").count == 2 }
+        let before = unit.broker.published.count
+        let answer = try await unit.press("accept")
+        #expect(answer.message?.contains("accepted, sent") == true)
+        let after = Self.topics(Array(unit.broker.published.dropFirst(before)), below: unit.topicBase)
+        // The reply, then the transition it causes, then the retained status.
+        #expect(after.prefix(3) == ["job/reply", "event", "status"], "\(after)")
+        #expect(unit.published(on: "job/reply").first?.json["reply"] as? String == "accept")
+        await unit.stop()
+    }
+
+    @Test func zoneChangesArePublishedOnEvent() async throws {
+        let unit = try EngineUnderTest("""
+            [[zones]]
+            id = "rank-1"
+            polygon = [[46.0, 7.0], [46.0, 7.1], [46.1, 7.1], [46.1, 7.0]]
+            """)
+        try await unit.start()
+        unit.broker.acceptConnection()
+        unit.fixes.fix(latitude: 46.05, longitude: 7.05)
+        try await unit.eventually("the zone event is published") { unit.published(on: "event").contains { $0.json["type"] as? String == "zone" } }
+        let entered = try #require(unit.published(on: "event").first { $0.json["type"] as? String == "zone" }).json
+        #expect(entered["zone"] as? String == "rank-1")
+        #expect(entered["zone_left"] == nil)
+        #expect(entered["unit"] as? String == "T1" && entered["id"] is String && entered["seq"] is Int)
+        try await unit.eventually("the retained status names the zone") {
+            unit.published(on: "status").last?.json["zone"] as? String == "rank-1"
+        }
+        // Far outside, beyond the hysteresis: the taxi left every zone.
+        unit.fixes.fix(latitude: 46.5, longitude: 7.5)
+        try await unit.eventually("leaving is published") {
+            unit.published(on: "event").contains { $0.json["type"] as? String == "zone" && $0.json["zone_left"] as? String == "rank-1" }
+        }
+        await unit.stop()
+    }
+
+    /// After an outage everything stored goes out in lane order: alarm, reply, event, the newest
+    /// fix, then the history.
+    @Test func afterAnOutageTheLanesGoOutInOrder() async throws {
+        let unit = try EngineUnderTest("[mqtt]\nmax_inflight = 100\n[store]\nposition_commit_ms = 0\n")
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        unit.broker.receive(unit.topicBase + "job/offer", Self.offer)
+        try await unit.eventually("the offer is shown") { try await unit.status().state == "offered" }
+        unit.broker.loseConnection()
+        for index in 0..<5 { unit.fixes.fix(latitude: 46.5 + Double(index) * 0.001, longitude: 7.5) }
+        try await unit.eventually("the fixes are queued") { try unit.store.outboxDepth().position == 5 }
+        try await unit.press("reject too far")
+        try await unit.press("sos")
+        let before = unit.broker.published.count
+        unit.broker.acceptConnection()
+        try await unit.eventually("everything waiting is handed over") {
+            Self.topics(Array(unit.broker.published.dropFirst(before)), below: unit.topicBase).filter { $0 != "status" }.count >= 6
+        }
+        let sent = Self.topics(Array(unit.broker.published.dropFirst(before)), below: unit.topicBase).filter { $0 != "status" }
+        // The duty and offer events were handed over before the outage and are sent again first
+        // in their lane; what matters is that no lane overtakes a lower one.
+        let lanes = sent.map { ["sos": 0, "job/reply": 1, "event": 2, "pos": 3][$0] ?? 9 }
+        #expect(lanes == lanes.sorted(), "\(sent)")
+        #expect(sent.first == "sos" && sent.contains("job/reply") && sent.last == "pos", "\(sent)")
+        let positions = unit.published(on: "pos").suffix(2).map(\.json)
+        #expect(positions.first?["backfill"] == nil, "the newest fix goes first, alone")
+        #expect(positions.last?["backfill"] as? Bool == true, "then the history")
+        await unit.stop()
+    }
+
+    /// A message handed over but not acknowledged is sent again, with the same id, in the next session.
+    @Test func unacknowledgedMessagesAreSentAgainInANewSession() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        try await unit.eventually("the event is handed over") { unit.published(on: "event").count == 1 }
+        let first = try #require(unit.published(on: "event").first?.json["id"] as? String)
+        unit.broker.loseConnection()
+        unit.broker.acceptConnection()
+        try await unit.eventually("it is sent again") { unit.published(on: "event").count == 2 }
+        #expect(unit.published(on: "event").map { $0.json["id"] as? String } == [first, first])
+        // Acknowledged in the new session, it is never sent again.
+        unit.broker.acknowledge(try #require(unit.published(on: "event").last))
+        try await unit.eventually("the PUBACK is counted") { try await unit.status().outbox.event == 0 }
+        unit.broker.loseConnection()
+        unit.broker.acceptConnection()
+        try await unit.eventually("the new session's status is out") { unit.published(on: "status").count >= 4 }
+        #expect(unit.published(on: "event").count == 2)
+        await unit.stop()
+    }
+
+    /// A PUBACK with nothing waiting for its slot is not a commit of its own: the store learns of it
+    /// with the next commit, while the status already leaves the message out.
+    @Test func aLonePubackIsMarkedByTheNextCommit() async throws {
+        let unit = try EngineUnderTest("[store]\nposition_commit_ms = 0\n")
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        try await unit.eventually("the event is handed over") { unit.published(on: "event").count == 1 }
+        unit.broker.acknowledge(try #require(unit.published(on: "event").first))
+        #expect(try await unit.status().outbox.event == 0, "the status counts it delivered")
+        #expect(try unit.store.outboxDepth().event == 1, "the store has not been written for it")
+        unit.fixes.fix(latitude: 46.5, longitude: 7.5)
+        try await unit.eventually("the fix's commit marks it") { try unit.store.outboxDepth().event == 0 }
+        await unit.stop()
+    }
+
+    /// Draining a backlog, the pump keeps up to two windows of backfill packed ahead, so batches are
+    /// read and written a window at a time, not one per PUBACK; the lanes stay in order.
+    @Test func aBacklogIsPackedAheadAWindowAtATime() async throws {
+        let unit = try EngineUnderTest("[mqtt]\nmax_inflight = 4\nbatch_max = 10\n") { store in
+            try store.write { transaction in
+                for index in 0..<1000 {
+                    try transaction.queuePosition(
+                        Fix(time: 1_795_000_000_000 + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: 1_795_000_000_000)
+                }
+            }
+        }
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.eventually("a window is in flight") { unit.published(on: "pos").count == 4 }
+        let rows = try unit.store.outboxOverview(limitPerClass: 1000).depth[.position] ?? 0
+        #expect(rows == 4 + 8, "four in flight, two windows packed ahead")
+        // Each PUBACK hands over the next from the reserve, oldest first, with no gap.
+        for _ in 0..<20 {
+            let count = unit.published(on: "pos").count
+            unit.broker.acknowledge(unit.published(on: "pos")[count - 4])
+            try await unit.eventually("the next goes out") { unit.published(on: "pos").count == count + 1 }
+        }
+        let seqs = unit.published(on: "pos").compactMap { $0.json["seq"] as? Int }
+        #expect(seqs == Array(seqs.sorted()) && Set(seqs).count == seqs.count)
+        let packed = try unit.store.outboxOverview(limitPerClass: 1000).depth[.position] ?? 0
+        #expect(packed <= 4 + 8 && packed >= 4, "never more than two windows ahead: \(packed)")
+        await unit.stop()
+    }
+}
