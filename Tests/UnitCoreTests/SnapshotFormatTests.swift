@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import UnitCore
+
+/// Snapshots as a release stored them under `unit_snapshot` (`JSONEncoder()`, as
+/// `LocalCache.Transaction.saveValue` writes). The files of a release are never regenerated: units
+/// in the field hold exactly those bytes. To freeze the snapshots the current code writes, as a new
+/// release's set: `TAXIUNITD_WRITE_GOLDENS=<release> swift test --filter SnapshotFormatTests`.
+enum SnapshotGoldens {
+    static let t: Int64 = 1_800_000_000_000
+    static let pickup = Place(lat: 46.948, lon: 7.4395, address: "Bahnhofplatz 1, Bern")
+    static let fix = Fix(time: t - 4000, latitude: 46.94812, longitude: 7.43961, speed: 4.25, track: 271.5, accuracy: 3.8)
+
+    static func directory(_ release: String) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/release-\(release)/snapshots")
+    }
+
+    /// One per kind of state, and every optional both present and absent somewhere.
+    static let cases: [(name: String, snapshot: UnitSnapshot)] = [
+        ("off-duty", UnitSnapshot()),
+        ("available-answered-offers", UnitSnapshot(state: .available, answeredOffers: [
+            AnsweredOffer(job: "J-0998", reply: JobReply(job: "J-0998", reply: .accept, t: t - 900_000)),
+            AnsweredOffer(job: "J-0999", reply: nil),
+            AnsweredOffer(
+                job: "J-1000", reply: JobReply(job: "J-1000", reply: .reject, reason: "too far", t: t - 300_000), lastSentAt: t - 120_000),
+            AnsweredOffer(job: "J-1001", reply: JobReply(job: "J-1001", re: .jobUpdate, reply: .invalid, reason: "pickups: too many", t: t - 60_000)),
+        ])),
+        ("paused-refuel", UnitSnapshot(state: .paused(.refuel))),
+        ("paused-break", UnitSnapshot(state: .paused(.break))),
+        ("offered-pending-offer", UnitSnapshot(state: .offered(PendingOffer(
+            job: Job(id: "J-1002", pickup: pickup, passengers: 2, meetingTime: t + 600_000, shared: false, note: "wheelchair, \"ring twice\""),
+            receivedAt: t - 10_000, deadline: t + 50_000)))),
+        ("en-route-minimal-job", UnitSnapshot(state: .enRoute(Job(id: "J-1003", pickup: Place(lat: -33.8688, lon: 151.2093))))),
+        ("at-pickup-shared", UnitSnapshot(state: .atPickup(
+            Job(id: "J-1004", pickup: pickup, passengers: 3, shared: true, addedPickups: [
+                Place(lat: 46.9511, lon: 7.4386, address: "Bärenplatz"), Place(lat: 46.9466, lon: 7.4442),
+            ]),
+            arrivedAt: t - 30_000))),
+        ("on-board-ride-start-fix", UnitSnapshot(state: .onBoard(
+            Job(id: "J-1005", pickup: pickup, passengers: 1, note: "ünïcödé ✓"), since: RideStart(time: t - 5000, fix: fix)))),
+        ("on-board-fix-without-optionals", UnitSnapshot(state: .onBoard(
+            Job(id: "J-1006", pickup: pickup), since: RideStart(time: t - 5000, fix: Fix(time: t - 6000, latitude: 0, longitude: -0.5))))),
+        ("on-board-ride-start-without-fix", UnitSnapshot(state: .onBoard(
+            Job(id: "J-1007", pickup: pickup), since: RideStart(time: t - 5000, fix: nil)))),
+        ("panic-open-stored", UnitSnapshot(
+            state: .enRoute(Job(id: "J-1008", pickup: pickup)), panic: Panic(raisedAt: t - 2000, messageID: "0193f7a2c4e87b3d9a1c2e4f6a8b0c1d"))),
+        ("panic-open-not-yet-stored", UnitSnapshot(state: .offDuty, panic: Panic(raisedAt: t - 1000))),
+    ]
+
+    /// The JSON as a tree of Foundation values, whose equality ignores the order of keys.
+    static func tree(_ json: Data) throws -> NSDictionary {
+        try #require(try JSONSerialization.jsonObject(with: json) as? NSDictionary)
+    }
+
+    static func read(_ name: String, release: String) throws -> Data {
+        try Data(contentsOf: directory(release).appendingPathComponent("\(name).json"))
+    }
+}
+
+@Suite struct SnapshotFormatTests {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["TAXIUNITD_WRITE_GOLDENS"] != nil))
+    func writeGoldens() throws {
+        let release = try #require(ProcessInfo.processInfo.environment["TAXIUNITD_WRITE_GOLDENS"])
+        let directory = SnapshotGoldens.directory(release)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for (name, snapshot) in SnapshotGoldens.cases {
+            try JSONEncoder().encode(snapshot).write(to: directory.appendingPathComponent("\(name).json"))
+        }
+    }
+
+    @Test(arguments: SnapshotGoldens.cases.map(\.name))
+    func aSnapshotOfRelease038dd7aRestoresAndIsWrittenAgainAsItWas(_ name: String) throws {
+        let golden = try SnapshotGoldens.read(name, release: "038dd7a")
+        let expected = try #require(SnapshotGoldens.cases.first { $0.name == name }?.snapshot)
+        let restored = try JSONDecoder().decode(UnitSnapshot.self, from: golden)
+        #expect(restored == expected)
+        // The same tree: that release's `JSONEncoder` wrote keys in hash order, different in every process.
+        #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == SnapshotGoldens.tree(golden))
+    }
+}
