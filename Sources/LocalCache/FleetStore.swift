@@ -4,27 +4,6 @@ import UnitCore
 
 /// Fleet configuration documents per scope and the ids of executed fleet commands.
 extension LocalCache {
-    static func registerFleetMigration(in migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("fleet-config") { db in
-            try db.execute(sql: """
-                CREATE TABLE fleet_config (
-                    scope TEXT PRIMARY KEY,
-                    seen_version INTEGER NOT NULL,
-                    version INTEGER,
-                    document BLOB,
-                    on_probation INTEGER NOT NULL DEFAULT 0,
-                    last_good_version INTEGER,
-                    last_good_document BLOB,
-                    updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE executed_commands (
-                    id TEXT PRIMARY KEY,
-                    expires_at INTEGER NOT NULL
-                );
-                """)
-        }
-    }
-
     public func fleetConfigRecords() throws -> [ConfigScope: ConfigScopeRecord] {
         try database.read { db in
             var records: [ConfigScope: ConfigScopeRecord] = [:]

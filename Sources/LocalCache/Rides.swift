@@ -11,23 +11,6 @@ public struct RideRecord: Sendable, Equatable {
     public var dropPosition: Coordinate?
     /// Path length through the fixes stored from the pickup fix to the drop fix, metres.
     public var distanceM: Double
-
-    static func createTable(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE TABLE rides (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                job TEXT NOT NULL,
-                passengers INTEGER NOT NULL,
-                pickup_time INTEGER NOT NULL,
-                pickup_lat REAL,
-                pickup_lon REAL,
-                drop_time INTEGER NOT NULL,
-                drop_lat REAL,
-                drop_lon REAL,
-                distance_m REAL NOT NULL
-            );
-            """)
-    }
 }
 
 extension LocalCache.Transaction {

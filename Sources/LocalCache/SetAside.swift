@@ -16,20 +16,6 @@ public enum AsideKind: String, Sendable, CaseIterable, Codable {
 }
 
 extension LocalCache {
-    static func registerAsideMigration(in migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v4-aside") { db in
-            try db.execute(sql: """
-                CREATE TABLE aside (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    kind TEXT NOT NULL,
-                    reason TEXT NOT NULL,
-                    at INTEGER NOT NULL,
-                    data BLOB
-                );
-                """)
-        }
-    }
-
     /// How many entries of each kind were set aside since the store was created.
     public func asideCounts() throws -> [AsideKind: Int] {
         try database.read { db in

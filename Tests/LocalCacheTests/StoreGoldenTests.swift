@@ -123,8 +123,8 @@ enum StoreGolden {
         let written = scratch.file("store.sqlite")
         try StoreGolden.write(to: written)
         let target = StoreGolden.path(release)
+        try #require(!FileManager.default.fileExists(atPath: target), "a release's store is never regenerated")
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try? FileManager.default.removeItem(atPath: target)
         try FileManager.default.copyItem(atPath: written, toPath: target)
     }
 
@@ -198,5 +198,9 @@ enum StoreGolden {
         #expect(try schema(old) == schema(new))
         let applied = try old.database.read { try LocalCache.migrator.appliedIdentifiers($0) }
         #expect(applied == Set(LocalCache.migrator.migrations))
+        // Released migrations keep their names and their order; new ones go after them.
+        #expect(LocalCache.migrations.prefix(6).map(\.identifier) == [
+            "v1", "v2-rides", "fleet-config", "v2-lanes-position-queue-counters", "v3-outbox-acknowledged", "v4-aside",
+        ])
     }
 }

@@ -63,6 +63,7 @@ enum SnapshotGoldens {
     func writeGoldens() throws {
         let release = try #require(ProcessInfo.processInfo.environment["TAXIUNITD_WRITE_GOLDENS"])
         let directory = SnapshotGoldens.directory(release)
+        try #require(!FileManager.default.fileExists(atPath: directory.path), "a release's snapshots are never regenerated")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for (name, snapshot) in SnapshotGoldens.cases {
             try JSONEncoder().encode(snapshot).write(to: directory.appendingPathComponent("\(name).json"))
