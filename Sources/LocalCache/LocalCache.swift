@@ -404,8 +404,12 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
             return last - Int64(count) + 1
         }
 
+        /// Sorted keys: the same value is stored as the same bytes in every process (the encoder's
+        /// default order follows hashing, which is seeded per process).
         public func saveValue<T: Encodable>(_ value: T, forKey key: String) throws {
-            let encoded = try JSONEncoder().encode(value)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let encoded = try encoder.encode(value)
             try db.execute(
                 sql: "INSERT INTO unit_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 arguments: [key, encoded]

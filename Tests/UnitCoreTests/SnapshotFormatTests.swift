@@ -76,7 +76,55 @@ enum SnapshotGoldens {
         let expected = try #require(SnapshotGoldens.cases.first { $0.name == name }?.snapshot)
         let restored = try JSONDecoder().decode(UnitSnapshot.self, from: golden)
         #expect(restored == expected)
-        // The same tree: that release's `JSONEncoder` wrote keys in hash order, different in every process.
-        #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == SnapshotGoldens.tree(golden))
+        // The same tree with the format version added: that release's `JSONEncoder` wrote keys in
+        // hash order, different in every process.
+        let versioned = try SnapshotGoldens.tree(golden).mutableCopy() as? NSMutableDictionary
+        versioned?["v"] = 1
+        #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == versioned)
+    }
+
+    /// Format 1 as this release writes it (the store sorts keys), one state with every kind of value.
+    @Test func format1IsWrittenWithItsVersionAndTheKeysOfRelease038dd7a() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let snapshot = UnitSnapshot(
+            state: .atPickup(
+                Job(id: "J1", pickup: Place(lat: 46.5, lon: 7.5, address: "A"), passengers: 2, meetingTime: 9, shared: true, note: "n",
+                    addedPickups: [Place(lat: 1, lon: 2)]),
+                arrivedAt: 7),
+            panic: Panic(raisedAt: 5, messageID: "m"),
+            answeredOffers: [AnsweredOffer(job: "J0", reply: JobReply(job: "J0", reply: .reject, reason: "r", t: 3), lastSentAt: 4)])
+        let json = String(decoding: try encoder.encode(snapshot), as: UTF8.self)
+        #expect(json == """
+            {"answeredOffers":[{"job":"J0","lastSentAt":4,"reply":{"job":"J0","re":"job/offer","reason":"r","reply":"reject","t":3}}],\
+            "panic":{"messageID":"m","raisedAt":5},\
+            "state":{"atPickup":{"_0":{"addedPickups":[{"lat":1,"lon":2}],"id":"J1","meetingTime":9,"note":"n","passengers":2,\
+            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":1}
+            """)
+        let onBoard = UnitSnapshot(state: .onBoard(Job(id: "J2", pickup: Place(lat: 1, lon: 2)), since: RideStart(
+            time: 8, fix: Fix(time: 6, latitude: 1.5, longitude: 2.5, speed: 3, track: 4, accuracy: 5))))
+        #expect(String(decoding: try encoder.encode(onBoard), as: UTF8.self) == """
+            {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"id":"J2","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},\
+            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":1}
+            """)
+        for snapshot in SnapshotGoldens.cases.map(\.snapshot) + [snapshot, onBoard] {
+            #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(snapshot)) == snapshot)
+        }
+    }
+
+    /// A later release's snapshot, or one that is not a snapshot, fails to decode: the unit sets it
+    /// aside and starts off duty instead of guessing.
+    @Test func aSnapshotThisReleaseCannotReadIsRefused() throws {
+        let decode = { (json: String) in try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
+        #expect(try decode(#"{"v":1,"state":{"available":{}}}"#) == UnitSnapshot(state: .available))
+        for refused in [
+            #"{"v":2,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
+            #"{"state":{"enRoute":{}}}"#, #"{"state":{}}"#, #"{"state":{"offDuty":{},"available":{}}}"#, #"{"state":{"flying":{}}}"#,
+            #"{"state":{"offDuty":null}}"#, #"{"state":{"paused":{"_0":"nap"}}}"#,
+            #"{"state":{"available":{}},"answeredOffers":[{"job":"J","reply":{"job":"J","re":"job/offer","reply":"maybe","t":1}}]}"#,
+            #"{"state":{"onBoard":{"_0":{"id":"J","pickup":{"lat":1},"passengers":1,"shared":false,"addedPickups":[]},"since":{"time":1}}}}"#,
+        ] {
+            #expect(throws: DecodingError.self, "\(refused)") { try decode(refused) }
+        }
     }
 }
