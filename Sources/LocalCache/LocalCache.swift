@@ -453,23 +453,15 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
 
     /// The most recently stored fix.
     public func lastPosition() throws -> Fix? {
-        try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id DESC LIMIT 1").map { row in
-                Fix(time: (try row.decode(forColumn: "t")), latitude: (try row.decode(forColumn: "lat")), longitude: (try row.decode(forColumn: "lon")), speed: (try row.decode(forColumn: "spd")), track: (try row.decode(forColumn: "hdg")), accuracy: (try row.decode(forColumn: "acc")))
-            }
-        }
+        try database.read { db in try PositionRow.order(PositionRow.Columns.id.desc).fetchOne(db)?.fix }
     }
 
     public func positionCount() throws -> Int {
-        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions") ?? 0 }
+        try database.read { db in try PositionRow.fetchCount(db) }
     }
 
     /// The position history, oldest first.
     public func storedFixes() throws -> [Fix] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id").map { row in
-                Fix(time: (try row.decode(forColumn: "t")), latitude: (try row.decode(forColumn: "lat")), longitude: (try row.decode(forColumn: "lon")), speed: (try row.decode(forColumn: "spd")), track: (try row.decode(forColumn: "hdg")), accuracy: (try row.decode(forColumn: "acc")))
-            }
-        }
+        try database.read { db in try PositionRow.order(PositionRow.Columns.id).fetchAll(db).map(\.fix) }
     }
 }
