@@ -9,7 +9,7 @@
 /// snapshot of a version this release does not know fails to decode, and the unit sets it aside.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
-    public static let formatVersion = 1
+    static let formatVersion = 1
 
     private enum CodingKeys: String, CodingKey {
         case version = "v"

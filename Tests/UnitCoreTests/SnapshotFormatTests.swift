@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import UnitCore
 
-/// Snapshots as a release stored them under `unit_snapshot` (`JSONEncoder()`, as
-/// `LocalCache.Transaction.saveValue` writes). The files of a release are never regenerated: units
-/// in the field hold exactly those bytes. To freeze the snapshots the current code writes, as a new
+/// Snapshots as a release stored them under `unit_snapshot`, encoded the way its
+/// `LocalCache.Transaction.saveValue` did (release 038dd7a: `JSONEncoder()`, keys in hash order;
+/// since: sorted keys). The files of a release are never regenerated: units in the field hold
+/// exactly those bytes. To freeze the snapshots the current code writes, as a new
 /// release's set: `TAXIUNITD_WRITE_GOLDENS=<release> swift test --filter SnapshotFormatTests`.
 enum SnapshotGoldens {
     static let t: Int64 = 1_800_000_000_000
@@ -65,8 +66,10 @@ enum SnapshotGoldens {
         let directory = SnapshotGoldens.directory(release)
         try #require(!FileManager.default.fileExists(atPath: directory.path), "a release's snapshots are never regenerated")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
         for (name, snapshot) in SnapshotGoldens.cases {
-            try JSONEncoder().encode(snapshot).write(to: directory.appendingPathComponent("\(name).json"))
+            try encoder.encode(snapshot).write(to: directory.appendingPathComponent("\(name).json"))
         }
     }
 
