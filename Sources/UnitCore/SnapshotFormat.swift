@@ -4,7 +4,7 @@
 /// cannot change what units in the field have on disk.
 ///
 /// Version 1 is exactly what release 038dd7a wrote with synthesized `Codable` (its files are in
-/// Tests/Fixtures/release-038dd7a/snapshots), with the version `v` in front; without `v` it is 1.
+/// Tests/Fixtures/release-038dd7a/snapshots) plus the version, `"v":1`; without `v` it is 1.
 /// A release that changes the shape writes the next version and keeps reading every earlier one. A
 /// snapshot of a version this release does not know fails to decode, and the unit sets it aside.
 extension UnitSnapshot: Codable {
