@@ -4,56 +4,21 @@ import UnitCore
 
 /// Fleet configuration documents per scope and the ids of executed fleet commands.
 extension LocalCache {
-    static func registerFleetMigration(in migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("fleet-config") { db in
-            try db.execute(sql: """
-                CREATE TABLE fleet_config (
-                    scope TEXT PRIMARY KEY,
-                    seen_version INTEGER NOT NULL,
-                    version INTEGER,
-                    document BLOB,
-                    on_probation INTEGER NOT NULL DEFAULT 0,
-                    last_good_version INTEGER,
-                    last_good_document BLOB,
-                    updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE executed_commands (
-                    id TEXT PRIMARY KEY,
-                    expires_at INTEGER NOT NULL
-                );
-                """)
-        }
-    }
-
     public func fleetConfigRecords() throws -> [ConfigScope: ConfigScopeRecord] {
         try database.read { db in
             var records: [ConfigScope: ConfigScopeRecord] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM fleet_config") {
-                guard let scope = ConfigScope(rawValue: (try row.decode(forColumn: "scope"))) else { continue }
-                records[scope] = ConfigScopeRecord(
-                    seenVersion: (try row.decode(forColumn: "seen_version")),
-                    applied: Self.document(version: (try row.decode(forColumn: "version")), payload: (try row.decode(forColumn: "document"))),
-                    probation: (try row.decode(Bool.self, forColumn: "on_probation"))
-                        ? .init(lastGood: Self.document(version: (try row.decode(forColumn: "last_good_version")), payload: (try row.decode(forColumn: "last_good_document"))))
-                        : nil
-                )
+            for row in try FleetConfigRow.fetchAll(db) {
+                if let scope = ConfigScope(rawValue: row.scope) { records[scope] = row.record }
             }
             return records
         }
-    }
-
-    private static func document(version: Int?, payload: Data?) -> AppliedConfigDocument? {
-        guard let version, let payload else { return nil }
-        return AppliedConfigDocument(version: version, payload: Array(payload))
     }
 
     /// Ids of executed commands that have not expired yet, with their expiry.
     public func executedCommands(now: Int64) throws -> [String: Int64] {
         try database.read { db in
             var executed: [String: Int64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT id, expires_at FROM executed_commands WHERE expires_at > ?", arguments: [now]) {
-                executed[(try row.decode(forColumn: "id"))] = (try row.decode(forColumn: "expires_at"))
-            }
+            for row in try ExecutedCommandRow.filter(ExecutedCommandRow.Columns.expiresAt > now).fetchAll(db) { executed[row.id] = row.expiresAt }
             return executed
         }
     }
@@ -61,33 +26,17 @@ extension LocalCache {
 
 extension LocalCache.Transaction {
     public func saveFleetConfig(_ record: ConfigScopeRecord, for scope: ConfigScope, at time: Int64) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO fleet_config
-                    (scope, seen_version, version, document, on_probation, last_good_version, last_good_document, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(scope) DO UPDATE SET
-                    seen_version = excluded.seen_version, version = excluded.version, document = excluded.document,
-                    on_probation = excluded.on_probation, last_good_version = excluded.last_good_version,
-                    last_good_document = excluded.last_good_document, updated_at = excluded.updated_at
-                """,
-            arguments: [
-                scope.rawValue, record.seenVersion, record.applied?.version, record.applied.map { Data($0.payload) },
-                record.probation != nil, record.probation?.lastGood?.version, record.probation?.lastGood.map { Data($0.payload) },
-                time,
-            ]
-        )
+        try FleetConfigRow(scope: scope, record: record, updatedAt: time).upsert(db)
     }
 
     /// Remembers an executed command (and forgets those that expired).
     public func rememberCommand(_ id: String, expiresAt: Int64, now: Int64) throws {
-        try db.execute(sql: "DELETE FROM executed_commands WHERE expires_at <= ?", arguments: [now])
-        try db.execute(sql: "INSERT OR REPLACE INTO executed_commands (id, expires_at) VALUES (?, ?)", arguments: [id, expiresAt])
+        try ExecutedCommandRow.filter(ExecutedCommandRow.Columns.expiresAt <= now).deleteAll(db)
+        try ExecutedCommandRow(id: id, expiresAt: expiresAt).insert(db, onConflict: .replace)
     }
 
     /// Deletes positions whose fix time is before `cutoff` (ms since the Unix epoch); returns how many.
     public func deletePositions(before cutoff: Int64) throws -> Int {
-        try db.execute(sql: "DELETE FROM positions WHERE t < ?", arguments: [cutoff])
-        return db.changesCount
+        try PositionRow.filter(PositionRow.Columns.t < cutoff).deleteAll(db)
     }
 }

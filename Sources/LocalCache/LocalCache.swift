@@ -211,92 +211,6 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
         return formatter.string(from: Date())
     }
 
-    /// Append-only: a released migration is never edited, later ones build on it.
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE positions (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    t INTEGER NOT NULL,
-                    lat REAL NOT NULL,
-                    lon REAL NOT NULL,
-                    spd REAL,
-                    hdg REAL,
-                    acc REAL
-                );
-                CREATE TABLE outbox (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    message_id TEXT NOT NULL UNIQUE,
-                    topic TEXT NOT NULL,
-                    class INTEGER NOT NULL,
-                    qos INTEGER NOT NULL,
-                    payload BLOB NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    delivered_at INTEGER
-                );
-                CREATE INDEX outbox_pending ON outbox(class, id) WHERE delivered_at IS NULL;
-                CREATE TABLE topic_sequence (
-                    topic TEXT PRIMARY KEY,
-                    last_seq INTEGER NOT NULL
-                );
-                CREATE TABLE unit_state (
-                    key TEXT PRIMARY KEY,
-                    value BLOB NOT NULL
-                );
-                """)
-        }
-        migrator.registerMigration("v2-rides", migrate: RideRecord.createTable)
-        registerFleetMigration(in: &migrator)
-        migrator.registerMigration("v2-lanes-position-queue-counters") { db in
-            // Reported fixes wait in position_queue until the pump packs them into a live or a
-            // backfill message; `points` is how many fixes an outbox row carries.
-            try db.execute(sql: """
-                ALTER TABLE positions ADD COLUMN created_at INTEGER;
-                ALTER TABLE outbox ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE outbox ADD COLUMN points INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE outbox ADD COLUMN newest_point INTEGER;
-                UPDATE outbox SET lane = \(OutboxLane.backfill.rawValue), points = 1 WHERE class = \(MessageClass.position.rawValue);
-                UPDATE outbox SET lane = class WHERE class < \(MessageClass.position.rawValue);
-                DROP INDEX outbox_pending;
-                CREATE INDEX outbox_pending ON outbox(lane, id) WHERE delivered_at IS NULL;
-                CREATE INDEX outbox_delivered ON outbox(delivered_at) WHERE delivered_at IS NOT NULL;
-                CREATE TABLE position_queue (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    created_at INTEGER NOT NULL,
-                    t INTEGER NOT NULL,
-                    lat REAL NOT NULL,
-                    lon REAL NOT NULL,
-                    spd REAL,
-                    hdg REAL,
-                    acc REAL,
-                    thinned INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE TABLE store_counters (
-                    name TEXT PRIMARY KEY,
-                    value INTEGER NOT NULL
-                );
-                """)
-        }
-        migrator.registerMigration("v3-outbox-acknowledged") { db in
-            // A PUBACK appends one small row at the end of its own table instead of rewriting the
-            // message's 1.3 kB row and moving it between two partial indexes.
-            try db.execute(sql: """
-                DROP INDEX outbox_pending;
-                DROP INDEX outbox_delivered;
-                CREATE TABLE outbox_acknowledged (
-                    id INTEGER PRIMARY KEY,
-                    at INTEGER NOT NULL
-                );
-                INSERT INTO outbox_acknowledged (id, at) SELECT id, delivered_at FROM outbox WHERE delivered_at IS NOT NULL;
-                ALTER TABLE outbox DROP COLUMN delivered_at;
-                CREATE INDEX outbox_lane ON outbox(lane, id);
-                """)
-        }
-        registerAsideMigration(in: &migrator)
-        return migrator
-    }
-
     /// Runs `body` in one transaction. `.full` makes this commit fsync'd whatever the pool's default
     /// (GRDB's WAL set-up pins synchronous=NORMAL on the writer).
     ///
@@ -486,8 +400,12 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
             return last - Int64(count) + 1
         }
 
+        /// Sorted keys: the same value is stored as the same bytes in every process (the encoder's
+        /// default order follows hashing, which is seeded per process).
         public func saveValue<T: Encodable>(_ value: T, forKey key: String) throws {
-            let encoded = try JSONEncoder().encode(value)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let encoded = try encoder.encode(value)
             try db.execute(
                 sql: "INSERT INTO unit_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 arguments: [key, encoded]
@@ -531,23 +449,15 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
 
     /// The most recently stored fix.
     public func lastPosition() throws -> Fix? {
-        try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id DESC LIMIT 1").map { row in
-                Fix(time: (try row.decode(forColumn: "t")), latitude: (try row.decode(forColumn: "lat")), longitude: (try row.decode(forColumn: "lon")), speed: (try row.decode(forColumn: "spd")), track: (try row.decode(forColumn: "hdg")), accuracy: (try row.decode(forColumn: "acc")))
-            }
-        }
+        try database.read { db in try PositionRow.order(PositionRow.Columns.id.desc).fetchOne(db)?.fix }
     }
 
     public func positionCount() throws -> Int {
-        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions") ?? 0 }
+        try database.read { db in try PositionRow.fetchCount(db) }
     }
 
     /// The position history, oldest first.
     public func storedFixes() throws -> [Fix] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT t, lat, lon, spd, hdg, acc FROM positions ORDER BY id").map { row in
-                Fix(time: (try row.decode(forColumn: "t")), latitude: (try row.decode(forColumn: "lat")), longitude: (try row.decode(forColumn: "lon")), speed: (try row.decode(forColumn: "spd")), track: (try row.decode(forColumn: "hdg")), accuracy: (try row.decode(forColumn: "acc")))
-            }
-        }
+        try database.read { db in try PositionRow.order(PositionRow.Columns.id).fetchAll(db).map(\.fix) }
     }
 }

@@ -16,20 +16,6 @@ public enum AsideKind: String, Sendable, CaseIterable, Codable {
 }
 
 extension LocalCache {
-    static func registerAsideMigration(in migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v4-aside") { db in
-            try db.execute(sql: """
-                CREATE TABLE aside (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    kind TEXT NOT NULL,
-                    reason TEXT NOT NULL,
-                    at INTEGER NOT NULL,
-                    data BLOB
-                );
-                """)
-        }
-    }
-
     /// How many entries of each kind were set aside since the store was created.
     public func asideCounts() throws -> [AsideKind: Int] {
         try database.read { db in
@@ -44,10 +30,10 @@ extension LocalCache {
     /// Moves the value stored under `key` (the snapshot) aside.
     public func setAsideValue(forKey key: String, kind: AsideKind, reason: String, at time: Int64) throws {
         try write(.full) { transaction in
-            try transaction.db.execute(
-                sql: "INSERT INTO aside (kind, reason, at, data) SELECT ?, ?, ?, value FROM unit_state WHERE key = ?",
-                arguments: [kind.rawValue, reason, time, key])
-            try transaction.db.execute(sql: "DELETE FROM unit_state WHERE key = ?", arguments: [key])
+            let db = transaction.db
+            guard let value = try Data.fetchOne(db, sql: "SELECT value FROM unit_state WHERE key = ?", arguments: [key]) else { return }
+            try AsideRow(kind: kind, reason: reason, at: time, data: value).insert(db)
+            try db.execute(sql: "DELETE FROM unit_state WHERE key = ?", arguments: [key])
         }
     }
 

@@ -10,7 +10,7 @@ public enum StateName: String, Sendable, Codable, CaseIterable {
 }
 
 /// A job the unit has taken on (or is being offered).
-public struct Job: Sendable, Equatable, Codable {
+public struct Job: Sendable, Equatable {
     public var id: String
     public var pickup: Place
     /// Passengers expected, all pickups together; on board once `on_board`.
@@ -41,7 +41,7 @@ public struct Job: Sendable, Equatable, Codable {
     }
 }
 
-public struct PendingOffer: Sendable, Equatable, Codable {
+public struct PendingOffer: Sendable, Equatable {
     public var job: Job
     /// Unit clock at receipt, ms.
     public var receivedAt: Int64
@@ -55,7 +55,7 @@ public struct PendingOffer: Sendable, Equatable, Codable {
     }
 }
 
-public struct RideStart: Sendable, Equatable, Codable {
+public struct RideStart: Sendable, Equatable {
     public var time: Int64
     public var fix: Fix?
 
@@ -67,7 +67,7 @@ public struct RideStart: Sendable, Equatable, Codable {
 
 /// The driver/job state. Job data lives inside the states that have a job, so "at most one job"
 /// holds by construction.
-public enum DriverState: Sendable, Equatable, Codable {
+public enum DriverState: Sendable, Equatable {
     case offDuty
     case available
     case paused(PauseReason)
@@ -115,7 +115,7 @@ public enum DriverState: Sendable, Equatable, Codable {
 }
 
 /// An offer the unit has finished with, remembered so a redelivered copy gets the same answer (rule 4).
-public struct AnsweredOffer: Sendable, Equatable, Codable {
+public struct AnsweredOffer: Sendable, Equatable {
     public var job: String
     /// nil when the dispatcher withdrew the offer before it was answered.
     public var reply: JobReply?
@@ -132,7 +132,7 @@ public struct AnsweredOffer: Sendable, Equatable, Codable {
 }
 
 /// The panic alarm while the dispatcher has not acknowledged it.
-public struct Panic: Sendable, Equatable, Codable {
+public struct Panic: Sendable, Equatable {
     public var raisedAt: Int64
     /// The `id` of this alarm's `sos` message, once the shell has stored it: an `sos/ack` naming
     /// another id acknowledges an earlier alarm and leaves this one open.
@@ -145,7 +145,7 @@ public struct Panic: Sendable, Equatable, Codable {
 }
 
 /// What survives a restart: written (synchronous=FULL) with every reply it explains.
-public struct UnitSnapshot: Sendable, Equatable, Codable {
+public struct UnitSnapshot: Sendable, Equatable {
     public var state: DriverState
     public var panic: Panic?
     /// Most recent last, at most `UnitSettings.answeredOfferMemory` entries.
@@ -155,28 +155,6 @@ public struct UnitSnapshot: Sendable, Equatable, Codable {
         self.state = state
         self.panic = panic
         self.answeredOffers = answeredOffers
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case state, panic, answeredOffers
-    }
-
-    /// Also reads the walking skeleton's snapshot (`{"state":"off_duty"}`), so an updated unit
-    /// starts where it was.
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        if let legacy = try? container.decode(String.self, forKey: .state) {
-            switch legacy {
-            case "off_duty": state = .offDuty
-            case "available": state = .available
-            default:
-                throw DecodingError.dataCorruptedError(forKey: .state, in: container, debugDescription: "unknown state \(legacy)")
-            }
-        } else {
-            state = try container.decode(DriverState.self, forKey: .state)
-        }
-        panic = try container.decodeIfPresent(Panic.self, forKey: .panic)
-        answeredOffers = try container.decodeIfPresent([AnsweredOffer].self, forKey: .answeredOffers) ?? []
     }
 }
 

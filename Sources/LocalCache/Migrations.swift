@@ -1,0 +1,133 @@
+import GRDB
+
+/// Every migration of the store, as the literal SQL it ran when it was released.
+///
+/// Append-only: a released migration never changes, neither its identifier nor its SQL, because
+/// units in the field already ran it and a new store must end up with the same schema as an old
+/// one migrated (`StoreGoldenTests`). Nothing is interpolated: a Swift enum or constant may change
+/// its value in a later release, the effect of a migration that ran may not. To change the schema,
+/// append a migration with a new identifier.
+extension LocalCache {
+    static let migrations: [(identifier: String, sql: String)] = [
+        ("v1", """
+            CREATE TABLE positions (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                t INTEGER NOT NULL,
+                lat REAL NOT NULL,
+                lon REAL NOT NULL,
+                spd REAL,
+                hdg REAL,
+                acc REAL
+            );
+            CREATE TABLE outbox (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                message_id TEXT NOT NULL UNIQUE,
+                topic TEXT NOT NULL,
+                class INTEGER NOT NULL,
+                qos INTEGER NOT NULL,
+                payload BLOB NOT NULL,
+                created_at INTEGER NOT NULL,
+                delivered_at INTEGER
+            );
+            CREATE INDEX outbox_pending ON outbox(class, id) WHERE delivered_at IS NULL;
+            CREATE TABLE topic_sequence (
+                topic TEXT PRIMARY KEY,
+                last_seq INTEGER NOT NULL
+            );
+            CREATE TABLE unit_state (
+                key TEXT PRIMARY KEY,
+                value BLOB NOT NULL
+            );
+            """),
+        ("v2-rides", """
+            CREATE TABLE rides (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                job TEXT NOT NULL,
+                passengers INTEGER NOT NULL,
+                pickup_time INTEGER NOT NULL,
+                pickup_lat REAL,
+                pickup_lon REAL,
+                drop_time INTEGER NOT NULL,
+                drop_lat REAL,
+                drop_lon REAL,
+                distance_m REAL NOT NULL
+            );
+            """),
+        ("fleet-config", """
+            CREATE TABLE fleet_config (
+                scope TEXT PRIMARY KEY,
+                seen_version INTEGER NOT NULL,
+                version INTEGER,
+                document BLOB,
+                on_probation INTEGER NOT NULL DEFAULT 0,
+                last_good_version INTEGER,
+                last_good_document BLOB,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE executed_commands (
+                id TEXT PRIMARY KEY,
+                expires_at INTEGER NOT NULL
+            );
+            """),
+        // Reported fixes wait in position_queue until the pump packs them into a live or a backfill
+        // message; `points` is how many fixes an outbox row carries. Classes as v1 numbered them
+        // (alarm 0, reply 1, event 2, position 3); the lanes are alarm 0, reply 1, event 2,
+        // live position 3, backfill 4, and every position a v1 store holds is history.
+        ("v2-lanes-position-queue-counters", """
+            ALTER TABLE positions ADD COLUMN created_at INTEGER;
+            ALTER TABLE outbox ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE outbox ADD COLUMN points INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE outbox ADD COLUMN newest_point INTEGER;
+            UPDATE outbox SET lane = 4, points = 1 WHERE class = 3;
+            UPDATE outbox SET lane = class WHERE class < 3;
+            DROP INDEX outbox_pending;
+            CREATE INDEX outbox_pending ON outbox(lane, id) WHERE delivered_at IS NULL;
+            CREATE INDEX outbox_delivered ON outbox(delivered_at) WHERE delivered_at IS NOT NULL;
+            CREATE TABLE position_queue (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                created_at INTEGER NOT NULL,
+                t INTEGER NOT NULL,
+                lat REAL NOT NULL,
+                lon REAL NOT NULL,
+                spd REAL,
+                hdg REAL,
+                acc REAL,
+                thinned INTEGER NOT NULL DEFAULT 0
+            );
+            CREATE TABLE store_counters (
+                name TEXT PRIMARY KEY,
+                value INTEGER NOT NULL
+            );
+            """),
+        // A PUBACK appends one small row at the end of its own table instead of rewriting the
+        // message's 1.3 kB row and moving it between two partial indexes.
+        ("v3-outbox-acknowledged", """
+            DROP INDEX outbox_pending;
+            DROP INDEX outbox_delivered;
+            CREATE TABLE outbox_acknowledged (
+                id INTEGER PRIMARY KEY,
+                at INTEGER NOT NULL
+            );
+            INSERT INTO outbox_acknowledged (id, at) SELECT id, delivered_at FROM outbox WHERE delivered_at IS NOT NULL;
+            ALTER TABLE outbox DROP COLUMN delivered_at;
+            CREATE INDEX outbox_lane ON outbox(lane, id);
+            """),
+        ("v4-aside", """
+            CREATE TABLE aside (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                at INTEGER NOT NULL,
+                data BLOB
+            );
+            """),
+    ]
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        for migration in migrations {
+            migrator.registerMigration(migration.identifier) { db in try db.execute(sql: migration.sql) }
+        }
+        return migrator
+    }
+}

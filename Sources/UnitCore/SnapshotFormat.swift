@@ -1,0 +1,299 @@
+/// The state snapshot as the store keeps it (`unit_snapshot`). Its format belongs to the store, not
+/// to Swift's names or to the wire: every key is spelled out here, and wire types inside it (`Place`,
+/// `Fix`, `JobReply`) are written through their own stored forms, so a change to the protocol
+/// cannot change what units in the field have on disk.
+///
+/// Version 1 is exactly what release 038dd7a wrote with synthesized `Codable` (its files are in
+/// Tests/Fixtures/release-038dd7a/snapshots) plus the version, `"v":1`; without `v` it is 1.
+/// A release that changes the shape writes the next version and keeps reading every earlier one. A
+/// snapshot of a version this release does not know fails to decode, and the unit sets it aside.
+extension UnitSnapshot: Codable {
+    /// The format this release writes.
+    static let formatVersion = 1
+
+    private enum CodingKeys: String, CodingKey {
+        case version = "v"
+        case state, panic, answeredOffers
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 1
+        guard version == Self.formatVersion else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .version, in: container, debugDescription: "snapshot format \(version); this release reads format \(Self.formatVersion)")
+        }
+        // The walking skeleton stored the state's name (`{"state":"off_duty"}`): an updated unit
+        // starts where it was.
+        if let legacy = try? container.decode(String.self, forKey: .state) {
+            switch legacy {
+            case "off_duty": state = .offDuty
+            case "available": state = .available
+            default:
+                throw DecodingError.dataCorruptedError(forKey: .state, in: container, debugDescription: "unknown state \(legacy)")
+            }
+        } else {
+            state = try container.decode(DriverState.self, forKey: .state)
+        }
+        panic = try container.decodeIfPresent(Panic.self, forKey: .panic)
+        answeredOffers = try container.decodeIfPresent([AnsweredOffer].self, forKey: .answeredOffers) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.formatVersion, forKey: .version)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(panic, forKey: .panic)
+        try container.encode(answeredOffers, forKey: .answeredOffers)
+    }
+}
+
+/// One key per state, holding an object with the state's values: `_0` for the unlabelled one, then
+/// the labelled ones (the shape Swift synthesizes for an enum with associated values).
+extension DriverState: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case offDuty, available, paused, offered, enRoute, atPickup, onBoard
+    }
+
+    private enum ValueKeys: String, CodingKey {
+        case value = "_0"
+        case arrivedAt, since
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        guard container.allKeys.count == 1, let key = container.allKeys.first else {
+            throw DecodingError.typeMismatch(DriverState.self, DecodingError.Context(
+                codingPath: container.codingPath, debugDescription: "one state expected, found \(container.allKeys.map(\.stringValue))"))
+        }
+        let values = try container.nestedContainer(keyedBy: ValueKeys.self, forKey: key)
+        switch key {
+        case .offDuty: self = .offDuty
+        case .available: self = .available
+        case .paused: self = .paused(try values.decode(PauseReason.self, forKey: .value))
+        case .offered: self = .offered(try values.decode(PendingOffer.self, forKey: .value))
+        case .enRoute: self = .enRoute(try values.decode(Job.self, forKey: .value))
+        case .atPickup: self = .atPickup(try values.decode(Job.self, forKey: .value), arrivedAt: try values.decode(Int64.self, forKey: .arrivedAt))
+        case .onBoard: self = .onBoard(try values.decode(Job.self, forKey: .value), since: try values.decode(RideStart.self, forKey: .since))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .offDuty:
+            _ = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .offDuty)
+        case .available:
+            _ = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .available)
+        case .paused(let reason):
+            var values = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .paused)
+            try values.encode(reason, forKey: .value)
+        case .offered(let offer):
+            var values = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .offered)
+            try values.encode(offer, forKey: .value)
+        case .enRoute(let job):
+            var values = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .enRoute)
+            try values.encode(job, forKey: .value)
+        case .atPickup(let job, let arrivedAt):
+            var values = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .atPickup)
+            try values.encode(job, forKey: .value)
+            try values.encode(arrivedAt, forKey: .arrivedAt)
+        case .onBoard(let job, let since):
+            var values = container.nestedContainer(keyedBy: ValueKeys.self, forKey: .onBoard)
+            try values.encode(job, forKey: .value)
+            try values.encode(since, forKey: .since)
+        }
+    }
+}
+
+extension Job: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, pickup, passengers, meetingTime, shared, note, addedPickups
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try container.decode(String.self, forKey: .id),
+            pickup: try container.decode(StoredPlace.self, forKey: .pickup).place,
+            passengers: try container.decode(Int.self, forKey: .passengers),
+            meetingTime: try container.decodeIfPresent(Int64.self, forKey: .meetingTime),
+            shared: try container.decode(Bool.self, forKey: .shared),
+            note: try container.decodeIfPresent(String.self, forKey: .note),
+            addedPickups: try container.decode([StoredPlace].self, forKey: .addedPickups).map(\.place))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(StoredPlace(pickup), forKey: .pickup)
+        try container.encode(passengers, forKey: .passengers)
+        try container.encodeIfPresent(meetingTime, forKey: .meetingTime)
+        try container.encode(shared, forKey: .shared)
+        try container.encodeIfPresent(note, forKey: .note)
+        try container.encode(addedPickups.map(StoredPlace.init), forKey: .addedPickups)
+    }
+}
+
+extension PendingOffer: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case job, receivedAt, deadline
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            job: try container.decode(Job.self, forKey: .job), receivedAt: try container.decode(Int64.self, forKey: .receivedAt),
+            deadline: try container.decode(Int64.self, forKey: .deadline))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(job, forKey: .job)
+        try container.encode(receivedAt, forKey: .receivedAt)
+        try container.encode(deadline, forKey: .deadline)
+    }
+}
+
+extension RideStart: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case time, fix
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(time: try container.decode(Int64.self, forKey: .time), fix: try container.decodeIfPresent(StoredFix.self, forKey: .fix)?.fix)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(time, forKey: .time)
+        try container.encodeIfPresent(fix.map(StoredFix.init), forKey: .fix)
+    }
+}
+
+extension AnsweredOffer: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case job, reply, lastSentAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            job: try container.decode(String.self, forKey: .job), reply: try container.decodeIfPresent(StoredReply.self, forKey: .reply)?.reply,
+            lastSentAt: try container.decodeIfPresent(Int64.self, forKey: .lastSentAt))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(job, forKey: .job)
+        try container.encodeIfPresent(reply.map(StoredReply.init), forKey: .reply)
+        try container.encodeIfPresent(lastSentAt, forKey: .lastSentAt)
+    }
+}
+
+extension Panic: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case raisedAt, messageID
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(raisedAt: try container.decode(Int64.self, forKey: .raisedAt), messageID: try container.decodeIfPresent(String.self, forKey: .messageID))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(raisedAt, forKey: .raisedAt)
+        try container.encodeIfPresent(messageID, forKey: .messageID)
+    }
+}
+
+/// A pickup inside the snapshot.
+private struct StoredPlace: Codable {
+    var place: Place
+
+    init(_ place: Place) {
+        self.place = place
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case lat, lon, address
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        place = Place(
+            lat: try container.decode(Double.self, forKey: .lat), lon: try container.decode(Double.self, forKey: .lon),
+            address: try container.decodeIfPresent(String.self, forKey: .address))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(place.lat, forKey: .lat)
+        try container.encode(place.lon, forKey: .lon)
+        try container.encodeIfPresent(place.address, forKey: .address)
+    }
+}
+
+/// The fix a ride started with, inside the snapshot.
+private struct StoredFix: Codable {
+    var fix: Fix
+
+    init(_ fix: Fix) {
+        self.fix = fix
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case time, latitude, longitude, speed, track, accuracy
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        fix = Fix(
+            time: try container.decode(Int64.self, forKey: .time), latitude: try container.decode(Double.self, forKey: .latitude),
+            longitude: try container.decode(Double.self, forKey: .longitude), speed: try container.decodeIfPresent(Double.self, forKey: .speed),
+            track: try container.decodeIfPresent(Double.self, forKey: .track), accuracy: try container.decodeIfPresent(Double.self, forKey: .accuracy))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(fix.time, forKey: .time)
+        try container.encode(fix.latitude, forKey: .latitude)
+        try container.encode(fix.longitude, forKey: .longitude)
+        try container.encodeIfPresent(fix.speed, forKey: .speed)
+        try container.encodeIfPresent(fix.track, forKey: .track)
+        try container.encodeIfPresent(fix.accuracy, forKey: .accuracy)
+    }
+}
+
+/// An answer the unit gave, inside the snapshot. The topic and code are stored as their wire
+/// names, which the protocol (docs/protocol.md) freezes as well.
+private struct StoredReply: Codable {
+    var reply: JobReply
+
+    init(_ reply: JobReply) {
+        self.reply = reply
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case job, re, reply, reason, t
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        reply = JobReply(
+            job: try container.decode(String.self, forKey: .job), re: try container.decode(InboundTopic.self, forKey: .re),
+            reply: try container.decode(ReplyCode.self, forKey: .reply), reason: try container.decodeIfPresent(String.self, forKey: .reason),
+            t: try container.decode(Int64.self, forKey: .t))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(reply.job, forKey: .job)
+        try container.encode(reply.re, forKey: .re)
+        try container.encode(reply.reply, forKey: .reply)
+        try container.encodeIfPresent(reply.reason, forKey: .reason)
+        try container.encode(reply.t, forKey: .t)
+    }
+}

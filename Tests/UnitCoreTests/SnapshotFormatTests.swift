@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+import UnitCore
+
+/// Snapshots as a release stored them under `unit_snapshot`, encoded the way its
+/// `LocalCache.Transaction.saveValue` did (release 038dd7a: `JSONEncoder()`, keys in hash order;
+/// since: sorted keys). The files of a release are never regenerated: units in the field hold
+/// exactly those bytes. To freeze the snapshots the current code writes, as a new
+/// release's set: `TAXIUNITD_WRITE_GOLDENS=<release> swift test --filter SnapshotFormatTests`.
+enum SnapshotGoldens {
+    static let t: Int64 = 1_800_000_000_000
+    static let pickup = Place(lat: 46.948, lon: 7.4395, address: "Bahnhofplatz 1, Bern")
+    static let fix = Fix(time: t - 4000, latitude: 46.94812, longitude: 7.43961, speed: 4.25, track: 271.5, accuracy: 3.8)
+
+    static func directory(_ release: String) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/release-\(release)/snapshots")
+    }
+
+    /// One per kind of state, and every optional both present and absent somewhere.
+    static let cases: [(name: String, snapshot: UnitSnapshot)] = [
+        ("off-duty", UnitSnapshot()),
+        ("available-answered-offers", UnitSnapshot(state: .available, answeredOffers: [
+            AnsweredOffer(job: "J-0998", reply: JobReply(job: "J-0998", reply: .accept, t: t - 900_000)),
+            AnsweredOffer(job: "J-0999", reply: nil),
+            AnsweredOffer(
+                job: "J-1000", reply: JobReply(job: "J-1000", reply: .reject, reason: "too far", t: t - 300_000), lastSentAt: t - 120_000),
+            AnsweredOffer(job: "J-1001", reply: JobReply(job: "J-1001", re: .jobUpdate, reply: .invalid, reason: "pickups: too many", t: t - 60_000)),
+        ])),
+        ("paused-refuel", UnitSnapshot(state: .paused(.refuel))),
+        ("paused-break", UnitSnapshot(state: .paused(.break))),
+        ("offered-pending-offer", UnitSnapshot(state: .offered(PendingOffer(
+            job: Job(id: "J-1002", pickup: pickup, passengers: 2, meetingTime: t + 600_000, shared: false, note: "wheelchair, \"ring twice\""),
+            receivedAt: t - 10_000, deadline: t + 50_000)))),
+        ("en-route-minimal-job", UnitSnapshot(state: .enRoute(Job(id: "J-1003", pickup: Place(lat: -33.8688, lon: 151.2093))))),
+        ("at-pickup-shared", UnitSnapshot(state: .atPickup(
+            Job(id: "J-1004", pickup: pickup, passengers: 3, shared: true, addedPickups: [
+                Place(lat: 46.9511, lon: 7.4386, address: "Bärenplatz"), Place(lat: 46.9466, lon: 7.4442),
+            ]),
+            arrivedAt: t - 30_000))),
+        ("on-board-ride-start-fix", UnitSnapshot(state: .onBoard(
+            Job(id: "J-1005", pickup: pickup, passengers: 1, note: "ünïcödé ✓"), since: RideStart(time: t - 5000, fix: fix)))),
+        ("on-board-fix-without-optionals", UnitSnapshot(state: .onBoard(
+            Job(id: "J-1006", pickup: pickup), since: RideStart(time: t - 5000, fix: Fix(time: t - 6000, latitude: 0, longitude: -0.5))))),
+        ("on-board-ride-start-without-fix", UnitSnapshot(state: .onBoard(
+            Job(id: "J-1007", pickup: pickup), since: RideStart(time: t - 5000, fix: nil)))),
+        ("panic-open-stored", UnitSnapshot(
+            state: .enRoute(Job(id: "J-1008", pickup: pickup)), panic: Panic(raisedAt: t - 2000, messageID: "0193f7a2c4e87b3d9a1c2e4f6a8b0c1d"))),
+        ("panic-open-not-yet-stored", UnitSnapshot(state: .offDuty, panic: Panic(raisedAt: t - 1000))),
+    ]
+
+    /// The JSON as a tree of Foundation values, whose equality ignores the order of keys.
+    static func tree(_ json: Data) throws -> NSDictionary {
+        try #require(try JSONSerialization.jsonObject(with: json) as? NSDictionary)
+    }
+
+    static func read(_ name: String, release: String) throws -> Data {
+        try Data(contentsOf: directory(release).appendingPathComponent("\(name).json"))
+    }
+}
+
+@Suite struct SnapshotFormatTests {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["TAXIUNITD_WRITE_GOLDENS"] != nil))
+    func writeGoldens() throws {
+        let release = try #require(ProcessInfo.processInfo.environment["TAXIUNITD_WRITE_GOLDENS"])
+        let directory = SnapshotGoldens.directory(release)
+        try #require(!FileManager.default.fileExists(atPath: directory.path), "a release's snapshots are never regenerated")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        for (name, snapshot) in SnapshotGoldens.cases {
+            try encoder.encode(snapshot).write(to: directory.appendingPathComponent("\(name).json"))
+        }
+    }
+
+    @Test(arguments: SnapshotGoldens.cases.map(\.name))
+    func aSnapshotOfRelease038dd7aRestoresAndIsWrittenAgainAsItWas(_ name: String) throws {
+        let golden = try SnapshotGoldens.read(name, release: "038dd7a")
+        let expected = try #require(SnapshotGoldens.cases.first { $0.name == name }?.snapshot)
+        let restored = try JSONDecoder().decode(UnitSnapshot.self, from: golden)
+        #expect(restored == expected)
+        // The same tree with the format version added: that release's `JSONEncoder` wrote keys in
+        // hash order, different in every process.
+        let versioned = try SnapshotGoldens.tree(golden).mutableCopy() as? NSMutableDictionary
+        versioned?["v"] = 1
+        #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == versioned)
+    }
+
+    /// Format 1 as this release writes it (the store sorts keys), one state with every kind of value.
+    @Test func format1IsWrittenWithItsVersionAndTheKeysOfRelease038dd7a() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let snapshot = UnitSnapshot(
+            state: .atPickup(
+                Job(id: "J1", pickup: Place(lat: 46.5, lon: 7.5, address: "A"), passengers: 2, meetingTime: 9, shared: true, note: "n",
+                    addedPickups: [Place(lat: 1, lon: 2)]),
+                arrivedAt: 7),
+            panic: Panic(raisedAt: 5, messageID: "m"),
+            answeredOffers: [AnsweredOffer(job: "J0", reply: JobReply(job: "J0", reply: .reject, reason: "r", t: 3), lastSentAt: 4)])
+        let json = String(decoding: try encoder.encode(snapshot), as: UTF8.self)
+        #expect(json == """
+            {"answeredOffers":[{"job":"J0","lastSentAt":4,"reply":{"job":"J0","re":"job/offer","reason":"r","reply":"reject","t":3}}],\
+            "panic":{"messageID":"m","raisedAt":5},\
+            "state":{"atPickup":{"_0":{"addedPickups":[{"lat":1,"lon":2}],"id":"J1","meetingTime":9,"note":"n","passengers":2,\
+            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":1}
+            """)
+        let onBoard = UnitSnapshot(state: .onBoard(Job(id: "J2", pickup: Place(lat: 1, lon: 2)), since: RideStart(
+            time: 8, fix: Fix(time: 6, latitude: 1.5, longitude: 2.5, speed: 3, track: 4, accuracy: 5))))
+        #expect(String(decoding: try encoder.encode(onBoard), as: UTF8.self) == """
+            {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"id":"J2","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},\
+            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":1}
+            """)
+        for snapshot in SnapshotGoldens.cases.map(\.snapshot) + [snapshot, onBoard] {
+            #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(snapshot)) == snapshot)
+        }
+    }
+
+    /// A later release's snapshot, or one that is not a snapshot, fails to decode: the unit sets it
+    /// aside and starts off duty instead of guessing.
+    @Test func aSnapshotThisReleaseCannotReadIsRefused() throws {
+        let decode = { (json: String) in try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
+        #expect(try decode(#"{"v":1,"state":{"available":{}}}"#) == UnitSnapshot(state: .available))
+        for refused in [
+            #"{"v":2,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
+            #"{"state":{"enRoute":{}}}"#, #"{"state":{}}"#, #"{"state":{"offDuty":{},"available":{}}}"#, #"{"state":{"flying":{}}}"#,
+            #"{"state":{"offDuty":null}}"#, #"{"state":{"paused":{"_0":"nap"}}}"#,
+            #"{"state":{"available":{}},"answeredOffers":[{"job":"J","reply":{"job":"J","re":"job/offer","reply":"maybe","t":1}}]}"#,
+            #"{"state":{"onBoard":{"_0":{"id":"J","pickup":{"lat":1},"passengers":1,"shared":false,"addedPickups":[]},"since":{"time":1}}}}"#,
+        ] {
+            #expect(throws: DecodingError.self, "\(refused)") { try decode(refused) }
+        }
+    }
+}
