@@ -39,23 +39,6 @@ import UnitCore
         return try JSONDecoder().decode(PositionMessage.self, from: Data(message.payload)).points
     }
 
-    /// What the outbox pump's packer does, at the store's level: points out of the queue, one
-    /// message's row and bytes in (UnitRuntimeTests' PositionPackerTests test the packer itself).
-    func packLive(_ transaction: LocalCache.Transaction, createdAt: Int64) throws -> OutboxMessage? {
-        guard let newest = try transaction.takeNewestQueuedPoint() else { return nil }
-        return try transaction.enqueue(topic: "pos", lane: .livePosition, createdAt: createdAt, pointCount: 1, newestPoint: newest.id) { seq, id in
-            try PositionMessage(unit: "T1", seq: seq, id: id, points: [newest.point]).json()
-        }
-    }
-
-    func packBackfill(_ transaction: LocalCache.Transaction, limit: Int, createdAt: Int64) throws -> [OutboxMessage] {
-        let queued = try transaction.takeOldestQueuedPoints(limit: limit)
-        guard let newest = queued.ids.last else { return [] }
-        return [try transaction.enqueue(topic: "pos", lane: .backfill, createdAt: createdAt, pointCount: queued.ids.count, newestPoint: newest) { seq, id in
-            BackfillMessage.writeJSON(unit: "T1", seq: seq, id: id, points: queued.points[...])
-        }]
-    }
-
     /// Ids made later sort after earlier ones, so the unique index on them grows at its end; ids
     /// made in the same millisecond, or with the clock set back, still never meet.
     @Test func messageIDsSortByTheirTimeAndNeverRepeatWithinAMillisecond() {
@@ -78,10 +61,10 @@ import UnitCore
             try transaction.queuePosition(Self.fix(0), createdAt: 1)
             #expect(transaction.hasFreshFix && transaction.hasQueuedPositions)
             #expect(!store.hasFreshFix, "others see it once committed")
-            let live = try #require(try packLive(transaction, createdAt: 1))
+            let live = try #require(try transaction.packLive(createdAt: 1))
             #expect(transaction.newestRowID(in: .livePosition) == live.rowID)
             #expect(!transaction.hasFreshFix)
-            #expect(try packBackfill(transaction, limit: 50, createdAt: 1).isEmpty)
+            #expect(try transaction.packBackfill(limit: 50, createdAt: 1).isEmpty)
             #expect(!transaction.hasQueuedPositions)
             transaction.afterCommit { committed.append("first") }
         }
@@ -112,16 +95,16 @@ import UnitCore
             try transaction.queuePosition(Self.fix(0), createdAt: 1)
             #expect(throws: PackingFailed.self) {
                 try transaction.undoingOnFailure {
-                    _ = try packLive(transaction, createdAt: 1)
+                    _ = try transaction.packLive(createdAt: 1)
                     throw PackingFailed()
                 }
             }
             try transaction.queuePosition(Self.fix(1), createdAt: 1)
-            let kept = try transaction.undoingOnFailure { try packBackfill(transaction, limit: 1, createdAt: 1) }
+            let kept = try transaction.undoingOnFailure { try transaction.packBackfill(limit: 1, createdAt: 1) }
             #expect(try kept.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(0).time])
         }
         #expect(try store.outboxDepth().position == 2, "the undone live message's fix is queued again, nothing lost")
-        let batches = try store.write { try packBackfill($0, limit: 50, createdAt: 1) }
+        let batches = try store.write { try $0.packBackfill(limit: 50, createdAt: 1) }
         #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(1).time])
         #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
     }
@@ -153,7 +136,7 @@ import UnitCore
         let store = try LocalCache(path: path)
         try queue(store, 0..<60, createdAt: 1_000)
         try queue(store, 60..<70, createdAt: 9_000)
-        #expect(try store.write { try packBackfill($0, limit: 20, createdAt: 1_000) }.count == 1)
+        #expect(try store.write { try $0.packBackfill(limit: 20, createdAt: 1_000) }.count == 1)
         try event(store, createdAt: 1_000)
         #expect(try store.dropPositions(createdBefore: 5_000) == 60)
         let depth = try store.outboxDepth()
@@ -174,7 +157,7 @@ import UnitCore
         #expect(depth.position + depth.thinned == 40_000 && depth.thinned == thinning.thinned)
 
         // What is left still goes out oldest first.
-        let batch = try #require(try store.write { try packBackfill($0, limit: 50, createdAt: 1) }.first)
+        let batch = try #require(try store.write { try $0.packBackfill(limit: 50, createdAt: 1) }.first)
         let times = try points(of: batch).map(\.t)
         #expect(times == times.sorted() && times.count == 50)
 

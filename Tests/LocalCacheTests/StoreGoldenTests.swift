@@ -85,8 +85,8 @@ enum StoreGolden {
             for (index, fix) in queued.enumerated() { try transaction.queuePosition(fix, createdAt: t0 + Int64(index + 4) * 1000 + 200) }
         }
         let delivered = try store.write { transaction in
-            let live = try transaction.formLivePosition(unit: unit, topic: "pos", createdAt: t0 + 12_000)
-            _ = try transaction.formBackfill(unit: unit, topic: "pos", limit: 3, createdAt: t0 + 12_000)
+            let live = try transaction.packLive(unit: unit, createdAt: t0 + 12_000)
+            _ = try transaction.packBackfill(unit: unit, limit: 3, createdAt: t0 + 12_000)
             let alarm = try transaction.enqueue(topic: "sos", messageClass: .alarm, createdAt: t0 + 11_500, encode: payload(1))
             try transaction.enqueue(topic: "sos", messageClass: .alarm, createdAt: t0 + 11_600, encode: payload(2))
             try transaction.enqueue(topic: "reply", messageClass: .reply, createdAt: t0 + 2000, encode: payload(3))
@@ -182,8 +182,8 @@ enum StoreGolden {
 
         // The queue keeps the 4 fixes not packed yet, and the topic counters go on where they were.
         let next = try store.write { transaction in
-            (try transaction.formLivePosition(unit: StoreGolden.unit, topic: "pos", createdAt: t0 + 13_000),
-             try transaction.formBackfill(unit: StoreGolden.unit, topic: "pos", limit: 10, createdAt: t0 + 13_000))
+            (try transaction.packLive(unit: StoreGolden.unit, createdAt: t0 + 13_000),
+             try transaction.packBackfill(unit: StoreGolden.unit, limit: 10, createdAt: t0 + 13_000))
         }
         let live = try #require(next.0)
         let livePoints = try JSONDecoder().decode(PositionMessage.self, from: Data(live.payload))

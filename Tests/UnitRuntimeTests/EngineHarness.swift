@@ -135,7 +135,7 @@ final class EngineUnderTest {
     func start() async throws {
         let engine = self.engine
         running = Task { try? await engine.run() }
-        try await eventually("the engine loop waits for input") { engine.inbox.hasParkedConsumer }
+        try await eventually("the engine loop waits for input", within: 60) { engine.inbox.hasParkedConsumer }
     }
 
     /// Stops the loop (offline first: no offline status to wait for) and waits for it.
@@ -165,8 +165,9 @@ final class EngineUnderTest {
         broker.published.filter { $0.topic == topicBase + suffix }
     }
 
-    /// Polls `condition` every 5 ms for up to `seconds`.
-    func eventually(_ what: String, within seconds: Double = 5, _ condition: () async throws -> Bool) async throws {
+    /// Polls `condition` every 5 ms for up to `seconds`: a bound for a loaded machine, not a timing
+    /// assertion (conditions hold within milliseconds).
+    func eventually(_ what: String, within seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
             if try await condition() { return }
