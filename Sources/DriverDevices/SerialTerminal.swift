@@ -2,6 +2,7 @@ import DriverDisplay
 import DriverKeys
 import Foundation
 import Logging
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -43,7 +44,7 @@ public final class SerialTerminal: @unchecked Sendable {
         self.baud = baud
         quietUs = TerminalKeyDecoder.quietTimeUs(characters: noiseGuardCharacters, baud: baud)
         self.presenter = presenter
-        line = DeviceLine(path: path, role: "serial terminal", retryIntervalS: retryIntervalS, logger: logger)
+        line = DeviceLine(path: path, role: "serial terminal", threadName: "serial-terminal", retryIntervalS: retryIntervalS, logger: logger)
         (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
     }
 
@@ -69,7 +70,7 @@ public final class SerialTerminal: @unchecked Sendable {
 
     /// Starts the reader thread; it opens the device, or keeps trying.
     public func start() {
-        line.start(name: "serial-terminal", open: open, serve: serve)
+        line.start(open: open, serve: serve)
     }
 
     /// Returns once the thread has closed the device; `presses` then ends.
@@ -82,10 +83,11 @@ public final class SerialTerminal: @unchecked Sendable {
         let opened = DeviceLine.openDevice(path, flags: O_RDWR)
         guard case .success(let fd) = opened else { return opened }
         var settings = termios()
-        guard tcgetattr(fd, &settings) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            return .failure(DeviceError("not a serial port: \(reason)"))
+        do throws(SystemCallError) {
+            try syscall("tcgetattr") { tcgetattr(fd, &settings) }
+        } catch {
+            closeDescriptor(fd)
+            return .failure(DeviceError("not a serial port", error))
         }
         cfmakeraw(&settings)
         // 8N1, no flow control, ignore modem lines (a missing cable must not hang writes), ignore
@@ -97,10 +99,11 @@ public final class SerialTerminal: @unchecked Sendable {
         let speed = Self.baudRates[baud] ?? speed_t(B9600)
         cfsetispeed(&settings, speed)
         cfsetospeed(&settings, speed)
-        guard tcsetattr(fd, TCSANOW, &settings) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            return .failure(DeviceError("cannot configure the port: \(reason)"))
+        do throws(SystemCallError) {
+            try syscall("tcsetattr") { tcsetattr(fd, TCSANOW, &settings) }
+        } catch {
+            closeDescriptor(fd)
+            return .failure(DeviceError("cannot configure the port", error))
         }
         return .success(fd)
     }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CMalloc
+import CTaxiUnitLinux
 import ControlSocket
 import Foundation
 import GPSReader
@@ -176,5 +176,5 @@ func printToStandardError(_ line: String) {
 /// glibc gives every thread that allocates an arena of its own (up to 8 per core), each holding on to
 /// memory it freed; two arenas keep the peak of a 24 h backlog drain about 2 MB lower (bench/README.md).
 private func limitMallocArenas() {
-    _ = mallopt(M_ARENA_MAX, 2)
+    _ = CTaxiUnitLinux_limitMallocArenas(2)
 }
