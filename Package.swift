@@ -99,7 +99,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "taxiunitd", dependencies: [
-            "UnitRuntime", "UnitConfig", "JournalLog", "CTaxiUnitLinux",
+            "UnitRuntime", "UnitConfig", "JournalLog", "CTaxiUnitLinux", "Platform",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

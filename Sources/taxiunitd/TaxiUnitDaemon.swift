@@ -6,6 +6,7 @@ import GPSReader
 import JournalLog
 import LocalCache
 import Logging
+import Platform
 import ServiceLifecycle
 import SystemdNotify
 import UnitConfig
@@ -122,8 +123,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             store = try LocalCache(path: settings.store.path)
         } catch {
             // A read-only or full store must not take the taxi off the dispatcher's map: run on a
-            // volatile store (RAM on Debian) and say so loudly; systemd's restart retries the real one.
-            let volatile = NSTemporaryDirectory() + "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)-volatile.sqlite"
+            // volatile store (RAM) and say so loudly; systemd's restart retries the real one. It goes
+            // in a fresh directory only we can enter: never at a path another local user could
+            // predict and prepare (a symlink to the real store, a file of their own).
+            let volatile = try makePrivateDirectory(in: Self.runtimeDirectory, prefix: "taxiunitd-volatile") + "/unit.sqlite"
             logger.critical(
                 "STORE NOT WRITABLE: running on a volatile store; messages are lost on restart",
                 metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
@@ -166,6 +169,14 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         )
         logger.info("taxiunitd starting", metadata: ["unit": "\(settings.unit.id)", "fleet": "\(settings.unit.fleet)"])
         try await group.run()
+    }
+}
+
+extension TaxiUnitDaemon {
+    /// systemd's `RuntimeDirectory=` (/run/taxiunitd, the first if it names several), else the
+    /// temporary directory (`$TMPDIR`, /tmp: private to the service under `PrivateTmp=`).
+    static var runtimeDirectory: String {
+        ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? NSTemporaryDirectory()
     }
 }
 
