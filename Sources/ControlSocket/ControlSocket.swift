@@ -68,7 +68,14 @@ public final class ControlServer: Sendable {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         var address = try Self.address(path)
-        unlink(path)
+        do throws(SystemCallError) {
+            try syscall("unlink \(path)") { unlink(path) }
+        } catch where error.code == ENOENT {
+            // No stale socket to replace.
+        } catch {
+            // Said here rather than as bind's EADDRINUSE.
+            throw ControlSocketError(error)
+        }
         let fd: Int32
         do throws(SystemCallError) {
             fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
@@ -103,7 +110,7 @@ public final class ControlServer: Sendable {
         // accept() returns once the listening socket is shut down.
         worker.stop { _ = shutdown(fd, Int32(SHUT_RDWR)) }
         closeDescriptor(fd)
-        unlink(path)
+        _ = try? syscall("unlink \(path)") { unlink(path) }
     }
 
     private func acceptLoop(_ listenFD: Int32) {

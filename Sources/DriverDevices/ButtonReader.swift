@@ -10,7 +10,7 @@ import Glibc
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
 /// on its own thread and turns debounced key presses into `DriverPress`es. All of its unsafe code is
 /// here and in `DeviceLine`.
-public final class ButtonReader: @unchecked Sendable {
+public final class ButtonReader: Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine

@@ -3,6 +3,7 @@ import DriverKeys
 import Foundation
 import Logging
 import Platform
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Glibc
 
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
 /// All of its unsafe code is here and in `DeviceLine`.
-public final class SerialTerminal: @unchecked Sendable {
+public final class SerialTerminal: Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine
@@ -19,9 +20,13 @@ public final class SerialTerminal: @unchecked Sendable {
     /// The noise guard's quiet time before and after a key (see `TerminalKeyDecoder`).
     private let quietUs: Int64
 
-    private let lock = NSLock()
-    private var view = DriverView()
-    private var presenter: TerminalPresenter
+    /// What the engine last showed, and what the terminal has drawn of it.
+    private let screen: Mutex<Screen>
+
+    private struct Screen {
+        var view = DriverView()
+        var presenter: TerminalPresenter
+    }
 
     /// How often the screen is looked at while nothing happens: countdowns tick in seconds.
     static let refreshUs: Int64 = 200_000
@@ -43,27 +48,27 @@ public final class SerialTerminal: @unchecked Sendable {
         self.keys = decoded
         self.baud = baud
         quietUs = TerminalKeyDecoder.quietTimeUs(characters: noiseGuardCharacters, baud: baud)
-        self.presenter = presenter
+        screen = Mutex(Screen(presenter: presenter))
         line = DeviceLine(path: path, role: "serial terminal", threadName: "serial-terminal", retryIntervalS: retryIntervalS, logger: logger)
         (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
     }
 
     /// The engine's latest view of the unit; drawn at once.
     public func show(_ view: DriverView) {
-        lock.withLock { self.view = view }
+        screen.withLock { $0.view = view }
         line.wake()
     }
 
     /// The catalogue's language, as drawn now.
     public var language: String {
-        lock.withLock { presenter.renderer.catalogue.language }
+        screen.withLock { $0.presenter.renderer.catalogue.language }
     }
 
     /// A fleet push changed the language: everything is drawn again in it.
     public func setCatalogue(_ catalogue: MessageCatalogue) {
-        lock.withLock {
-            presenter.renderer.catalogue = catalogue
-            presenter.invalidate()
+        screen.withLock {
+            $0.presenter.renderer.catalogue = catalogue
+            $0.presenter.invalidate()
         }
         line.wake()
     }
@@ -111,7 +116,7 @@ public final class SerialTerminal: @unchecked Sendable {
     private func serve(_ fd: Int32) -> DeviceLine.Served {
         var decoder = TerminalKeyDecoder(quietUs: quietUs)
         var buffer = [UInt8](repeating: 0, count: 512)
-        lock.withLock { presenter.invalidate() }
+        screen.withLock { $0.presenter.invalidate() }
         while !line.stopping {
             if let failure = draw(fd) { return .lost(failure) }
             let now = DeviceLine.monotonicUs()
@@ -136,7 +141,7 @@ public final class SerialTerminal: @unchecked Sendable {
     private func handle(_ pressed: [TerminalKey]) {
         for key in pressed {
             if key == .redraw {
-                lock.withLock { presenter.invalidate() }
+                screen.withLock { $0.presenter.invalidate() }
             } else if let mapped = keys[key] {
                 sink.yield(DriverPress(input: mapped.input, source: "terminal \(mapped.name)"))
             }
@@ -146,13 +151,16 @@ public final class SerialTerminal: @unchecked Sendable {
     private func draw(_ fd: Int32) -> String? {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let offset = TimeZone.current.secondsFromGMT()
-        let bytes = lock.withLock { presenter.present(view, now: now, utcOffsetS: offset) }
+        let bytes = screen.withLock { screen in
+            let view = screen.view
+            return screen.presenter.present(view, now: now, utcOffsetS: offset)
+        }
         guard !bytes.isEmpty else { return nil }
         switch DeviceLine.write(fd, bytes) {
         case .all: return nil
         case .full:
             // Half a screen went out: draw it all again once the line drains.
-            lock.withLock { presenter.invalidate() }
+            screen.withLock { $0.presenter.invalidate() }
             return nil
         case .failed(let reason): return reason
         }
