@@ -99,8 +99,7 @@ public final class ControlServer: Sendable {
         worker.start { [self] in acceptLoop(fd) }
     }
 
-    /// Stops accepting and removes the socket; connections being served finish on their own (each
-    /// within its deadlines).
+    /// Stops accepting and removes the socket; connections being served finish on their own.
     public func stop() {
         let fd = listener.withLock { fd in
             defer { fd = -1 }
@@ -124,6 +123,7 @@ public final class ControlServer: Sendable {
                 // The client gave up before it was accepted.
                 case ECONNABORTED: continue
                 // Out of descriptors or memory: the clients being served free some.
+                // (No heartbeat watches this thread: the allowance is unused.)
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM: worker.sleep(0.1, beatAllowingSilenceS: 0)
                 default: return
                 }

@@ -8,9 +8,9 @@ import Synchronization
 /// The libmosquitto adapter. All unsafe code for the broker lives in this file.
 ///
 /// One dedicated thread (a `BlockingWorker`) runs `mosquitto_loop` (libmosquitto in threaded mode,
-/// so `publish` may be called from any thread). Each TCP session gets a fresh `mosquitto` handle, so that nothing from a
-/// dead session (its in-memory queue, its message ids) can leak into the next one: our SQLite outbox
-/// is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
+/// so `publish` may be called from any thread). Each TCP session gets a fresh `mosquitto` handle, so
+/// that nothing from a dead session (its in-memory queue, its message ids) can leak into the next
+/// one: our SQLite outbox is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
 ///
 /// Unchecked because of `handle`, a C pointer that `state` guards.
 public final class MQTTConnection: @unchecked Sendable {
@@ -77,6 +77,7 @@ public final class MQTTConnection: @unchecked Sendable {
     public func start() {
         state.lock()
         defer { state.unlock() }
+        guard !isStopping, worker == nil else { return }
         startLoopThread()
     }
 
