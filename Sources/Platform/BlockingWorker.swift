@@ -23,7 +23,7 @@ public final class BlockingWorker: Sendable {
     private enum Phase {
         case idle
         case running
-        case stopping(joinable: Bool)
+        case stopping
     }
 
     public init(name: String, heartbeat: Heartbeat? = nil) {
@@ -35,7 +35,7 @@ public final class BlockingWorker: Sendable {
     /// so does one after `stop`.
     public func start(_ body: @escaping @Sendable () -> Void) {
         let starts = phase.withLock { phase in
-            guard case .idle = phase else { return false }
+            guard phase == .idle else { return false }
             phase = .running
             return true
         }
@@ -53,26 +53,15 @@ public final class BlockingWorker: Sendable {
 
     /// True once `stop` or `abandon` was called: the loop returns as soon as it sees it.
     public var isStopping: Bool {
-        phase.withLock { phase in
-            if case .stopping = phase { return true }
-            return false
-        }
+        phase.withLock { $0 == .stopping }
     }
 
     /// Asks the loop to return, runs `wake` (which makes a blocking call return: shut a socket down,
     /// write to a wake pipe), and waits until the loop has returned. Returns at once if it never ran.
     public func stop(wake: () -> Void = {}) {
         let running = phase.withLock { phase in
-            switch phase {
-            case .idle:
-                phase = .stopping(joinable: false)
-                return false
-            case .running:
-                phase = .stopping(joinable: true)
-                return true
-            case .stopping:
-                return false
-            }
+            defer { phase = .stopping }
+            return phase == .running
         }
         guard running else { return }
         stopRequested.signal()
@@ -86,9 +75,8 @@ public final class BlockingWorker: Sendable {
     /// (the replacement may share it).
     public func abandon() {
         let running = phase.withLock { phase in
-            guard case .running = phase else { return false }
-            phase = .stopping(joinable: false)
-            return true
+            defer { phase = .stopping }
+            return phase == .running
         }
         if running { stopRequested.signal() }
     }
