@@ -20,7 +20,7 @@ let compactRelease: [LinkerSetting] = [
 
 let package = Package(
     name: "taxiunitd",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],  // Synchronization.Mutex
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
@@ -41,11 +41,9 @@ let package = Package(
         .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        // glibc's mallopt, to bound the daemon's malloc arenas.
-        .systemLibrary(name: "CMalloc"),
-
-        // The kernel's clock synchronisation state (sys/timex.h is not in Swift's Glibc module).
-        .target(name: "CSystemClock"),
+        // The one C shim: the Linux and glibc calls Swift's Glibc module leaves out (adjtimex,
+        // mallopt, pthread_setname_np).
+        .target(name: "CTaxiUnitLinux"),
 
         // Pure domain: no IO, no clock, no threads, no logging.
         .target(name: "UnitCore"),
@@ -61,6 +59,8 @@ let package = Package(
 
         // Heartbeats of the adapters' library threads, read by the systemd watchdog.
         .target(name: "Liveness"),
+        // The adapters' POSIX layer: the one EINTR/errno wrapper and the one blocking-thread type.
+        .target(name: "Platform", dependencies: ["CTaxiUnitLinux", "Liveness"]),
         // stderr lines with syslog priority prefixes for journald, bursts of repeats rate-limited.
         .target(name: "JournalLog", dependencies: [
             .product(name: "Logging", package: "swift-log"),
@@ -69,37 +69,37 @@ let package = Package(
         // One adapter per outside thing.
         .target(name: "SystemdNotify", dependencies: ["CSystemd"]),
         .target(name: "GPSReader", dependencies: [
-            "CGPS", "UnitCore", "Liveness",
+            "CGPS", "UnitCore", "Liveness", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MQTTLink", dependencies: [
-            "CMosquitto", "Liveness",
+            "CMosquitto", "Liveness", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalCache", dependencies: [
             "UnitCore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "ControlSocket", dependencies: ["Liveness"]),
+        .target(name: "ControlSocket", dependencies: ["Platform"]),
 
         // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
         .target(name: "DriverKeys"),
         .target(name: "DriverDisplay", dependencies: ["UnitCore", "UnitConfig"]),
         .target(name: "DriverDevices", dependencies: [
-            "DriverKeys", "DriverDisplay",
+            "DriverKeys", "DriverDisplay", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
             "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
-            "DriverDisplay", "SystemdNotify", "Liveness", "CSystemClock",
+            "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         .executableTarget(name: "taxiunitd", dependencies: [
-            "UnitRuntime", "UnitConfig", "JournalLog", "CMalloc",
+            "UnitRuntime", "UnitConfig", "JournalLog", "CTaxiUnitLinux", "Platform",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -152,7 +152,7 @@ let package = Package(
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
         .testTarget(name: "SystemServiceTests", dependencies: [
-            "JournalLog", "Liveness", "ControlSocket",
+            "JournalLog", "Liveness", "ControlSocket", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),

@@ -1,5 +1,6 @@
 import Foundation
-import Liveness
+import Platform
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -25,23 +26,38 @@ public enum ControlSocketError: Error, Sendable, Equatable, CustomStringConverti
     }
 }
 
-/// Requests are handled on a thread of their own each (they are rare and short), and answered by an
-/// async handler that runs in the daemon's concurrency domain.
-public final class ControlServer: @unchecked Sendable {
+/// Each admitted connection is served on a thread of its own (requests are rare and short), and
+/// answered by an async handler that runs in the daemon's concurrency domain.
+///
+/// A local client cannot tie the daemon up: at most `maxClients` connections are served at once, and a
+/// connection over that is answered `{"ok":false,"error":"busy"}` and closed at once (taxiunitctl
+/// prints the error; a script retries). Each connection has ONE deadline for its whole request
+/// (`requestDeadline`), however the bytes trickle in, and one for writing its answer: a client that
+/// sends a byte every few seconds, or never reads, loses its connection when it passes.
+public final class ControlServer: Sendable {
     public typealias Handler = @Sendable (_ request: [UInt8]) async -> [UInt8]
 
     private let path: String
     private let handler: Handler
-    private var listenFD: Int32 = -1
-    private let stopped = NSLock()
-    private var isStopped = false
-    private let acceptFinished = DispatchSemaphore(value: 0)
+    private let maxClients: Int
+    private let requestDeadline: Duration
+    /// The listening socket; -1 before `start` and after `stop`.
+    private let listener = Mutex<Int32>(-1)
+    /// Connections being served now.
+    private let clients = Mutex(0)
+    private let worker = BlockingWorker(name: "control-accept")
 
     /// Largest request accepted; control requests are a few hundred bytes.
     static let maxRequestBytes = 64 * 1024
+    /// What a connection over `maxClients` is told before it is closed.
+    static let busy = Array(#"{"ok":false,"error":"busy"}"#.utf8) + [UInt8(ascii: "\n")]
 
-    public init(path: String, handler: @escaping Handler) {
+    /// `maxClients`: connections served at once. `requestDeadline`: how long a client has to send its
+    /// whole request line, and again to take its whole answer.
+    public init(path: String, maxClients: Int = 8, requestDeadline: Duration = .seconds(5), handler: @escaping Handler) {
         self.path = path
+        self.maxClients = max(1, maxClients)
+        self.requestDeadline = requestDeadline
         self.handler = handler
     }
 
@@ -51,100 +67,161 @@ public final class ControlServer: @unchecked Sendable {
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw .system(call: "socket", message: Self.lastError()) }
         var address = try Self.address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        do throws(SystemCallError) {
+            try syscall("unlink \(path)") { unlink(path) }
+        } catch where error.code == ENOENT {
+            // No stale socket to replace.
+        } catch {
+            // Said here rather than as bind's EADDRINUSE.
+            throw ControlSocketError(error)
         }
-        guard bound == 0 else {
-            close(fd)
-            throw .system(call: "bind \(path)", message: Self.lastError())
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        } catch {
+            throw ControlSocketError(error)
         }
-        // Owner and group only: the control socket can press the driver's buttons.
-        chmod(path, 0o660)
-        guard listen(fd, 16) == 0 else {
-            close(fd)
-            throw .system(call: "listen", message: Self.lastError())
+        do throws(SystemCallError) {
+            try syscall("bind \(path)") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+            // Owner and group only: the control socket can press the driver's buttons.
+            try syscall("chmod \(path)") { chmod(path, 0o660) }
+            try syscall("listen") { listen(fd, 16) }
+        } catch {
+            closeDescriptor(fd)
+            throw ControlSocketError(error)
         }
-        listenFD = fd
-        let thread = Thread { [self] in
-            Liveness.nameCurrentThread("control-accept")
-            acceptLoop()
-            acceptFinished.signal()
-        }
-        thread.start()
+        listener.withLock { $0 = fd }
+        worker.start { [self] in acceptLoop(fd) }
     }
 
+    /// Stops accepting and removes the socket; connections being served finish on their own.
     public func stop() {
-        let wasRunning = stopped.withLock {
-            defer { isStopped = true }
-            return !isStopped && listenFD >= 0
+        let fd = listener.withLock { fd in
+            defer { fd = -1 }
+            return fd
         }
-        guard wasRunning else { return }
-        shutdown(listenFD, Int32(SHUT_RDWR))
-        acceptFinished.wait()
-        close(listenFD)
-        unlink(path)
+        guard fd >= 0 else { return }
+        // accept() returns once the listening socket is shut down.
+        worker.stop { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        closeDescriptor(fd)
+        _ = try? syscall("unlink \(path)") { unlink(path) }
     }
 
-    private func acceptLoop() {
-        while true {
-            let client = accept(listenFD, nil, nil)
-            if stopped.withLock({ isStopped }) {
-                if client >= 0 { close(client) }
-                return
+    private func acceptLoop(_ listenFD: Int32) {
+        while !worker.isStopping {
+            let client: Int32
+            do throws(SystemCallError) {
+                client = try syscall("accept") { accept(listenFD, nil, nil) }
+            } catch {
+                if worker.isStopping { return }
+                switch error.code {
+                // The client gave up before it was accepted.
+                case ECONNABORTED: continue
+                // Out of descriptors or memory: the clients being served free some.
+                // (No heartbeat watches this thread: the allowance is unused.)
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM: worker.sleep(0.1, beatAllowingSilenceS: 0)
+                default: return
+                }
+                continue
             }
-            guard client >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return
+            let admitted = clients.withLock { count in
+                guard count < maxClients else { return false }
+                count += 1
+                return true
             }
-            let thread = Thread { [self] in serve(client) }
-            thread.start()
+            guard admitted else {
+                Self.writeAll(client, Self.busy, until: .now + requestDeadline)
+                closeDescriptor(client)
+                continue
+            }
+            Thread.detachNewThread { [self] in
+                serve(client)
+                clients.withLock { $0 -= 1 }
+            }
         }
     }
 
     private func serve(_ client: Int32) {
-        defer { close(client) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let request = Self.readLine(client, limit: Self.maxRequestBytes) else { return }
+        defer { closeDescriptor(client) }
+        guard let request = Self.readLine(client, limit: Self.maxRequestBytes, until: .now + requestDeadline) else { return }
         let done = DispatchSemaphore(value: 0)
         let response = ResponseBox()
         Task { [handler] in
-            response.bytes = await handler(request)
+            let bytes = await handler(request)
+            response.bytes.withLock { $0 = bytes }
             done.signal()
         }
         done.wait()
-        Self.writeAll(client, response.bytes + [UInt8(ascii: "\n")])
+        Self.writeAll(client, response.bytes.withLock { $0 } + [UInt8(ascii: "\n")], until: .now + requestDeadline)
     }
 
-    private final class ResponseBox: @unchecked Sendable {
-        var bytes: [UInt8] = []
+    /// The handler's answer, handed from its task to the serving thread; the semaphore orders the two.
+    private final class ResponseBox: Sendable {
+        let bytes = Mutex<[UInt8]>([])
     }
 
-    static func readLine(_ fd: Int32, limit: Int) -> [UInt8]? {
+    /// One line (without its newline) read before `deadline`; what came before the end of the stream
+    /// if it has no newline; nil if nothing came, the deadline passed, or the socket failed.
+    static func readLine(_ fd: Int32, limit: Int, until deadline: ContinuousClock.Instant) -> [UInt8]? {
         var line: [UInt8] = []
-        var byte: UInt8 = 0
+        var chunk = [UInt8](repeating: 0, count: 4096)
         while line.count < limit {
-            let count = read(fd, &byte, 1)
-            if count <= 0 { return line.isEmpty ? nil : line }
-            if byte == UInt8(ascii: "\n") { return line }
-            line.append(byte)
+            guard waitUntilReady(fd, for: POLLIN, until: deadline) else { return nil }
+            let wanted = min(chunk.count, limit - line.count)
+            let count: Int
+            do throws(SystemCallError) {
+                count = try syscall("recv") { chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, wanted, Int32(MSG_DONTWAIT)) } }
+            } catch {
+                if error.wouldBlock { continue }
+                return nil
+            }
+            if count == 0 { return line.isEmpty ? nil : line }
+            // One request per connection: whatever follows its newline is ignored.
+            if let newline = chunk[..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                return line + chunk[..<newline]
+            }
+            line += chunk[..<count]
         }
         return line
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    /// Writes all of `bytes` before `deadline`, or gives up (the peer went away, or does not read).
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], until deadline: ContinuousClock.Instant) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written <= 0 {
-                if errno == EINTR { continue }
+            guard waitUntilReady(fd, for: POLLOUT, until: deadline) else { return }
+            do throws(SystemCallError) {
+                // MSG_NOSIGNAL: a peer that closed its end is an error here, not a SIGPIPE that ends the process.
+                offset += try syscall("send") {
+                    bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                }
+            } catch {
+                if error.wouldBlock { continue }
                 return
             }
-            offset += written
+        }
+    }
+
+    /// Waits until `fd` is ready for `events` (or failed: the next call says how); false once
+    /// `deadline` has passed.
+    private static func waitUntilReady(_ fd: Int32, for events: Int32, until deadline: ContinuousClock.Instant) -> Bool {
+        while true {
+            let remaining = deadline - .now
+            guard remaining > .zero else { return false }
+            let (seconds, attoseconds) = remaining.components
+            // Rounded up: a wait that ends before the deadline only comes round again.
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var ready = pollfd(fd: fd, events: Int16(events), revents: 0)
+            do throws(SystemCallError) {
+                if try syscall("poll", { poll(&ready, 1, milliseconds) }) > 0 { return true }
+            } catch {
+                return false
+            }
         }
     }
 
@@ -158,31 +235,42 @@ public final class ControlServer: @unchecked Sendable {
         }
         return address
     }
+}
 
-    static func lastError() -> String { String(cString: strerror(errno)) }
+extension ControlSocketError {
+    init(_ error: SystemCallError) {
+        self = .system(call: error.function, message: error.message)
+    }
 }
 
 /// The client side, for `taxiunitctl` and tests.
 public enum ControlClient {
+    /// `timeoutS`: for sending the request and receiving the whole answer.
     public static func request(_ request: [UInt8], socket path: String, timeoutS: Int = 10) throws(ControlSocketError) -> [UInt8] {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw .system(call: "socket", message: ControlServer.lastError()) }
-        defer { close(fd) }
         var address = try ControlServer.address(path)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        } catch {
+            throw ControlSocketError(error)
         }
-        guard connected == 0 else {
-            switch errno {
+        defer { closeDescriptor(fd) }
+        do throws(SystemCallError) {
+            try syscall("connect \(path)") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+        } catch {
+            switch error.code {
             case ENOENT, ECONNREFUSED: throw .daemonNotRunning(path: path)
             case EACCES, EPERM: throw .permissionDenied(path: path)
-            default: throw .system(call: "connect \(path)", message: ControlServer.lastError())
+            default: throw ControlSocketError(error)
             }
         }
-        var timeout = timeval(tv_sec: timeoutS, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        ControlServer.writeAll(fd, request + [UInt8(ascii: "\n")])
-        guard let response = ControlServer.readLine(fd, limit: 16 * 1024 * 1024) else { throw .noResponse }
+        let deadline = ContinuousClock.now + .seconds(timeoutS)
+        ControlServer.writeAll(fd, request + [UInt8(ascii: "\n")], until: deadline)
+        guard let response = ControlServer.readLine(fd, limit: 16 * 1024 * 1024, until: deadline) else { throw .noResponse }
         return response
     }
 }

@@ -1,6 +1,7 @@
 import DriverKeys
 import Foundation
 import Logging
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
 /// on its own thread and turns debounced key presses into `DriverPress`es. All of its unsafe code is
 /// here and in `DeviceLine`.
-public final class ButtonReader: @unchecked Sendable {
+public final class ButtonReader: Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine
@@ -36,13 +37,13 @@ public final class ButtonReader: @unchecked Sendable {
         self.debounceMs = Int64(debounceMs)
         self.holdMs = Int64(holdMs)
         self.layout = layout
-        line = DeviceLine(path: path, role: "button device", retryIntervalS: retryIntervalS, logger: logger)
+        line = DeviceLine(path: path, role: "button device", threadName: "buttons", retryIntervalS: retryIntervalS, logger: logger)
         (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
     }
 
     /// Starts the reader thread; it opens the device, or keeps trying.
     public func start() {
-        line.start(name: "buttons", open: Self.open, serve: serve)
+        line.start(open: Self.open, serve: serve)
     }
 
     /// Returns once the thread has closed the device; `presses` then ends.
@@ -55,7 +56,7 @@ public final class ButtonReader: @unchecked Sendable {
         let opened = DeviceLine.openDevice(path, flags: O_RDONLY)
         if case .success(let fd) = opened {
             // Fails harmlessly (ENOTTY) on a FIFO.
-            _ = ioctl(fd, grabRequest, 1)
+            _ = try? syscall("ioctl EVIOCGRAB") { ioctl(fd, grabRequest, 1) }
         }
         return opened
     }

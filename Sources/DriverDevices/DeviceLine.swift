@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,7 @@ public struct DriverPress: Sendable, Equatable {
 /// What both device adapters share: one thread that keeps a device file open while it exists,
 /// retries every few seconds while it does not, and logs once when it goes and once when it comes
 /// back. The adapter opens and configures the file and serves it until it fails or ends.
-final class DeviceLine: @unchecked Sendable {
+final class DeviceLine: Sendable {
     enum Served {
         /// The device failed (unplugged, driver reloaded): log it and retry.
         case lost(String)
@@ -50,59 +51,51 @@ final class DeviceLine: @unchecked Sendable {
     let retryIntervalS: Double
     let logger: Logger
 
-    /// A pipe whose read end sits in every poll: writing a byte wakes the thread.
+    /// A pipe whose read end sits in every poll: writing a byte wakes the thread. Without one (no
+    /// descriptors left) the thread still notices `stop` within one wait.
     private let wakePipe: (read: Int32, write: Int32)
-    private let lock = NSLock()
-    private var isStopping = false
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
+    private let worker: BlockingWorker
 
-    init(path: String, role: String, retryIntervalS: Double, logger: Logger) {
+    /// `threadName`: the thread's name for the kernel (`buttons`, `serial-terminal`).
+    init(path: String, role: String, threadName: String, retryIntervalS: Double, logger: Logger) {
         self.path = path
         self.role = role
         self.retryIntervalS = retryIntervalS
         self.logger = logger
+        worker = BlockingWorker(name: threadName)
         var ends: [Int32] = [-1, -1]
-        _ = pipe(&ends)
-        for end in ends {
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        if (try? syscall("pipe", { pipe(&ends) })) != nil {
+            for end in ends {
+                _ = try? syscall("fcntl") { fcntl(end, F_SETFL, O_NONBLOCK) }
+                _ = try? syscall("fcntl") { fcntl(end, F_SETFD, FD_CLOEXEC) }
+            }
+        } else {
+            ends = [-1, -1]
         }
         wakePipe = (ends[0], ends[1])
     }
 
     deinit {
-        close(wakePipe.read)
-        close(wakePipe.write)
+        if wakePipe.read >= 0 { closeDescriptor(wakePipe.read) }
+        if wakePipe.write >= 0 { closeDescriptor(wakePipe.write) }
     }
 
-    var stopping: Bool { lock.withLock { isStopping } }
+    var stopping: Bool { worker.isStopping }
 
     /// `open` returns a descriptor or why there is none; `serve` runs until the device fails or ends.
-    func start(name: String, open: @escaping @Sendable (String) -> Result<Int32, DeviceError>, serve: @escaping @Sendable (Int32) -> Served) {
-        let thread = Thread { [self] in
-            run(open: open, serve: serve)
-            finished.signal()
-        }
-        thread.name = name
-        lock.withLock { self.thread = thread }
-        thread.start()
+    func start(open: @escaping @Sendable (String) -> Result<Int32, DeviceError>, serve: @escaping @Sendable (Int32) -> Served) {
+        worker.start { [self] in run(open: open, serve: serve) }
     }
 
     func stop() {
-        let running = lock.withLock {
-            let running = thread != nil && !isStopping
-            isStopping = true
-            return running
-        }
-        wake()
-        if running { finished.wait() }
+        worker.stop(wake: wake)
     }
 
-    /// Makes the thread's current `wait` return `.woken` (new screen content, or stop).
+    /// Makes the thread's current `wait` return `.woken` (new screen content, or stop). A full pipe
+    /// already holds a wake-up.
     func wake() {
         var byte: UInt8 = 1
-        _ = Glibc.write(wakePipe.write, &byte, 1)
+        _ = try? syscall("write") { Glibc.write(wakePipe.write, &byte, 1) }
     }
 
     private func run(open: (String) -> Result<Int32, DeviceError>, serve: (Int32) -> Served) {
@@ -125,7 +118,7 @@ final class DeviceLine: @unchecked Sendable {
                 reportedMissing = false
                 everOpened = true
                 let outcome = serve(fd)
-                close(fd)
+                closeDescriptor(fd)
                 if case .lost(let reason) = outcome {
                     logger.warning("\(role) lost; retrying every \(retryIntervalS) s", metadata: ["path": "\(path)", "reason": "\(reason)"])
                     reportedMissing = true
@@ -150,13 +143,14 @@ final class DeviceLine: @unchecked Sendable {
     func wait(fd: Int32?, timeoutMs: Int) -> Wait {
         var descriptors = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
         if let fd { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-        let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: max(0, timeoutMs)))
-        if ready < 0 {
-            return errno == EINTR ? .timedOut : .failed(String(cString: strerror(errno)))
+        do throws(SystemCallError) {
+            try syscall("poll") { poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: max(0, timeoutMs))) }
+        } catch {
+            return .failed(error.message)
         }
         if descriptors[0].revents != 0 {
             var drained = [UInt8](repeating: 0, count: 64)
-            _ = Glibc.read(wakePipe.read, &drained, drained.count)
+            _ = try? syscall("read") { Glibc.read(wakePipe.read, &drained, drained.count) }
             return .woken
         }
         if descriptors.count > 1 && descriptors[1].revents != 0 { return .readable }
@@ -164,12 +158,11 @@ final class DeviceLine: @unchecked Sendable {
     }
 
     static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Read {
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        if count > 0 { return .bytes(count) }
-        if count == 0 { return .end }
-        switch errno {
-        case EAGAIN, EINTR: return .nothingYet
-        default: return .failed(String(cString: strerror(errno)))
+        do throws(SystemCallError) {
+            let count = try syscall("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            return count > 0 ? .bytes(count) : .end
+        } catch {
+            return error.wouldBlock ? .nothingYet : .failed(error.message)
         }
     }
 
@@ -183,15 +176,11 @@ final class DeviceLine: @unchecked Sendable {
     static func write(_ fd: Int32, _ bytes: [UInt8]) -> Written {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                switch errno {
-                case EINTR: continue
-                case EAGAIN: return .full
-                default: return .failed(String(cString: strerror(errno)))
-                }
+            do throws(SystemCallError) {
+                offset += try syscall("write") { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            } catch {
+                return error.wouldBlock ? .full : .failed(error.message)
             }
-            offset += written
         }
         return .all
     }
@@ -210,11 +199,15 @@ final class DeviceLine: @unchecked Sendable {
 
     /// Opens `path` non-blocking; refuses regular files, which would be read again from the start on every reopen.
     static func openDevice(_ path: String, flags: Int32) -> Result<Int32, DeviceError> {
-        let fd = Glibc.open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else { return .failure(DeviceError(String(cString: strerror(errno)))) }
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try syscall("open") { Glibc.open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
+        } catch {
+            return .failure(DeviceError(error.message))
+        }
         var info = stat()
-        if fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG {
-            close(fd)
+        if (try? syscall("fstat", { fstat(fd, &info) })) != nil && (info.st_mode & S_IFMT) == S_IFREG {
+            closeDescriptor(fd)
             return .failure(DeviceError("is a regular file, not a device or FIFO"))
         }
         return .success(fd)
@@ -224,4 +217,7 @@ final class DeviceLine: @unchecked Sendable {
 struct DeviceError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+
+    /// A configuration call on an open device failed: `what` says which step.
+    init(_ what: String, _ error: SystemCallError) { description = "\(what): \(error.message)" }
 }

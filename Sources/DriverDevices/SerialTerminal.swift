@@ -2,6 +2,8 @@ import DriverDisplay
 import DriverKeys
 import Foundation
 import Logging
+import Platform
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +11,7 @@ import Glibc
 
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
 /// All of its unsafe code is here and in `DeviceLine`.
-public final class SerialTerminal: @unchecked Sendable {
+public final class SerialTerminal: Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine
@@ -18,9 +20,13 @@ public final class SerialTerminal: @unchecked Sendable {
     /// The noise guard's quiet time before and after a key (see `TerminalKeyDecoder`).
     private let quietUs: Int64
 
-    private let lock = NSLock()
-    private var view = DriverView()
-    private var presenter: TerminalPresenter
+    /// What the engine last showed, and what the terminal has drawn of it.
+    private let screen: Mutex<Screen>
+
+    private struct Screen {
+        var view = DriverView()
+        var presenter: TerminalPresenter
+    }
 
     /// How often the screen is looked at while nothing happens: countdowns tick in seconds.
     static let refreshUs: Int64 = 200_000
@@ -42,34 +48,34 @@ public final class SerialTerminal: @unchecked Sendable {
         self.keys = decoded
         self.baud = baud
         quietUs = TerminalKeyDecoder.quietTimeUs(characters: noiseGuardCharacters, baud: baud)
-        self.presenter = presenter
-        line = DeviceLine(path: path, role: "serial terminal", retryIntervalS: retryIntervalS, logger: logger)
+        screen = Mutex(Screen(presenter: presenter))
+        line = DeviceLine(path: path, role: "serial terminal", threadName: "serial-terminal", retryIntervalS: retryIntervalS, logger: logger)
         (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
     }
 
     /// The engine's latest view of the unit; drawn at once.
     public func show(_ view: DriverView) {
-        lock.withLock { self.view = view }
+        screen.withLock { $0.view = view }
         line.wake()
     }
 
     /// The catalogue's language, as drawn now.
     public var language: String {
-        lock.withLock { presenter.renderer.catalogue.language }
+        screen.withLock { $0.presenter.renderer.catalogue.language }
     }
 
     /// A fleet push changed the language: everything is drawn again in it.
     public func setCatalogue(_ catalogue: MessageCatalogue) {
-        lock.withLock {
-            presenter.renderer.catalogue = catalogue
-            presenter.invalidate()
+        screen.withLock {
+            $0.presenter.renderer.catalogue = catalogue
+            $0.presenter.invalidate()
         }
         line.wake()
     }
 
     /// Starts the reader thread; it opens the device, or keeps trying.
     public func start() {
-        line.start(name: "serial-terminal", open: open, serve: serve)
+        line.start(open: open, serve: serve)
     }
 
     /// Returns once the thread has closed the device; `presses` then ends.
@@ -82,10 +88,11 @@ public final class SerialTerminal: @unchecked Sendable {
         let opened = DeviceLine.openDevice(path, flags: O_RDWR)
         guard case .success(let fd) = opened else { return opened }
         var settings = termios()
-        guard tcgetattr(fd, &settings) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            return .failure(DeviceError("not a serial port: \(reason)"))
+        do throws(SystemCallError) {
+            try syscall("tcgetattr") { tcgetattr(fd, &settings) }
+        } catch {
+            closeDescriptor(fd)
+            return .failure(DeviceError("not a serial port", error))
         }
         cfmakeraw(&settings)
         // 8N1, no flow control, ignore modem lines (a missing cable must not hang writes), ignore
@@ -97,10 +104,11 @@ public final class SerialTerminal: @unchecked Sendable {
         let speed = Self.baudRates[baud] ?? speed_t(B9600)
         cfsetispeed(&settings, speed)
         cfsetospeed(&settings, speed)
-        guard tcsetattr(fd, TCSANOW, &settings) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            return .failure(DeviceError("cannot configure the port: \(reason)"))
+        do throws(SystemCallError) {
+            try syscall("tcsetattr") { tcsetattr(fd, TCSANOW, &settings) }
+        } catch {
+            closeDescriptor(fd)
+            return .failure(DeviceError("cannot configure the port", error))
         }
         return .success(fd)
     }
@@ -108,7 +116,7 @@ public final class SerialTerminal: @unchecked Sendable {
     private func serve(_ fd: Int32) -> DeviceLine.Served {
         var decoder = TerminalKeyDecoder(quietUs: quietUs)
         var buffer = [UInt8](repeating: 0, count: 512)
-        lock.withLock { presenter.invalidate() }
+        screen.withLock { $0.presenter.invalidate() }
         while !line.stopping {
             if let failure = draw(fd) { return .lost(failure) }
             let now = DeviceLine.monotonicUs()
@@ -133,7 +141,7 @@ public final class SerialTerminal: @unchecked Sendable {
     private func handle(_ pressed: [TerminalKey]) {
         for key in pressed {
             if key == .redraw {
-                lock.withLock { presenter.invalidate() }
+                screen.withLock { $0.presenter.invalidate() }
             } else if let mapped = keys[key] {
                 sink.yield(DriverPress(input: mapped.input, source: "terminal \(mapped.name)"))
             }
@@ -143,13 +151,16 @@ public final class SerialTerminal: @unchecked Sendable {
     private func draw(_ fd: Int32) -> String? {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let offset = TimeZone.current.secondsFromGMT()
-        let bytes = lock.withLock { presenter.present(view, now: now, utcOffsetS: offset) }
+        let bytes = screen.withLock { screen in
+            let view = screen.view
+            return screen.presenter.present(view, now: now, utcOffsetS: offset)
+        }
         guard !bytes.isEmpty else { return nil }
         switch DeviceLine.write(fd, bytes) {
         case .all: return nil
         case .full:
             // Half a screen went out: draw it all again once the line drains.
-            lock.withLock { presenter.invalidate() }
+            screen.withLock { $0.presenter.invalidate() }
             return nil
         case .failed(let reason): return reason
         }

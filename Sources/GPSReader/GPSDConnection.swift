@@ -2,6 +2,8 @@ import CGPS
 import Foundation
 import Liveness
 import Logging
+import Platform
+import Synchronization
 import UnitCore
 
 public enum GPSDEvent: Sendable, Equatable {
@@ -20,25 +22,23 @@ public enum GPSDEvent: Sendable, Equatable {
 ///
 /// Built against gpsd 3.22 (API 11). Only `mode`, `time`, coordinates and error estimates are read:
 /// gpsd 3.23.1 renamed the `STATUS_*` constants, so validity never depends on `status`.
-public final class GPSDConnection: @unchecked Sendable {
+public final class GPSDConnection: Sendable {
     public typealias EventHandler = @Sendable (GPSDEvent) -> Void
 
     /// The events, unless `deliverEvents(to:)` sends them elsewhere.
     public let events: AsyncStream<GPSDEvent>
     private let eventSink: AsyncStream<GPSDEvent>.Continuation
-    /// Guarded by `state`; the reader thread takes its copy when it starts.
-    private var eventHandler: EventHandler
+    /// The reader thread takes its copy when it starts.
+    private let eventHandler: Mutex<EventHandler>
     private let host: String
     private let port: Int
     private let minRetryDelayS: Double
     private let maxRetryDelayS: Double
 
-    private let state = NSCondition()
-    private var isStopping = false
-    private var readerThread: Thread?
-    private let readerFinished = DispatchSemaphore(value: 0)
     /// Beats each time round the reader loop, for the systemd watchdog.
     public let heartbeat = Heartbeat(name: "gpsd-reader", allowingSilenceS: Liveness.blockingConnectS)
+    /// The reader thread.
+    private let worker: BlockingWorker
 
     /// How long one wait for gpsd's data blocks (at least 2 s, so an idle gpsd costs nothing): also how
     /// quickly `stop()` is noticed.
@@ -51,50 +51,31 @@ public final class GPSDConnection: @unchecked Sendable {
         self.maxRetryDelayS = max(minRetryDelayS, maxRetryDelayS)
         let (events, eventSink) = AsyncStream.makeStream(of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(1024))
         (self.events, self.eventSink) = (events, eventSink)
-        eventHandler = { eventSink.yield($0) }
+        eventHandler = Mutex({ eventSink.yield($0) })
+        worker = BlockingWorker(name: "gpsd-reader", heartbeat: heartbeat)
     }
 
     /// Hands every event to `handler` on the reader thread itself, instead of to `events`: for a
     /// consumer with a queue of its own (the engine), which spares each fix a hop through a task.
     /// Call before `start()`.
     public func deliverEvents(to handler: @escaping EventHandler) {
-        state.withLock { eventHandler = handler }
+        eventHandler.withLock { $0 = handler }
     }
 
     public func start() {
-        let thread = Thread { [self] in
-            Liveness.nameCurrentThread("gpsd-reader")
-            runReader(delivering: state.withLock { eventHandler })
-            heartbeat.finished()
-            readerFinished.signal()
-        }
-        readerThread = thread
-        thread.start()
+        worker.start { [self] in runReader(delivering: eventHandler.withLock { $0 }) }
     }
 
-    /// Returns once the reader thread has closed its gpsd socket.
+    /// Returns once the reader thread has closed its gpsd socket (within one wait for data).
     public func stop() {
-        state.lock()
-        let wasRunning = readerThread != nil && !isStopping
-        isStopping = true
-        state.broadcast()
-        state.unlock()
-        if wasRunning { readerFinished.wait() }
+        worker.stop()
         eventSink.finish()
     }
 
-    private var stopping: Bool {
-        state.lock()
-        defer { state.unlock() }
-        return isStopping
-    }
+    private var stopping: Bool { worker.isStopping }
 
     private func waitBeforeRetry(_ delayS: Double) {
-        state.lock()
-        defer { state.unlock() }
-        heartbeat.beat(allowingSilenceS: delayS + Liveness.slackS)
-        let deadline = Date(timeIntervalSinceNow: delayS)
-        while !isStopping && state.wait(until: deadline) {}
+        worker.sleep(delayS, beatAllowingSilenceS: delayS + Liveness.slackS)
     }
 
     private func runReader(delivering deliver: EventHandler) {
@@ -104,7 +85,7 @@ public final class GPSDConnection: @unchecked Sendable {
         var retryDelayS = minRetryDelayS
         while !stopping {
             data.initialize(to: gps_data_t())
-            heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
+            worker.beat(allowingSilenceS: Liveness.blockingConnectS)
             guard gps_open(host, String(port), data) == 0 else {
                 let reason = "cannot reach gpsd at \(host):\(port): \(String(cString: gps_errstr(errno)))"
                 if reason != lastFailure { deliver(.disconnected(reason: reason)) }
@@ -142,17 +123,15 @@ public final class GPSDConnection: @unchecked Sendable {
         let socket = data.pointee.gps_fd
         var lines = LineBuffer()
         while !stopping {
-            heartbeat.beat(allowingSilenceS: Double(Self.waitMilliseconds) / 1e3 + Liveness.slackS)
+            worker.beat(allowingSilenceS: Double(Self.waitMilliseconds) / 1e3 + Liveness.slackS)
             var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let polled = poll(&ready, 1, Self.waitMilliseconds)
-            // A timeout is normal (no receiver attached).
-            if polled == 0 || polled < 0 && errno == EINTR { continue }
-            if polled < 0 { return "gpsd socket error: \(String(cString: strerror(errno)))" }
-            let count = lines.read(from: socket)
-            if count == 0 { return "gpsd closed the connection" }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                return "gpsd socket error: \(String(cString: strerror(errno)))"
+            do throws(SystemCallError) {
+                // A timeout is normal (no receiver attached).
+                guard try syscall("poll", { poll(&ready, 1, Self.waitMilliseconds) }) > 0 else { continue }
+                if try lines.read(from: socket) == 0 { return "gpsd closed the connection" }
+            } catch {
+                if error.wouldBlock { continue }
+                return "gpsd socket error: \(error.message)"
             }
             lines.forEachLine { line in
                 guard Self.isTPV(line), gps_unpack(line, data) == 0 else { return }
@@ -169,13 +148,13 @@ public final class GPSDConnection: @unchecked Sendable {
         private var bytes = [CChar](repeating: 0, count: Self.capacity + 1)
         private var filled = 0
 
-        /// Appends what `socket` has; returns what `read` returned.
-        mutating func read(from socket: Int32) -> Int {
+        /// Appends what `socket` has; returns how many bytes that was (0: the end of the stream).
+        mutating func read(from socket: Int32) throws(SystemCallError) -> Int {
             if filled == Self.capacity { filled = 0 }
-            let count = bytes.withUnsafeMutableBufferPointer { buffer in
-                Glibc.read(socket, buffer.baseAddress! + filled, Self.capacity - filled)
+            let count = try bytes.withUnsafeMutableBufferPointer { buffer throws(SystemCallError) in
+                try syscall("read") { Glibc.read(socket, buffer.baseAddress! + filled, Self.capacity - filled) }
             }
-            if count > 0 { filled += count }
+            filled += count
             return count
         }
 

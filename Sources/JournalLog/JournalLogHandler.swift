@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// swift-log to stderr, one line per entry, each prefixed with its syslog priority (`<3>` error …
 /// `<7>` debug). journald reads the prefix, strips it and keeps the level, so `journalctl -p warning`
@@ -55,13 +56,13 @@ public struct JournalLogHandler: LogHandler {
 }
 
 /// The shared sink of every logger: serialises writes and owns the repeat limiter.
-public final class JournalOutput: @unchecked Sendable {
-    private let lock = NSLock()
-    private var limiter: RepeatLimiter<ContinuousClock.Instant>
+public final class JournalOutput: Sendable {
+    /// Held while a line is written too, so lines never interleave.
+    private let limiter: Mutex<RepeatLimiter<ContinuousClock.Instant>>
     private let write: @Sendable (String) -> Void
 
     public init(repeatWindow: Duration = .seconds(60), write: @escaping @Sendable (String) -> Void = JournalOutput.standardError) {
-        limiter = RepeatLimiter(window: repeatWindow)
+        limiter = Mutex(RepeatLimiter(window: repeatWindow))
         self.write = write
     }
 
@@ -70,7 +71,7 @@ public final class JournalOutput: @unchecked Sendable {
     }
 
     func write(_ text: String, priority: Int, limited: Bool) {
-        lock.withLock {
+        limiter.withLock { limiter in
             var line = text
             if limited {
                 switch limiter.record("\(priority) \(text)", at: .now) {

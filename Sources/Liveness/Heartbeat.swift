@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Proof of life from a thread that runs a blocking C library loop (libmosquitto, libgps).
 ///
@@ -6,30 +7,29 @@ import Foundation
 /// the next beat (a poll timeout, a blocking connect). The watchdog asks `isAlive` and stops pinging
 /// systemd when a thread has been silent for longer than it promised: it is wedged, and a restart is
 /// the only remedy.
-public final class Heartbeat: @unchecked Sendable {
+public final class Heartbeat: Sendable {
     public let name: String
-    private let lock = NSLock()
-    private var reading: HeartbeatReading
+    private let reading: Mutex<HeartbeatReading>
 
     public init(name: String, at start: ContinuousClock.Instant = .now, allowingSilenceS: Double) {
         self.name = name
-        reading = HeartbeatReading(lastBeat: start, allowedSilence: .seconds(allowingSilenceS))
+        reading = Mutex(HeartbeatReading(lastBeat: start, allowedSilence: .seconds(allowingSilenceS)))
     }
 
     public func beat(allowingSilenceS: Double, at now: ContinuousClock.Instant = .now) {
-        lock.withLock { reading = HeartbeatReading(lastBeat: now, allowedSilence: .seconds(allowingSilenceS)) }
+        reading.withLock { $0 = HeartbeatReading(lastBeat: now, allowedSilence: .seconds(allowingSilenceS)) }
     }
 
     /// A thread that has ended for good (shutdown) is not wedged: it beats with no limit.
     public func finished() {
-        lock.withLock { reading.allowedSilence = nil }
+        reading.withLock { $0.allowedSilence = nil }
     }
 
     public func isAlive(at now: ContinuousClock.Instant = .now) -> Bool {
-        lock.withLock { reading.isAlive(at: now) }
+        reading.withLock { $0.isAlive(at: now) }
     }
 
-    public var current: HeartbeatReading { lock.withLock { reading } }
+    public var current: HeartbeatReading { reading.withLock { $0 } }
 }
 
 /// The last beat and the promise that came with it. Pure value, so the rule is testable.
@@ -71,11 +71,3 @@ public enum HealthVerdict: Equatable, Sendable {
     }
 }
 
-extension Liveness {
-    /// Names the calling thread for the kernel (top -H, ps -L, /proc/PID/task/*/comm). Foundation's
-    /// `Thread.name` reaches the kernel only sometimes on Linux (a race inside `Thread.start`), and
-    /// Glibc's module does not export pthread_setname_np; the kernel keeps 15 bytes.
-    public static func nameCurrentThread(_ name: String) {
-        try? String(name.prefix(15)).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-    }
-}

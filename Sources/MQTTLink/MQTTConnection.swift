@@ -2,13 +2,17 @@ import CMosquitto
 import Foundation
 import Liveness
 import Logging
+import Platform
+import Synchronization
 
 /// The libmosquitto adapter. All unsafe code for the broker lives in this file.
 ///
-/// One dedicated thread runs `mosquitto_loop` (libmosquitto in threaded mode, so `publish` may be
-/// called from any thread). Each TCP session gets a fresh `mosquitto` handle, so that nothing from a
-/// dead session (its in-memory queue, its message ids) can leak into the next one: our SQLite outbox
-/// is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
+/// One dedicated thread (a `BlockingWorker`) runs `mosquitto_loop` (libmosquitto in threaded mode,
+/// so `publish` may be called from any thread). Each TCP session gets a fresh `mosquitto` handle, so
+/// that nothing from a dead session (its in-memory queue, its message ids) can leak into the next
+/// one: our SQLite outbox is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
+///
+/// Unchecked because of `handle`, a C pointer that `state` guards.
 public final class MQTTConnection: @unchecked Sendable {
     struct HandleSetupFailure: Error {
         let reason: String
@@ -20,30 +24,31 @@ public final class MQTTConnection: @unchecked Sendable {
     /// The events, unless `deliverEvents(to:)` sends them elsewhere.
     public let events: AsyncStream<MQTTEvent>
     private let eventSink: AsyncStream<MQTTEvent>.Continuation
-    private let handlerLock = NSLock()
-    private var eventHandler: EventHandler
+    private let eventHandler: Mutex<EventHandler>
 
     private let endpoint: MQTTEndpoint
     private let will: MQTTWill?
     private let backoff: ReconnectBackoff
     private let logger: Logger
 
-    /// Guards `handle`, `sessionID`, `isStopping`; the loop thread only swaps the handle while
-    /// holding it, so a concurrent `publish` never sees a destroyed one.
-    private let state = NSCondition()
+    /// Guards `handle`, `sessionID`, `isStopping`, `worker`; the loop thread only swaps the handle
+    /// while holding it, so a concurrent `publish` never sees a destroyed one.
+    private let state = NSLock()
     private var handle: OpaquePointer?
     private var sessionID: MQTTSessionID = 0
     private var isStopping = false
+    /// The current loop thread. A stalled one is abandoned (it exits as soon as it gets control
+    /// back) and replaced by a fresh worker.
+    private var worker: BlockingWorker?
     /// Set from libmosquitto callbacks, which run with libmosquitto's own mutexes held: they take
     /// only this lock, never `state`, so the two orders cannot deadlock.
-    private let connectedLock = NSLock()
-    private var connectedSession: MQTTSessionID?
-    /// The session of the current handle: an abandoned loop thread's late CONNACK is ignored.
-    private var latestSession: MQTTSessionID = 0
-    /// Guarded by `state`. A loop thread whose generation is not current exits as soon as it
-    /// gets control back: that is how a stalled loop is replaced.
-    private var loopGeneration = 0
-    private var loopFinished: DispatchSemaphore?
+    private let sessions = Mutex(Sessions())
+
+    private struct Sessions {
+        var connected: MQTTSessionID?
+        /// The session of the current handle: an abandoned loop thread's late CONNACK is ignored.
+        var latest: MQTTSessionID = 0
+    }
     /// When the current loop thread last came round. The systemd watchdog reads it too, allowing
     /// `Liveness.blockingConnectS`: longer than the engine waits before replacing a silent loop, so
     /// systemd restarts the daemon only if even a fresh loop thread stays silent.
@@ -59,46 +64,39 @@ public final class MQTTConnection: @unchecked Sendable {
         self.logger = logger
         let (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
         (self.events, self.eventSink) = (events, eventSink)
-        eventHandler = { eventSink.yield($0) }
+        eventHandler = Mutex({ eventSink.yield($0) })
     }
 
     /// Hands every event to `handler` on the thread that has it (the loop thread, in libmosquitto's
     /// callbacks) instead of to `events`: for a consumer with a queue of its own (the engine), which
     /// spares each PUBACK a hop through a task. Call before `start()`.
     public func deliverEvents(to handler: @escaping EventHandler) {
-        handlerLock.withLock { eventHandler = handler }
+        eventHandler.withLock { $0 = handler }
     }
 
     public func start() {
         state.lock()
         defer { state.unlock() }
+        guard !isStopping, worker == nil else { return }
         startLoopThread()
     }
 
     /// Caller holds `state`.
     private func startLoopThread() {
-        loopGeneration += 1
-        let generation = loopGeneration
-        let finished = DispatchSemaphore(value: 0)
-        loopFinished = finished
+        let worker = BlockingWorker(name: "mqtt-loop", heartbeat: heartbeat)
+        self.worker = worker
         beat()
-        let thread = Thread { [self] in
-            Liveness.nameCurrentThread("mqtt-loop")
-            runLoop(generation: generation)
-            finished.signal()
-        }
-        thread.start()
+        worker.start { [self] in runLoop(on: worker) }
     }
 
     /// Disconnects cleanly (no last will) and waits for the loop thread to end.
     public func stop() {
         state.lock()
-        let running = isStopping ? nil : loopFinished
+        let running = isStopping ? nil : worker
         isStopping = true
         if let handle { mosquitto_disconnect(handle) }
-        state.broadcast()
         state.unlock()
-        running?.wait()
+        running?.stop()
         eventSink.finish()
     }
 
@@ -113,12 +111,13 @@ public final class MQTTConnection: @unchecked Sendable {
     public func restartLoopIfSilent(longerThan limit: Duration) -> Bool {
         state.lock()
         defer { state.unlock() }
-        guard !isStopping, loopFinished != nil, loopSilence > limit else { return false }
+        guard !isStopping, let stalled = worker, loopSilence > limit else { return false }
         logger.error("the MQTT loop thread stopped responding; starting a new one", metadata: ["silent_for": "\(loopSilence)"])
-        if let session = connectedLock.withLock({ connectedSession.take() }) {
+        if let session = sessions.withLock({ $0.connected.take() }) {
             yield(.disconnected(session, reason: "loop thread stalled"))
         }
         handle = nil
+        stalled.abandon()
         startLoopThread()
         return true
     }
@@ -128,7 +127,7 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     public var connected: Bool {
-        connectedLock.withLock { connectedSession != nil }
+        sessions.withLock { $0.connected != nil }
     }
 
     /// Hands one message to libmosquitto. Refuses while disconnected, so nothing piles up in
@@ -162,10 +161,10 @@ public final class MQTTConnection: @unchecked Sendable {
 
     // MARK: - Loop thread
 
-    private func runLoop(generation: Int) {
+    private func runLoop(on worker: BlockingWorker) {
         var failures = 0
         var random = SystemRandomNumberGenerator()
-        while isCurrent(generation) {
+        while !worker.isStopping {
             beat()
             let handle: OpaquePointer
             switch makeHandle() {
@@ -173,7 +172,7 @@ public final class MQTTConnection: @unchecked Sendable {
                 handle = created
             case .failure(let failure):
                 yield(.connectFailed(reason: failure.reason))
-                waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
+                waitBeforeRetry(backoff.delay(attempt: failures, using: &random), on: worker)
                 failures += 1
                 continue
             }
@@ -182,7 +181,7 @@ public final class MQTTConnection: @unchecked Sendable {
                 yield(.connectFailed(reason: Self.failureReason(rc, handle)))
             } else {
                 var everConnected = false
-                while isCurrent(generation) {
+                while !worker.isStopping {
                     beat()
                     let loopRC = mosquitto_loop(handle, 1000, 1)
                     if connected {
@@ -197,28 +196,16 @@ public final class MQTTConnection: @unchecked Sendable {
                 }
             }
             destroy(handle)
-            if isCurrent(generation) {
-                waitBeforeRetry(backoff.delay(attempt: failures, using: &random))
+            if !worker.isStopping {
+                waitBeforeRetry(backoff.delay(attempt: failures, using: &random), on: worker)
                 failures += 1
             }
         }
     }
 
-    private func isCurrent(_ generation: Int) -> Bool {
-        state.lock()
-        defer { state.unlock() }
-        return !isStopping && generation == loopGeneration
-    }
-
-    /// Sleeps in slices of a second so the heartbeat keeps going during a long backoff.
-    private func waitBeforeRetry(_ seconds: Double) {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        state.lock()
-        defer { state.unlock() }
-        while !isStopping && Date() < deadline {
-            beat()
-            _ = state.wait(until: min(deadline, Date(timeIntervalSinceNow: 1)))
-        }
+    /// The heartbeat keeps going during a long backoff (the worker beats at least once a second).
+    private func waitBeforeRetry(_ seconds: Double, on worker: BlockingWorker) {
+        worker.sleep(seconds, beatAllowingSilenceS: Liveness.blockingConnectS)
     }
 
     private func makeHandle() -> Result<OpaquePointer, HandleSetupFailure> {
@@ -227,7 +214,7 @@ public final class MQTTConnection: @unchecked Sendable {
         let sink = CallbackSink(session: sessionID, connection: self)
         let session = sessionID
         state.unlock()
-        connectedLock.withLock { latestSession = session }
+        sessions.withLock { $0.latest = session }
         let context = Unmanaged.passRetained(sink).toOpaque()
         guard let handle = mosquitto_new(endpoint.clientID, endpoint.cleanSession, context) else {
             Unmanaged<CallbackSink>.fromOpaque(context).release()
@@ -297,7 +284,7 @@ public final class MQTTConnection: @unchecked Sendable {
         let wasCurrent = self.handle == handle
         if wasCurrent { self.handle = nil }
         state.unlock()
-        if wasCurrent, let session = connectedLock.withLock({ connectedSession.take() }) {
+        if wasCurrent, let session = sessions.withLock({ $0.connected.take() }) {
             yield(.disconnected(session, reason: "connection lost"))
         }
         let context = mosquitto_userdata(handle)
@@ -306,25 +293,25 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     fileprivate func markConnected(_ session: MQTTSessionID) {
-        let isLatest = connectedLock.withLock {
-            guard session == latestSession else { return false }
-            connectedSession = session
+        let isLatest = sessions.withLock {
+            guard session == $0.latest else { return false }
+            $0.connected = session
             return true
         }
         if isLatest { yield(.connected(session)) }
     }
 
     fileprivate func markDisconnected(_ session: MQTTSessionID, reason: String) {
-        let wasConnected = connectedLock.withLock {
-            guard connectedSession == session else { return false }
-            connectedSession = nil
+        let wasConnected = sessions.withLock {
+            guard $0.connected == session else { return false }
+            $0.connected = nil
             return true
         }
         if wasConnected { yield(.disconnected(session, reason: reason)) }
     }
 
     fileprivate func yield(_ event: MQTTEvent) {
-        handlerLock.withLock { eventHandler }(event)
+        eventHandler.withLock { $0 }(event)
     }
 
     static func describe(_ rc: Int32) -> String {

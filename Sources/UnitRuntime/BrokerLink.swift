@@ -2,25 +2,28 @@ import Foundation
 import Liveness
 import Logging
 import MQTTLink
+import Synchronization
 import UnitConfig
 import UnitCore
 
 /// The unit's one broker connection, replaceable: a fleet config that changes [mqtt] gets a fresh
 /// `MQTTConnection` for the new endpoint, and a rollback gets one for the old. Events carry the
 /// generation of the connection they came from, so the engine can drop what a replaced one said.
-public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
+public final class BrokerLink: BackgroundAdapter, Sendable {
     public struct Event: Sendable {
         public var generation: Int
         public var event: MQTTEvent
     }
 
     private let logger: Logger
-    /// Guards `current`, `generation`, `stopped` and `deliver`.
-    private let lock = NSLock()
-    private var current: MQTTConnection?
-    private var generation = 0
-    private var stopped = false
-    private var deliver: @Sendable (Event) -> Void = { _ in }
+    private struct State {
+        var current: MQTTConnection?
+        var generation = 0
+        var stopped = false
+        var deliver: @Sendable (Event) -> Void = { _ in }
+    }
+
+    private let state = Mutex(State())
 
     public init(logger: Logger) {
         self.logger = logger
@@ -29,16 +32,16 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
     /// Where every connection's events go, on the thread that has them (the engine's inbox).
     /// Set before the first `connect`.
     func deliverEvents(to handler: @escaping @Sendable (Event) -> Void) {
-        lock.withLock { deliver = handler }
+        state.withLock { $0.deliver = handler }
     }
 
     /// Connections start when the engine knows which configuration is in force.
     public func start() {}
 
     public func stop() {
-        let connection = lock.withLock {
-            stopped = true
-            return current.take()
+        let connection = state.withLock {
+            $0.stopped = true
+            return $0.current.take()
         }
         connection?.stop()
     }
@@ -59,12 +62,12 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
             logger: logger
         )
-        let deliver = lock.withLock { self.deliver }
-        let (previous, newGeneration, isStopped) = lock.withLock {
-            generation += 1
-            let previous = current
-            if !stopped { current = connection }
-            return (previous, generation, stopped)
+        let deliver = state.withLock { $0.deliver }
+        let (previous, newGeneration, isStopped) = state.withLock {
+            $0.generation += 1
+            let previous = $0.current
+            if !$0.stopped { $0.current = connection }
+            return (previous, $0.generation, $0.stopped)
         }
         // Stopping joins the old loop thread, which may sit in a TCP connect to an unreachable host
         // for minutes: not on the engine's loop.
@@ -75,7 +78,7 @@ public final class BrokerLink: BackgroundAdapter, @unchecked Sendable {
         return newGeneration
     }
 
-    private var connection: MQTTConnection? { lock.withLock { current } }
+    private var connection: MQTTConnection? { state.withLock { $0.current } }
 
     /// The current connection's loop thread, for the watchdog; nil before the first connect.
     public var heartbeat: Heartbeat? { connection?.heartbeat }

@@ -1,26 +1,32 @@
 import Foundation
+import Synchronization
 
 /// The engine loop's one input queue. Producers (the gpsd reader thread, libmosquitto's loop
 /// thread, timers, the control socket) post from any thread; the loop takes everything waiting at
 /// once, so inputs that pile up while it works are handled together and followed by ONE outbox pump
 /// (one commit for a fix and the PUBACKs that came with it). Posting from the adapters' own threads
 /// spares each fix and each PUBACK the hop through a forwarding task.
-final class EngineInbox<Input: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var waiting: [Input] = []
-    private var consumer: CheckedContinuation<[Input], Never>?
-    private var closed = false
-    private var deferring: InputDeferral = []
+final class EngineInbox<Input: Sendable>: Sendable {
+    private struct State {
+        var waiting: [Input] = []
+        var consumer: CheckedContinuation<[Input], Never>?
+        var closed = false
+        var deferring: InputDeferral = []
+        /// Droppable inputs dropped since start.
+        var dropped = 0
+    }
+
+    private let state = Mutex(State())
 
     /// Inputs posted with one of these kinds do not wake the loop: they are handled with the next
     /// input that does (the next fix, a timer, the upkeep tick).
     var deferred: InputDeferral {
-        get { lock.withLock { deferring } }
-        set { lock.withLock { deferring = newValue } }
+        get { state.withLock { $0.deferring } }
+        set { state.withLock { $0.deferring = newValue } }
     }
 
     /// True while the loop waits for input (tests wait for it before posting).
-    var hasParkedConsumer: Bool { lock.withLock { consumer != nil } }
+    var hasParkedConsumer: Bool { state.withLock { $0.consumer != nil } }
 
     /// Posts `input` once `delay` has passed, unless the returned task is cancelled first: every
     /// timer of the engine (the state machine's, the commit window, the fleet rollback, shutdown).
@@ -37,28 +43,24 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
     /// presses, PUBACKs, timers and control requests are never dropped.
     static var capacity: Int { 10_000 }
     /// Droppable inputs dropped since start.
-    var droppedInputs: Int { lock.withLock { dropped } }
-    private var dropped = 0
+    var droppedInputs: Int { state.withLock { $0.dropped } }
 
     /// An input that wakes the loop takes the deferred ones along, ahead of it: the loop sees
     /// everything in the order it was posted (a control request after the PUBACKs before it).
     func post(_ input: Input, mayWait kind: InputDeferral = [], droppable: Bool = false) {
-        lock.lock()
-        guard !closed, !droppable || waiting.count < Self.capacity else {
-            if !closed { dropped += 1 }
-            lock.unlock()
-            return
+        // The parked loop is resumed outside the lock.
+        let wake = state.withLock { state -> (CheckedContinuation<[Input], Never>, [Input])? in
+            guard !state.closed, !droppable || state.waiting.count < Self.capacity else {
+                if !state.closed { state.dropped += 1 }
+                return nil
+            }
+            state.waiting.append(input)
+            guard let consumer = state.consumer, kind.isEmpty || !state.deferring.isSuperset(of: kind) else { return nil }
+            state.consumer = nil
+            defer { state.waiting = [] }
+            return (consumer, state.waiting)
         }
-        waiting.append(input)
-        guard let consumer, kind.isEmpty || !deferring.isSuperset(of: kind) else {
-            lock.unlock()
-            return
-        }
-        self.consumer = nil
-        let batch = waiting
-        waiting = []
-        lock.unlock()
-        consumer.resume(returning: batch)
+        if let (consumer, batch) = wake { consumer.resume(returning: batch) }
     }
 
     /// Everything posted since the last call, oldest first; suspends while nothing is there. Nil once
@@ -79,9 +81,9 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
             }
             return batch.isEmpty ? nil : batch
         } onCancel: {
-            let parked = lock.withLock {
-                closed = true
-                return consumer.take()
+            let parked = state.withLock {
+                $0.closed = true
+                return $0.consumer.take()
             }
             parked?.resume(returning: [])
         }
@@ -95,13 +97,13 @@ final class EngineInbox<Input: Sendable>: @unchecked Sendable {
 
     /// Takes what is waiting; if nothing is and `consumer` is given, parks it for `post` to resume.
     private func take(orPark consumer: CheckedContinuation<[Input], Never>?) -> Take {
-        lock.withLock {
-            if !waiting.isEmpty {
-                defer { waiting = [] }
-                return .batch(waiting)
+        state.withLock { state in
+            if !state.waiting.isEmpty {
+                defer { state.waiting = [] }
+                return .batch(state.waiting)
             }
-            if closed { return .closed }
-            if let consumer { self.consumer = consumer }
+            if state.closed { return .closed }
+            if let consumer { state.consumer = consumer }
             return .nothing
         }
     }

@@ -1,4 +1,4 @@
-import CSystemClock
+import CTaxiUnitLinux
 import Foundation
 import UnitCore
 
@@ -13,5 +13,5 @@ enum SystemClock {
 
     /// What `timedatectl` calls "System clock synchronized": the kernel's NTP state, set by chrony,
     /// ntpd or systemd-timesyncd. Reading it needs no privilege.
-    static var isSynchronised: Bool { taxiunitd_system_clock_synchronised() }
+    static var isSynchronised: Bool { CTaxiUnitLinux_clockSynchronised() }
 }

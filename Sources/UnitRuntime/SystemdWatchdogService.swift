@@ -1,6 +1,7 @@
 import Foundation
 import Liveness
 import Logging
+import Synchronization
 import ServiceLifecycle
 import SystemdNotify
 
@@ -16,13 +17,12 @@ public struct EngineHealth: Sendable, Equatable {
 }
 
 /// A question posted into the engine loop; answered only if the loop is still processing events.
-public final class EngineProbe: @unchecked Sendable {
-    private let lock = NSLock()
-    private var health: EngineHealth?
+public final class EngineProbe: Sendable {
+    private let health = Mutex<EngineHealth?>(nil)
 
-    func answer(_ health: EngineHealth) { lock.withLock { self.health = health } }
+    func answer(_ health: EngineHealth) { self.health.withLock { $0 = health } }
 
-    public var answer: EngineHealth? { lock.withLock { health } }
+    public var answer: EngineHealth? { health.withLock { $0 } }
 }
 
 /// Talks to systemd: READY=1 once the engine loop answers its first probe (the store is open and the

@@ -1,11 +1,12 @@
 import ArgumentParser
-import CMalloc
+import CTaxiUnitLinux
 import ControlSocket
 import Foundation
 import GPSReader
 import JournalLog
 import LocalCache
 import Logging
+import Platform
 import ServiceLifecycle
 import SystemdNotify
 import UnitConfig
@@ -122,8 +123,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             store = try LocalCache(path: settings.store.path)
         } catch {
             // A read-only or full store must not take the taxi off the dispatcher's map: run on a
-            // volatile store (RAM on Debian) and say so loudly; systemd's restart retries the real one.
-            let volatile = NSTemporaryDirectory() + "taxiunitd-\(settings.unit.fleet)-\(settings.unit.id)-volatile.sqlite"
+            // volatile store (RAM) and say so loudly; systemd's restart retries the real one. It goes
+            // in a fresh directory only we can enter: never at a path another local user could
+            // predict and prepare (a symlink to the real store, a file of their own).
+            let volatile = try makePrivateDirectory(in: Self.runtimeDirectory, prefix: "taxiunitd-volatile") + "/unit.sqlite"
             logger.critical(
                 "STORE NOT WRITABLE: running on a volatile store; messages are lost on restart",
                 metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
@@ -169,6 +172,14 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
     }
 }
 
+extension TaxiUnitDaemon {
+    /// systemd's `RuntimeDirectory=` (/run/taxiunitd, the first if it names several), else the
+    /// temporary directory (`$TMPDIR`, /tmp: private to the service under `PrivateTmp=`).
+    static var runtimeDirectory: String {
+        ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? NSTemporaryDirectory()
+    }
+}
+
 func printToStandardError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
@@ -176,5 +187,5 @@ func printToStandardError(_ line: String) {
 /// glibc gives every thread that allocates an arena of its own (up to 8 per core), each holding on to
 /// memory it freed; two arenas keep the peak of a 24 h backlog drain about 2 MB lower (bench/README.md).
 private func limitMallocArenas() {
-    _ = mallopt(M_ARENA_MAX, 2)
+    _ = CTaxiUnitLinux_limitMallocArenas(2)
 }

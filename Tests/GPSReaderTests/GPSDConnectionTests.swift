@@ -143,11 +143,11 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         var lines: [String] = []
         for chunk in writes {
             _ = chunk.withCString { write(ends[1], $0, strlen($0)) }
-            #expect(buffer.read(from: ends[0]) == chunk.utf8.count)
+            #expect(try buffer.read(from: ends[0]) == chunk.utf8.count)
             buffer.forEachLine { lines.append(String(cString: $0)) }
         }
         close(ends[1])
-        #expect(buffer.read(from: ends[0]) == 0, "the end of the stream")
+        #expect(try buffer.read(from: ends[0]) == 0, "the end of the stream")
         return lines
     }
 

@@ -9,6 +9,52 @@ import Testing
         try runCommand(Corpus.binary("taxiunitctl"), arguments)
     }
 
+    /// A connection to `path` that sends nothing: it holds one of the daemon's places until its
+    /// request deadline passes.
+    static func silentConnection(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
+        return fd
+    }
+
+    /// Eight clients that never send their request fill the daemon's control socket: taxiunitctl is
+    /// told `busy` at once, and served again once their one 5 s deadline has passed. The daemon's
+    /// other work goes on meanwhile.
+    @Test func silentClientsFillTheSocketUntilTheirDeadline() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        try await unit.waitForStatus("connected") { $0.broker.connected }
+
+        let silent = try (0..<8).map { _ in try Self.silentConnection(unit.controlSocket) }
+        defer { silent.forEach { close($0) } }
+        let filled = ContinuousClock.now
+        // The daemon accepts them in its own time.
+        try await Task.sleep(for: .milliseconds(300))
+        let busy = try ctl(["status", "--socket", unit.controlSocket])
+        #expect(busy.exitCode == 1)
+        #expect(busy.output.contains("taxiunitctl: busy"), "\(busy.output)")
+
+        try await waitUntil("served again after the silent clients' deadline", timeoutS: 15) {
+            try ctl(["status", "--socket", unit.controlSocket]).exitCode == 0
+        }
+        #expect(ContinuousClock.now - filled >= .seconds(4.5), "the places were held until the deadline")
+        for fd in silent {
+            var byte: UInt8 = 0
+            #expect(recv(fd, &byte, 1, 0) == 0, "the daemon closed every silent connection")
+        }
+        #expect(try unit.status().broker.connected)
+        unit.stop()
+    }
+
     @Test func outboxListsWaitingMessagesPerClassWhileTheBrokerIsDown() async throws {
         let scratch = try ScratchDirectory()
         // Nobody listens on the broker port: every event waits in the outbox.

@@ -114,6 +114,35 @@ import Testing
         #expect(unit.process?.exitCode == 0)
     }
 
+    /// The shipped unit opens no device (the shipped configuration names none), and every
+    /// `DeviceAllow=` docs/boards.md tells an operator to add passes `systemd-analyze verify` as a
+    /// drop-in on top of it.
+    @Test func unitFileAllowsNoDeviceAndTheDocumentedDropInsVerify() throws {
+        let shipped = try String(contentsOfFile: Corpus.packageRoot + "/systemd/taxiunitd.service", encoding: .utf8)
+        let settings = shipped.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(settings.contains("DevicePolicy=closed"))
+        #expect(!settings.contains { $0.hasPrefix("DeviceAllow=") }, "\(settings)")
+
+        let boards = try String(contentsOfFile: Corpus.packageRoot + "/docs/boards.md", encoding: .utf8)
+        let documented = boards.split(separator: "\n").filter { $0.hasPrefix("DeviceAllow=") }
+        #expect(documented.count >= 4, "the drop-ins in docs/boards.md: \(documented)")
+
+        let scratch = try ScratchDirectory()
+        let unitDirectory = scratch.file("system")
+        try FileManager.default.createDirectory(atPath: unitDirectory + "/taxiunitd.service.d", withIntermediateDirectories: true)
+        // verify checks that ExecStart= exists.
+        try shipped.replacingOccurrences(of: "/usr/local/bin/taxiunitd", with: Corpus.binary("taxiunitd"))
+            .write(toFile: unitDirectory + "/taxiunitd.service", atomically: true, encoding: .utf8)
+        try (["[Service]"] + documented).joined(separator: "\n").appending("\n")
+            .write(toFile: unitDirectory + "/taxiunitd.service.d/devices.conf", atomically: true, encoding: .utf8)
+        // A trailing colon keeps systemd's own directories (sysinit.target ...) in the path.
+        let verify = try runCommand(
+            "/usr/bin/systemd-analyze", ["verify", "--man=no", unitDirectory + "/taxiunitd.service"],
+            environment: ["SYSTEMD_UNIT_PATH": unitDirectory + ":"])
+        #expect(verify.exitCode == 0, "\(verify.output)")
+        #expect(verify.output.isEmpty, "\(verify.output)")
+    }
+
     @Test func unitFileExposureIsAtMostTwo() throws {
         let unitFile = Corpus.packageRoot + "/systemd/taxiunitd.service"
         let result = try runCommand("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", unitFile])

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A POSIX call that failed: which call, and errno with its text.
+public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What the caller named the call (`poll`, `read`, `bind /run/taxiunitd/control.sock`).
+    public let function: String
+    public let code: Int32
+    /// strerror's text, taken when the call failed.
+    public let message: String
+
+    public init(function: String, code: Int32) {
+        self.function = function
+        self.code = code
+        message = String(cString: strerror(code))
+    }
+
+    /// A non-blocking descriptor has nothing for now (or no room): not a failure of the descriptor.
+    public var wouldBlock: Bool { code == EAGAIN || code == EWOULDBLOCK }
+
+    public var description: String { "\(function) failed: \(message)" }
+}
+
+/// Runs one POSIX call that returns -1 and sets errno on failure: retries it while a signal
+/// interrupts it (EINTR), and turns any other failure into a `SystemCallError` named `function`.
+///
+/// errno is read straight after `body` returns, before anything else can run on this thread and
+/// overwrite it. Never inlined into a caller whose code could run between the two.
+@inline(never)
+@discardableResult
+public func syscall<Result: FixedWidthInteger>(_ function: @autoclosure () -> String, _ body: () -> Result) throws(SystemCallError) -> Result {
+    while true {
+        let result = body()
+        guard result == -1 else { return result }
+        let code = errno
+        if code == EINTR { continue }
+        throw SystemCallError(function: function(), code: code)
+    }
+}
+
+/// Closes a descriptor. Not retried on EINTR: Linux has released the descriptor by then, and a retry
+/// could close one another thread has just been given. Its result says nothing the caller can act on.
+public func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
+}
+
+/// Creates a fresh directory only this user can enter (mode 0700), under `base` with a random name
+/// (`prefix-XXXXXX`) that nobody could have prepared beforehand, and returns its path.
+public func makePrivateDirectory(in base: String, prefix: String) throws(SystemCallError) -> String {
+    let parent = base.hasSuffix("/") ? base : base + "/"
+    var template = Array((parent + prefix + "-XXXXXX").utf8CString)
+    let (made, code) = template.withUnsafeMutableBufferPointer { buffer -> (String?, Int32) in
+        guard let start = buffer.baseAddress, let made = mkdtemp(start) else { return (nil, errno) }
+        return (String(cString: made), 0)
+    }
+    guard let made else { throw SystemCallError(function: "mkdtemp \(parent)", code: code) }
+    return made
+}
