@@ -25,6 +25,19 @@ extension LocalCache {
         }
     }
 
+    /// The topic each document came on (its signature covers it, and it is verified at every start)
+    /// and when a broker trial began and how long it may run (a restart resumes it).
+    static func registerFleetTrialMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v5-fleet-topic-trial") { db in
+            try db.execute(sql: """
+                ALTER TABLE fleet_config ADD COLUMN topic TEXT;
+                ALTER TABLE fleet_config ADD COLUMN last_good_topic TEXT;
+                ALTER TABLE fleet_config ADD COLUMN trial_started_at INTEGER;
+                ALTER TABLE fleet_config ADD COLUMN trial_window_s REAL;
+                """)
+        }
+    }
+
     public func fleetConfigRecords() throws -> [ConfigScope: ConfigScopeRecord] {
         try database.read { db in
             var records: [ConfigScope: ConfigScopeRecord] = [:]
@@ -32,9 +45,16 @@ extension LocalCache {
                 guard let scope = ConfigScope(rawValue: (try row.decode(forColumn: "scope"))) else { continue }
                 records[scope] = ConfigScopeRecord(
                     seenVersion: (try row.decode(forColumn: "seen_version")),
-                    applied: Self.document(version: (try row.decode(forColumn: "version")), payload: (try row.decode(forColumn: "document"))),
+                    applied: Self.document(
+                        version: (try row.decode(forColumn: "version")), payload: (try row.decode(forColumn: "document")),
+                        topic: (try row.decode(forColumn: "topic"))),
                     probation: (try row.decode(Bool.self, forColumn: "on_probation"))
-                        ? .init(lastGood: Self.document(version: (try row.decode(forColumn: "last_good_version")), payload: (try row.decode(forColumn: "last_good_document"))))
+                        ? .init(
+                            lastGood: Self.document(
+                                version: (try row.decode(forColumn: "last_good_version")), payload: (try row.decode(forColumn: "last_good_document")),
+                                topic: (try row.decode(forColumn: "last_good_topic"))),
+                            startedAt: (try row.decode(forColumn: "trial_started_at")),
+                            windowS: (try row.decode(forColumn: "trial_window_s")))
                         : nil
                 )
             }
@@ -42,9 +62,9 @@ extension LocalCache {
         }
     }
 
-    private static func document(version: Int?, payload: Data?) -> AppliedConfigDocument? {
+    private static func document(version: Int?, payload: Data?, topic: String?) -> AppliedConfigDocument? {
         guard let version, let payload else { return nil }
-        return AppliedConfigDocument(version: version, payload: Array(payload))
+        return AppliedConfigDocument(version: version, payload: Array(payload), topic: topic)
     }
 
     /// Ids of executed commands that have not expired yet, with their expiry.
@@ -64,16 +84,20 @@ extension LocalCache.Transaction {
         try db.execute(
             sql: """
                 INSERT INTO fleet_config
-                    (scope, seen_version, version, document, on_probation, last_good_version, last_good_document, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    (scope, seen_version, version, document, topic, on_probation, last_good_version, last_good_document,
+                     last_good_topic, trial_started_at, trial_window_s, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(scope) DO UPDATE SET
                     seen_version = excluded.seen_version, version = excluded.version, document = excluded.document,
-                    on_probation = excluded.on_probation, last_good_version = excluded.last_good_version,
-                    last_good_document = excluded.last_good_document, updated_at = excluded.updated_at
+                    topic = excluded.topic, on_probation = excluded.on_probation, last_good_version = excluded.last_good_version,
+                    last_good_document = excluded.last_good_document, last_good_topic = excluded.last_good_topic,
+                    trial_started_at = excluded.trial_started_at, trial_window_s = excluded.trial_window_s,
+                    updated_at = excluded.updated_at
                 """,
             arguments: [
-                scope.rawValue, record.seenVersion, record.applied?.version, record.applied.map { Data($0.payload) },
+                scope.rawValue, record.seenVersion, record.applied?.version, record.applied.map { Data($0.payload) }, record.applied?.topic,
                 record.probation != nil, record.probation?.lastGood?.version, record.probation?.lastGood.map { Data($0.payload) },
+                record.probation?.lastGood?.topic, record.probation?.startedAt, record.probation?.windowS,
                 time,
             ]
         )

@@ -302,6 +302,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
                 """)
         }
         registerAsideMigration(in: &migrator)
+        registerFleetTrialMigration(in: &migrator)
         return migrator
     }
 
