@@ -34,6 +34,8 @@ public struct MQTTTLS: Sendable, Equatable {
     public var version: String
     /// The protocol named in the handshake (ALPN), for brokers that serve several on one port.
     public var alpn: String?
+    /// Where Debian (and most Linux systems) keep the operating system's CA certificates, by hash.
+    public static let systemCADirectory = "/etc/ssl/certs"
 
     public init(caFile: String?, certFile: String?, keyFile: String?, version: String, alpn: String? = nil) {
         self.caFile = caFile
