@@ -22,7 +22,7 @@ public enum FleetSignature {
     }
 
     /// `setting` names where `keys` come from, for the unit's answer.
-    public static func check(_ document: JSONDocument, topic: String, trusting keys: [[UInt8]], setting: String = "config_pubkeys") -> Check {
+    public static func check(_ document: JSONDocument, topic: String, trusting keys: [[UInt8]], setting: String) -> Check {
         guard let field = document[member] else { return .missing }
         guard case .string(let text) = field, let signature = Data(base64Encoded: text), signature.count == 64 else {
             return .invalid("signature must be a 64-byte Ed25519 signature in base64")

@@ -122,6 +122,13 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             JournalLogHandler(label: label, level: Logger.Level(rawValue: settings.log.level) ?? .info, output: journal)
         }
         let logger = Logger(label: "taxiunitd")
+        // The same reading as --check, logged: an expiring certificate shows in the journal before
+        // the broker refuses it.
+        if let tls = settings.mqtt.tls {
+            let findings = TLSFileCheck.check(tls, now: Date(), read: Self.readFile)
+            for warning in findings.warnings { logger.warning("\(warning)") }
+            for problem in findings.problems { logger.error("\(problem)") }
+        }
 
         let store: LocalCache
         do {
