@@ -87,8 +87,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         /// Keys for commands alone, so that the config keys can stay offline.
         public var commandPubkeys: [[UInt8]] = []
         public var requireSigned: Bool
-        /// How long a pushed config that changes [mqtt] may go without reaching the broker before
-        /// the unit goes back to the last good one.
+        /// How long a pushed config that changes the broker may go without the fleet's retained,
+        /// signed config arriving from it before the unit goes back to the last good one.
         public var rollbackAfterS: Double
     }
 
