@@ -9,7 +9,7 @@ public enum FleetConfigEvent: Sendable, Equatable {
     /// A CONNACK. It ends no trial: any broker, an open one included, accepts a connection; only
     /// the fleet's own broker holds its signed, retained config.
     case brokerConnected
-    /// The rollback timer ran out before a broker accepted the unit.
+    /// The rollback timer ran out before the fleet's own broker answered.
     case rollbackDue(lastError: String?)
 }
 

@@ -289,7 +289,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         let keyFile = optionalPath("keyfile")
         let version = section.oneOf("tls_version", default: "tlsv1.2", allowed: tlsVersions)
         let alpn = optionalPath("alpn")
-        if let alpn, alpn.utf8.count > 255 || !alpn.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline }) {
+        if let alpn, alpn.utf8.count > 255 || !alpn.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
             section.reject("alpn must be one protocol name of at most 255 printable ASCII characters, such as \"mqtt\"")
         }
         guard enabled else {

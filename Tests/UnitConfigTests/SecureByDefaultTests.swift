@@ -47,7 +47,10 @@ import UnitConfig
         #expect(tls.alpn == "mqtt")
         #expect(try configuration("[mqtt]\ntls = true\ncafile = \"/etc/ca.crt\"\n").mqtt.tls?.alpn == nil)
         #expect(problems("[mqtt]\nalpn = \"mqtt\"\n") == ["mqtt.alpn needs tls = true"])
-        #expect(problems("[mqtt]\ntls = true\ncafile = \"system\"\nalpn = \"a b\"\n").count == 1)
+        for bad in ["a b", "a\\u0001", String(repeating: "x", count: 256)] {
+            #expect(problems("[mqtt]\ntls = true\ncafile = \"system\"\nalpn = \"\(bad)\"\n")
+                == [#"mqtt.alpn must be one protocol name of at most 255 printable ASCII characters, such as "mqtt""#], "\(bad)")
+        }
     }
 
     let tlsLocal = "[mqtt]\nhost = \"broker-a.example\"\ntls = true\ncafile = \"system\"\n"
