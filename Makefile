@@ -80,7 +80,7 @@ install-files:
 		systemd/taxiunitd.service > $(DESTDIR)$(UNITDIR)/taxiunitd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/taxiunitd.service
 	install -m 644 systemd/taxiunitd.sysusers $(DESTDIR)$(SYSUSERSDIR)/taxiunitd.conf
-	install -m 644 README.md docs/protocol.md etc/mosquitto-acl.example $(DESTDIR)$(DOCDIR)/
+	install -m 644 README.md docs/protocol.md etc/mosquitto-acl.example etc/mosquitto.conf.example $(DESTDIR)$(DOCDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml || { \
 		sed -e 's|"/usr/share/taxiunitd/lang"|"$(PREFIX)/share/taxiunitd/lang"|' etc/taxiunitd.toml \
 			> $(DESTDIR)$(SYSCONFDIR)/taxiunitd/taxiunitd.toml && \

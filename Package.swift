@@ -35,6 +35,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // X.509 and PEM: what `--check` reads of the TLS files, and PEM (SPKI/PKCS#8) Ed25519 keys.
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -50,6 +53,9 @@ let package = Package(
         .target(name: "UnitConfig", dependencies: [
             "UnitCore", "DriverKeys",
             .product(name: "TOMLKit", package: "TOMLKit"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
         .target(name: "FleetControl", dependencies: [
@@ -107,6 +113,7 @@ let package = Package(
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: compactRelease),
 
@@ -141,7 +148,10 @@ let package = Package(
             "UnitCore", "UnitConfig", "FleetControl", "DriverKeys", "DriverDisplay", "GPSReader", "ControlSocket", "LocalCache",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "UnitConfigTests", dependencies: ["UnitConfig", "UnitCore"]),
+        .testTarget(name: "UnitConfigTests", dependencies: [
+            "UnitConfig", "UnitCore",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
         .testTarget(name: "DriverKeysTests", dependencies: [

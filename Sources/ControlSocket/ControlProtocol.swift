@@ -79,7 +79,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public struct Config: Sendable, Equatable, Codable {
         /// Version of the fleet's document in force per scope (`fleet`, `unit`); absent: none.
         public var versions: [String: Int]
-        /// The scope whose [mqtt] change is still on trial (rolled back unless a broker is reached).
+        /// The scope whose [mqtt] change is still on trial (rolled back unless the new broker
+        /// brings the fleet's retained, signed config).
         public var onTrial: String?
         /// `host:port` of the broker the unit uses now.
         public var broker: String

@@ -82,7 +82,7 @@ public struct CommandGate: Sendable {
         }
         let id = FleetMessage.string("id", in: document)
         let name = FleetMessage.string("cmd", in: document)
-        if let rejection = FleetMessage.authenticate(document, topic: topic, trust: trust) {
+        if let rejection = FleetMessage.authenticate(document, topic: topic, trust: trust, as: .command) {
             return .refuse(Self.refusal(id: id, name: name, .rejected, rejection))
         }
         guard let id, !id.isEmpty, id.utf8.count <= Self.maximumIDLength else {

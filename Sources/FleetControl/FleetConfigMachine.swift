@@ -3,10 +3,10 @@ import UnitCore
 
 public enum FleetConfigEvent: Sendable, Equatable {
     /// A message on `{prefix}/{fleet}/config` (fleet scope) or `{prefix}/{fleet}/{unit}/config`;
-    /// `retained` when the broker sent its stored copy rather than a message published just now.
-    case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool)
-    case brokerConnected
-    /// The rollback timer ran out before a broker accepted the unit.
+    /// `retained` when the broker sent its stored copy rather than a message published just now;
+    /// `at`: the unit clock, ms.
+    case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool, at: Int64)
+    /// The rollback timer ran out before the fleet's own broker answered.
     case rollbackDue(lastError: String?)
 }
 
@@ -68,7 +68,17 @@ public struct FleetConfigMachine: Sendable {
         self.records = records
         configuration = localConfiguration
         for scope in ConfigScope.allCases {
+            // Verified again: a key removed from the local file revokes what it signed.
+            let topic = Self.topic(of: scope, in: localConfiguration)
+            if let lastGood = records[scope]?.probation?.lastGood, let rejection = Self.verify(lastGood, topic: topic, trust: trust) {
+                restoreProblems.append("stored \(scope.rawValue) config version \(lastGood.version) (the last good one): \(rejection.errors.joined(separator: "; "))")
+                self.records[scope]?.probation?.lastGood = nil
+            }
             guard let document = records[scope]?.applied else { continue }
+            if let rejection = Self.verify(document, topic: topic, trust: trust) {
+                restoreProblems.append("stored \(scope.rawValue) config version \(document.version): \(rejection.errors.joined(separator: "; "))")
+                continue
+            }
             switch Self.settings(of: document.payload) {
             case .success(let value): settings[scope] = value
             case .failure(let error): restoreProblems.append("stored \(scope.rawValue) config version \(document.version): \(error.problems.joined(separator: "; "))")
@@ -87,9 +97,14 @@ public struct FleetConfigMachine: Sendable {
         }
     }
 
-    /// What the shell does right after starting: resume a rollback timer cut short by a restart.
-    public var startupActions: [FleetConfigAction] {
-        onProbation == nil ? [] : [.startRollbackTimer(seconds: configuration.fleet.rollbackAfterS)]
+    /// What the shell does right after starting, at `now` (unit clock, ms): resume a rollback timer
+    /// cut short by a restart with what was left of its window.
+    public func startupActions(now: Int64) -> [FleetConfigAction] {
+        guard let scope = onProbation, let probation = records[scope]?.probation else { return [] }
+        let windowS = probation.windowS ?? configuration.fleet.rollbackAfterS
+        // A clock that went back counts as no time passed; one that leapt ahead ends the trial.
+        let elapsedS = probation.startedAt.map { Double(max(0, now.saturatingSubtract($0))) / 1000 } ?? 0
+        return [.startRollbackTimer(seconds: max(0, windowS - elapsedS))]
     }
 
     public var versions: [ConfigScope: Int] { records.compactMapValues { $0.applied?.version } }
@@ -103,19 +118,14 @@ public struct FleetConfigMachine: Sendable {
 
     public mutating func handle(_ event: FleetConfigEvent) -> [FleetConfigAction] {
         switch event {
-        case .received(let scope, let topic, let payload, let retained):
-            return receive(scope, topic: topic, payload: payload, retained: retained)
-        case .brokerConnected:
-            guard let scope = onProbation, var record = records[scope] else { return [] }
-            record.probation = nil
-            records[scope] = record
-            return [.cancelRollbackTimer, .commit(scope, record, ack: nil)]
+        case .received(let scope, let topic, let payload, let retained, let now):
+            return receive(scope, topic: topic, payload: payload, retained: retained, at: now)
         case .rollbackDue(let lastError):
             return rollBack(lastError: lastError)
         }
     }
 
-    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8], retained: Bool) -> [FleetConfigAction] {
+    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8], retained: Bool, at now: Int64) -> [FleetConfigAction] {
         // Deleting a retained document is how a fleet stops sending it; the unit keeps what it has.
         if payload.isEmpty { return [.ignore(scope, because: "empty message (retained document cleared)")] }
         let document: JSONDocument
@@ -124,8 +134,15 @@ public struct FleetConfigMachine: Sendable {
         case .failure(let rejection): return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
         }
         let version = FleetMessage.integer("version", in: document)
-        if let rejection = FleetMessage.authenticate(document, topic: topic, trust: trust) {
+        if let rejection = FleetMessage.authenticate(document, topic: topic, trust: trust, as: .config) {
             return [.acknowledge(Self.rejected(scope, version: version, rejection))]
+        }
+        // The fleet's retained, authentic config on the broker tried: it is the fleet's own broker.
+        if retained, let trial = onProbation, var trialRecord = records[trial] {
+            trialRecord.probation = nil
+            records[trial] = trialRecord
+            return [.cancelRollbackTimer, .commit(trial, trialRecord, ack: nil)]
+                + receive(scope, topic: topic, payload: payload, retained: retained, at: now)
         }
         guard let version, version >= 1 else {
             let rejection = FleetRejection(.invalid, ["version must be an integer of at least 1"])
@@ -170,10 +187,10 @@ public struct FleetConfigMachine: Sendable {
         let trial = !nextConfiguration.mqtt.isSameBroker(as: configuration.mqtt)
         var updated = record
         updated.seenVersion = version
-        updated.applied = AppliedConfigDocument(version: version, payload: payload)
-        updated.probation = trial ? .init(lastGood: record.applied) : nil
+        updated.applied = AppliedConfigDocument(version: version, payload: payload, topic: topic)
         // The trial runs on the last good config's clock: a push cannot lengthen its own trial.
         let trialS = configuration.fleet.rollbackAfterS
+        updated.probation = trial ? .init(lastGood: record.applied, startedAt: now, windowS: trialS) : nil
         records[scope] = updated
         settings = next
         configuration = nextConfiguration
@@ -194,9 +211,26 @@ public struct FleetConfigMachine: Sendable {
         records[scope] = record
         settings[scope] = probation.lastGood.flatMap { try? Self.settings(of: $0.payload).get() }
         configuration = (try? effective()) ?? configuration
-        let why = "could not reach the broker \(broker) within \(configuration.fleet.rollbackAfterS) s" + (lastError.map { ": \($0)" } ?? "")
+        let why = "did not get the fleet's signed config from the broker \(broker) within \(probation.windowS ?? configuration.fleet.rollbackAfterS) s"
+            + (lastError.map { ": \($0)" } ?? "")
         let ack = ConfigAck(scope: scope, version: tried?.version, result: .rolledBack, reason: "unreachable", errors: [why])
         return [.commit(scope, record, ack: ack), .use(configuration, reconnect: true)]
+    }
+
+    /// The topic a stored document came on; for one stored before topics were kept, the topic of
+    /// its scope under the local file.
+    private static func topic(of scope: ConfigScope, in local: UnitConfiguration) -> String {
+        switch scope {
+        case .fleet: "\(local.mqtt.topicPrefix)/\(local.unit.fleet)/\(UnitTopic.config.rawValue)"
+        case .unit: local.unitTopicBase + UnitTopic.config.rawValue
+        }
+    }
+
+    private static func verify(_ document: AppliedConfigDocument, topic fallback: String, trust: FleetTrust) -> FleetRejection? {
+        switch FleetMessage.parse(document.payload) {
+        case .success(let parsed): FleetMessage.authenticate(parsed, topic: document.topic ?? fallback, trust: trust, as: .config)
+        case .failure(let rejection): rejection
+        }
     }
 
     private func effective() throws(ConfigError) -> UnitConfiguration {

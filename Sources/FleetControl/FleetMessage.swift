@@ -3,16 +3,30 @@ import UnitConfig
 
 /// Whom the unit trusts to change it: from the local file, never from the fleet.
 public struct FleetTrust: Sendable, Equatable {
+    /// Keys for config documents (`[fleet] config_pubkeys`).
     public var publicKeys: [[UInt8]]
+    /// Keys for commands (`[fleet] command_pubkeys`); empty: the config keys sign commands too.
+    public var commandPublicKeys: [[UInt8]]
     public var requireSigned: Bool
 
-    public init(publicKeys: [[UInt8]], requireSigned: Bool) {
+    public init(publicKeys: [[UInt8]], commandPublicKeys: [[UInt8]] = [], requireSigned: Bool) {
         self.publicKeys = publicKeys
+        self.commandPublicKeys = commandPublicKeys
         self.requireSigned = requireSigned
     }
 
     public init(_ configuration: UnitConfiguration) {
-        self.init(publicKeys: configuration.fleet.configPubkeys, requireSigned: configuration.fleet.requireSigned)
+        self.init(
+            publicKeys: configuration.fleet.configPubkeys, commandPublicKeys: configuration.fleet.commandPubkeys,
+            requireSigned: configuration.fleet.requireSigned)
+    }
+
+    /// What a kind of message is checked against: a command key can then sign no config.
+    func keys(for kind: FleetMessage.Kind) -> (keys: [[UInt8]], setting: String) {
+        switch kind {
+        case .config: (publicKeys, "config_pubkeys")
+        case .command: commandPublicKeys.isEmpty ? (publicKeys, "config_pubkeys") : (commandPublicKeys, "command_pubkeys")
+        }
     }
 }
 
@@ -64,8 +78,15 @@ public enum FleetMessage {
         return .success(document)
     }
 
-    public static func authenticate(_ document: JSONDocument, topic: String, trust: FleetTrust) -> FleetRejection? {
-        switch FleetSignature.check(document, topic: topic, trusting: trust.publicKeys) {
+    /// Config documents and commands are signed by keys of their own.
+    public enum Kind: Sendable {
+        case config
+        case command
+    }
+
+    public static func authenticate(_ document: JSONDocument, topic: String, trust: FleetTrust, as kind: Kind) -> FleetRejection? {
+        let (keys, setting) = trust.keys(for: kind)
+        switch FleetSignature.check(document, topic: topic, trusting: keys, setting: setting) {
         case .valid:
             return nil
         case .missing:

@@ -21,12 +21,13 @@ public enum FleetSignature {
         Array(topic.utf8) + [0x0A] + document.removing(member).canonicalBytes
     }
 
-    public static func check(_ document: JSONDocument, topic: String, trusting keys: [[UInt8]]) -> Check {
+    /// `setting` names where `keys` come from, for the unit's answer.
+    public static func check(_ document: JSONDocument, topic: String, trusting keys: [[UInt8]], setting: String) -> Check {
         guard let field = document[member] else { return .missing }
         guard case .string(let text) = field, let signature = Data(base64Encoded: text), signature.count == 64 else {
             return .invalid("signature must be a 64-byte Ed25519 signature in base64")
         }
-        guard !keys.isEmpty else { return .invalid("no [fleet] config_pubkeys are configured on this unit") }
+        guard !keys.isEmpty else { return .invalid("no [fleet] \(setting) are configured on this unit") }
         let message = signedBytes(of: document, topic: topic)
         for raw in keys {
             guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { continue }

@@ -121,6 +121,15 @@ extension LocalCache {
                 data BLOB
             );
             """),
+        // The topic each fleet document came on (its signature covers it, and it is verified again
+        // at every start), and when a broker trial began and how long it may run, so a restart
+        // resumes it instead of starting it over.
+        ("v5-fleet-topic-trial", """
+            ALTER TABLE fleet_config ADD COLUMN topic TEXT;
+            ALTER TABLE fleet_config ADD COLUMN last_good_topic TEXT;
+            ALTER TABLE fleet_config ADD COLUMN trial_started_at INTEGER;
+            ALTER TABLE fleet_config ADD COLUMN trial_window_s REAL;
+            """),
     ]
 
     static var migrator: DatabaseMigrator {

@@ -85,6 +85,10 @@ struct FleetConfigRow: FetchableRecord, PersistableRecord {
         static let onProbation = Column("on_probation")
         static let lastGoodVersion = Column("last_good_version")
         static let lastGoodDocument = Column("last_good_document")
+        static let topic = Column("topic")
+        static let lastGoodTopic = Column("last_good_topic")
+        static let trialStartedAt = Column("trial_started_at")
+        static let trialWindowS = Column("trial_window_s")
         static let updatedAt = Column("updated_at")
     }
 
@@ -100,15 +104,18 @@ struct FleetConfigRow: FetchableRecord, PersistableRecord {
     }
 
     init(row: Row) throws {
-        func document(_ version: Column, _ payload: Column) throws -> AppliedConfigDocument? {
+        func document(_ version: Column, _ payload: Column, _ topic: Column) throws -> AppliedConfigDocument? {
             guard let version: Int = try row.decode(forColumn: version), let payload: Data = try row.decode(forColumn: payload) else { return nil }
-            return AppliedConfigDocument(version: version, payload: Array(payload))
+            return AppliedConfigDocument(version: version, payload: Array(payload), topic: try row.decode(forColumn: topic))
         }
         scope = try row.decode(forColumn: Columns.scope)
         record = ConfigScopeRecord(
-            seenVersion: try row.decode(forColumn: Columns.seenVersion), applied: try document(Columns.version, Columns.document),
+            seenVersion: try row.decode(forColumn: Columns.seenVersion), applied: try document(Columns.version, Columns.document, Columns.topic),
             probation: try row.decode(Bool.self, forColumn: Columns.onProbation)
-                ? .init(lastGood: try document(Columns.lastGoodVersion, Columns.lastGoodDocument)) : nil)
+                ? .init(
+                    lastGood: try document(Columns.lastGoodVersion, Columns.lastGoodDocument, Columns.lastGoodTopic),
+                    startedAt: try row.decode(forColumn: Columns.trialStartedAt), windowS: try row.decode(forColumn: Columns.trialWindowS))
+                : nil)
         updatedAt = try row.decode(forColumn: Columns.updatedAt)
     }
 
@@ -120,6 +127,10 @@ struct FleetConfigRow: FetchableRecord, PersistableRecord {
         container[Columns.onProbation] = record.probation != nil
         container[Columns.lastGoodVersion] = record.probation?.lastGood?.version
         container[Columns.lastGoodDocument] = record.probation?.lastGood.map { Data($0.payload) }
+        container[Columns.topic] = record.applied?.topic
+        container[Columns.lastGoodTopic] = record.probation?.lastGood?.topic
+        container[Columns.trialStartedAt] = record.probation?.startedAt
+        container[Columns.trialWindowS] = record.probation?.windowS
         container[Columns.updatedAt] = updatedAt
     }
 }

@@ -268,13 +268,21 @@ public final class MQTTConnection: @unchecked Sendable {
             if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("credentials: \(Self.describe(rc))") }
         }
         guard let tls = endpoint.tls else { return nil }
-        var rc = mosquitto_tls_set(handle, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
+        // Without a CA file, OpenSSL's default verify paths (which SSL_CERT_FILE and SSL_CERT_DIR
+        // override). mosquitto_tls_set still insists on a cafile or capath: the OS's CA directory.
+        var rc = mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, tls.caFile == nil ? 1 : 0)
+        if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("TLS with the system's CAs: \(Self.describe(rc))") }
+        rc = mosquitto_tls_set(handle, tls.caFile, tls.caFile == nil ? MQTTTLS.systemCADirectory : nil, tls.certFile, tls.keyFile, nil)
         if rc != MOSQ_ERR_SUCCESS.rawValue {
-            return HandleSetupFailure("TLS setup (cafile \(tls.caFile), certfile \(tls.certFile ?? "-"), keyfile \(tls.keyFile ?? "-")): \(Self.failureReason(rc, handle))")
+            return HandleSetupFailure("TLS setup (cafile \(tls.caFile ?? "system"), certfile \(tls.certFile ?? "-"), keyfile \(tls.keyFile ?? "-")): \(Self.failureReason(rc, handle))")
         }
         // Verify the broker's certificate, and speak at least `tls_version`.
         rc = mosquitto_tls_opts_set(handle, 1, tls.version, nil)
         if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("TLS options: \(Self.describe(rc))") }
+        if let alpn = tls.alpn {
+            rc = mosquitto_string_option(handle, MOSQ_OPT_TLS_ALPN, alpn)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return HandleSetupFailure("TLS ALPN \(alpn): \(Self.describe(rc))") }
+        }
         return nil
     }
 

@@ -26,17 +26,23 @@ public struct MQTTEndpoint: Sendable, Equatable {
 
 /// TLS towards the broker: its CA, and optionally our client certificate and key (PEM files).
 public struct MQTTTLS: Sendable, Equatable {
-    public var caFile: String
+    /// nil: the operating system's CA store (OpenSSL's default paths, SSL_CERT_FILE/SSL_CERT_DIR).
+    public var caFile: String?
     public var certFile: String?
     public var keyFile: String?
     /// The oldest protocol accepted: "tlsv1.2" or "tlsv1.3".
     public var version: String
+    /// The protocol named in the handshake (ALPN), for brokers that serve several on one port.
+    public var alpn: String?
+    /// Where Debian (and most Linux systems) keep the operating system's CA certificates, by hash.
+    public static let systemCADirectory = "/etc/ssl/certs"
 
-    public init(caFile: String, certFile: String?, keyFile: String?, version: String) {
+    public init(caFile: String?, certFile: String?, keyFile: String?, version: String, alpn: String? = nil) {
         self.caFile = caFile
         self.certFile = certFile
         self.keyFile = keyFile
         self.version = version
+        self.alpn = alpn
     }
 }
 

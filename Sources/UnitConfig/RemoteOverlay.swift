@@ -31,6 +31,11 @@ extension UnitConfiguration {
         } catch {
             problems += error.problems
         }
+        // The local file's allow_plaintext waives TLS for its own broker only.
+        if let merged, merged.mqtt.tls == nil, !isLoopback(merged.mqtt.host),
+           let own = try? UnitConfiguration(document: local), (own.mqtt.host, own.mqtt.port) != (merged.mqtt.host, merged.mqtt.port) {
+            problems.append("mqtt.host: a fleet config cannot move the unit to a broker off this machine without TLS (\(merged.mqtt.host):\(merged.mqtt.port))")
+        }
         guard let merged, problems.isEmpty else { throw ConfigError(problems: problems) }
         return merged
     }

@@ -36,14 +36,20 @@ public struct UnitConfiguration: Sendable, Equatable {
         /// Inbound messages admitted per second (after a burst of five seconds' worth); the rest
         /// are dropped unread and counted. A dispatcher sends a taxi a few a minute.
         public var inboundPerS: Double = 10
+        /// Plaintext to a broker off this machine, waived in the local file only.
+        public var allowPlaintext = false
     }
 
     public struct TLS: Sendable, Equatable {
-        public var caFile: String
+        /// The CA file that signed the broker's certificate; nil: the operating system's CA store
+        /// (`cafile = "system"`).
+        public var caFile: String?
         /// Client certificate and its key, both or neither.
         public var certFile: String?
         public var keyFile: String?
         public var version: String
+        /// The protocol offered in the TLS handshake (ALPN), for brokers that share a port.
+        public var alpn: String? = nil
     }
 
     public struct Store: Sendable, Equatable {
@@ -75,11 +81,14 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
     public struct Fleet: Sendable, Equatable {
-        /// Ed25519 public keys, 32 raw bytes each, allowed to sign documents and commands.
+        /// Ed25519 public keys, 32 raw bytes each, allowed to sign config documents (and commands
+        /// while `commandPubkeys` is empty).
         public var configPubkeys: [[UInt8]]
+        /// Keys for commands alone, so that the config keys can stay offline.
+        public var commandPubkeys: [[UInt8]] = []
         public var requireSigned: Bool
-        /// How long a pushed config that changes [mqtt] may go without reaching the broker before
-        /// the unit goes back to the last good one.
+        /// How long a pushed config that changes the broker may go without the fleet's retained,
+        /// signed config arriving from it before the unit goes back to the last good one.
         public var rollbackAfterS: Double
     }
 
@@ -153,8 +162,12 @@ public struct UnitConfiguration: Sendable, Equatable {
             tls: Self.readTLS(&mqttSection),
             username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
             passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
-            inboundPerS: mqttSection.number("inbound_per_s", default: 10, in: 1...10_000)
+            inboundPerS: mqttSection.number("inbound_per_s", default: 10, in: 1...10_000),
+            allowPlaintext: mqttSection.bool("allow_plaintext", default: false)
         )
+        if mqtt.tls == nil, !mqtt.allowPlaintext, !Self.isLoopback(mqtt.host) {
+            mqttSection.reject("host \"\(mqtt.host)\" is not this machine: set tls = true (cafile = \"system\" for a broker with a public CA), or allow_plaintext = true to send in the clear")
+        }
         if mqtt.passwordFile != nil && mqtt.username == nil {
             mqttSection.reject("password_file needs a username")
         }
@@ -196,14 +209,28 @@ public struct UnitConfiguration: Sendable, Equatable {
 
         let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
         var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
-        let fleet = Fleet(
-            configPubkeys: fleetSection.strings("config_pubkeys").compactMap { key in
-                guard let raw = Data(base64Encoded: key), raw.count == 32 else {
-                    fleetSection.reject("config_pubkeys entries must be 32-byte Ed25519 keys in base64, found \"\(key)\"")
+        func keys(_ name: String) -> [[UInt8]] {
+            fleetSection.strings(name).compactMap { text in
+                switch FleetPublicKey.parse(text) {
+                case .success(let raw):
+                    return raw
+                case .failure(let problem):
+                    let excerpt = LogExcerpt.of(text, limit: 80)
+                    switch problem {
+                    case .unreadable:
+                        fleetSection.reject("\(name) entries must be Ed25519 public keys (32 bytes in base64, or PEM), found \"\(excerpt)\"")
+                    case .notEd25519:
+                        fleetSection.reject("\(name) entries must be Ed25519 keys, found another kind of key in \"\(excerpt)\"")
+                    case .weak:
+                        fleetSection.reject("\(name) entry \"\(excerpt)\" is a weak key (a point of small order, under which forged signatures verify); make one with taxiunitctl gen-key")
+                    }
                     return nil
                 }
-                return Array(raw)
-            },
+            }
+        }
+        let fleet = Fleet(
+            configPubkeys: keys("config_pubkeys"),
+            commandPubkeys: keys("command_pubkeys"),
             requireSigned: fleetSection.bool("require_signed", default: true),
             rollbackAfterS: fleetSection.number("rollback_after_s", default: 120, in: 1...86400)
         )
@@ -240,7 +267,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public static let remotelySettable: [String: RemoteAccess] = [
         // Whom the unit trusts and how it proves itself stay local: a fleet config could otherwise
         // turn TLS off or swap the CA.
-        "mqtt": .everyKeyExcept(["tls", "cafile", "certfile", "keyfile", "tls_version", "username", "password_file"]),
+        "mqtt": .everyKeyExcept(["tls", "cafile", "certfile", "keyfile", "tls_version", "alpn", "username", "password_file", "allow_plaintext"]),
         "gps": .everyKey,
         "reporting": .everyKey,
         "job": .everyKey,
@@ -261,20 +288,38 @@ public struct UnitConfiguration: Sendable, Equatable {
         let certFile = optionalPath("certfile")
         let keyFile = optionalPath("keyfile")
         let version = section.oneOf("tls_version", default: "tlsv1.2", allowed: tlsVersions)
+        let alpn = optionalPath("alpn")
+        if let alpn, alpn.utf8.count > 255 || !alpn.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+            section.reject("alpn must be one protocol name of at most 255 printable ASCII characters, such as \"mqtt\"")
+        }
         guard enabled else {
             if caFile != nil || certFile != nil || keyFile != nil {
                 section.reject("cafile, certfile and keyfile need tls = true")
             }
+            if alpn != nil { section.reject("alpn needs tls = true") }
             return nil
         }
         if (certFile == nil) != (keyFile == nil) {
             section.reject("certfile and keyfile go together: set both or neither")
         }
         guard let caFile else {
-            section.reject("tls = true needs cafile, the CA that signed the broker's certificate")
+            section.reject("tls = true needs cafile, the CA that signed the broker's certificate (\"system\": the operating system's CAs)")
             return nil
         }
-        return TLS(caFile: caFile, certFile: certFile, keyFile: keyFile, version: version)
+        return TLS(caFile: caFile == systemCAs ? nil : caFile, certFile: certFile, keyFile: keyFile, version: version, alpn: alpn)
+    }
+
+    /// `cafile = "system"`: the operating system's CA store, for brokers with a public CA.
+    public static let systemCAs = "system"
+
+    /// The broker is on this machine: `localhost`, 127.0.0.0/8 or ::1. Only then may the unit talk
+    /// to it in the clear without `allow_plaintext`.
+    public static func isLoopback(_ host: String) -> Bool {
+        let name = host.lowercased()
+        if name == "localhost" || name == "localhost." || name == "::1" || name == "[::1]" { return true }
+        let octets = name.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets.first == "127"
+            && octets.allSatisfy { $0.count <= 3 && UInt8($0) != nil }
     }
 
     /// Reads and validates a TOML file with its drop-ins (`LocalConfigSources`).

@@ -8,10 +8,14 @@ public enum ConfigScope: String, Sendable, Codable, CaseIterable {
 public struct AppliedConfigDocument: Sendable, Equatable, Codable {
     public var version: Int
     public var payload: [UInt8]
+    /// The topic it came on, which its signature covers: it is verified again at every start.
+    /// nil for documents stored before the topic was kept.
+    public var topic: String?
 
-    public init(version: Int, payload: [UInt8]) {
+    public init(version: Int, payload: [UInt8], topic: String? = nil) {
         self.version = version
         self.payload = payload
+        self.topic = topic
     }
 }
 
@@ -27,9 +31,15 @@ public struct ConfigScopeRecord: Sendable, Equatable, Codable {
 
     public struct Probation: Sendable, Equatable, Codable {
         public var lastGood: AppliedConfigDocument?
+        /// When the trial began (unit clock, ms) and how long it may run: a restart resumes it
+        /// rather than granting a new window. nil for trials stored before these were kept.
+        public var startedAt: Int64?
+        public var windowS: Double?
 
-        public init(lastGood: AppliedConfigDocument?) {
+        public init(lastGood: AppliedConfigDocument?, startedAt: Int64? = nil, windowS: Double? = nil) {
             self.lastGood = lastGood
+            self.startedAt = startedAt
+            self.windowS = windowS
         }
     }
 

@@ -54,7 +54,7 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
             endpoint: MQTTEndpoint(
                 host: configuration.mqtt.host, port: configuration.mqtt.port, keepaliveS: configuration.mqtt.keepaliveS,
                 clientID: "taxiunitd-\(configuration.unit.fleet)-\(configuration.unit.id)",
-                tls: configuration.mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version) },
+                tls: configuration.mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version, alpn: $0.alpn) },
                 credentials: credentials(configuration.mqtt)),
             will: MQTTWill(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,

@@ -14,7 +14,7 @@ extension UnitEngine {
     func startFleetControl() {
         for problem in fleetConfig.restoreProblems { logger.error("\(problem)") }
         linkGeneration = mqtt.connect(configuration)
-        perform(fleetConfig.startupActions)
+        perform(fleetConfig.startupActions(now: clockMs()))
     }
 
     var fleetTopic: String { "\(configuration.mqtt.topicPrefix)/\(configuration.unit.fleet)/\(UnitTopic.config.rawValue)" }
@@ -35,9 +35,9 @@ extension UnitEngine {
         let base = configuration.unitTopicBase
         switch message.topic {
         case fleetTopic:
-            perform(fleetConfig.handle(.received(.fleet, topic: message.topic, payload: message.payload, retained: message.retained)))
+            perform(fleetConfig.handle(.received(.fleet, topic: message.topic, payload: message.payload, retained: message.retained, at: clockMs())))
         case base + UnitTopic.config.rawValue:
-            perform(fleetConfig.handle(.received(.unit, topic: message.topic, payload: message.payload, retained: message.retained)))
+            perform(fleetConfig.handle(.received(.unit, topic: message.topic, payload: message.payload, retained: message.retained, at: clockMs())))
         case base + UnitTopic.cmd.rawValue:
             handleCommand(message)
         default:

@@ -326,7 +326,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
             subscribeInbound()
             publishStatus()
             subscribeToFleet()
-            perform(fleetConfig.handle(.brokerConnected))
             outbox.want()
         case .connectFailed(let reason):
             if broker.lastError != reason { logger.warning("cannot connect to broker", metadata: ["reason": "\(reason)"]) }

@@ -3,6 +3,7 @@ import ArgumentParser
 import Crypto
 import FleetControl
 import Foundation
+import SwiftASN1
 import UnitConfig
 
 /// The fleet side of signed configuration and commands (docs/protocol.md, "Signatures").
@@ -12,20 +13,34 @@ extension TaxiUnitCtl {
             commandName: "gen-key",
             abstract: "Make an Ed25519 key pair for signing fleet configs and commands.",
             discussion: """
-                Writes the private key (base64, one line, mode 0600) to --out and prints the public key \
-                for the units' [fleet] config_pubkeys.
+                Writes the private key (base64, one line) to --out, created with mode 0600 in one step and \
+                never over an existing file, and prints the public key for the units' [fleet] config_pubkeys \
+                (or command_pubkeys, for a key that signs commands only).
                 """
         )
         @Option(name: .long, help: "Where to write the private key; an existing file is not overwritten.") var out: String
 
         func run() throws {
-            guard !FileManager.default.fileExists(atPath: out) else { throw ValidationErrorLine("\(out) exists; not overwriting a key") }
             let key = Curve25519.Signing.PrivateKey()
-            let line = key.rawRepresentation.base64EncodedString() + "\n"
-            guard FileManager.default.createFile(atPath: out, contents: Data(line.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw ValidationErrorLine("cannot write \(out)")
-            }
+            try Self.createPrivate(out, contents: Array((key.rawRepresentation.base64EncodedString() + "\n").utf8))
             print(#"config_pubkeys = ["\#(key.publicKey.rawRepresentation.base64EncodedString())"]"#)
+        }
+
+        /// O_EXCL: an existing file or link is an error, never overwritten or followed; the mode is
+        /// 0600 from the start, so no moment exists in which others could open the key.
+        static func createPrivate(_ path: String, contents: [UInt8]) throws {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                let why = errno == EEXIST ? "it exists; not overwriting a key" : String(cString: strerror(errno))
+                throw ValidationErrorLine("cannot create \(path): \(why)")
+            }
+            let written = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let synced = fsync(descriptor) == 0
+            close(descriptor)
+            guard written == contents.count, synced else {
+                unlink(path)
+                throw ValidationErrorLine("cannot write \(path)")
+            }
         }
     }
 
@@ -38,7 +53,7 @@ extension TaxiUnitCtl {
                 The topic is part of what is signed, so a document signed for one unit is refused by another.
                 """
         )
-        @Option(name: .long, help: "The private key file from gen-key.") var key: String
+        @Option(name: .long, help: "The private key file: from gen-key, or PEM (PKCS#8) from openssl genpkey -algorithm ed25519.") var key: String
         @Option(name: .long, help: "The topic it will be published on, e.g. taxi/north/config or taxi/north/T7/cmd.") var topic: String
         @Argument(help: "The JSON document; - reads standard input.") var doc: String
 
@@ -49,9 +64,8 @@ extension TaxiUnitCtl {
             } catch {
                 throw ValidationErrorLine("cannot read \(key): \(error.localizedDescription)")
             }
-            guard let raw = Data(base64Encoded: keyText.trimmingCharacters(in: .whitespacesAndNewlines)),
-                  let privateKey = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
-                throw ValidationErrorLine("\(key) is not a private key from taxiunitctl gen-key")
+            guard let privateKey = Self.privateKey(keyText) else {
+                throw ValidationErrorLine("\(key) is not an Ed25519 private key from taxiunitctl gen-key or openssl genpkey -algorithm ed25519")
             }
             let bytes: Data
             if doc == "-" {
@@ -69,6 +83,31 @@ extension TaxiUnitCtl {
                 throw ValidationErrorLine("\(doc): \(error.message)")
             } catch let error as ConfigError {
                 throw ValidationErrorLine("\(doc): \(error.problems.joined(separator: "; "))")
+            }
+        }
+
+        /// 32 raw bytes in base64, or a PEM PKCS#8 `PRIVATE KEY` whose algorithm is Ed25519.
+        static func privateKey(_ text: String) -> Curve25519.Signing.PrivateKey? {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard trimmed.hasPrefix("-----BEGIN") else {
+                return Data(base64Encoded: trimmed).flatMap { try? Curve25519.Signing.PrivateKey(rawRepresentation: $0) }
+            }
+            guard let pem = try? PEMDocument(pemString: trimmed), pem.discriminator == "PRIVATE KEY" else { return nil }
+            return try? Self.ed25519(pkcs8: pem.derBytes)
+        }
+
+        /// RFC 8410: PrivateKeyInfo { version, AlgorithmIdentifier { id-Ed25519 }, OCTET STRING { OCTET STRING key } }.
+        static func ed25519(pkcs8 der: [UInt8]) throws -> Curve25519.Signing.PrivateKey {
+            let idEd25519: ASN1ObjectIdentifier = [1, 3, 101, 112]
+            return try DER.sequence(try DER.parse(der), identifier: .sequence) { nodes in
+                _ = try Int(derEncoded: &nodes)
+                let algorithm = try DER.sequence(of: ASN1ObjectIdentifier.self, identifier: .sequence, nodes: &nodes)
+                guard algorithm == [idEd25519] else { throw ASN1Error.invalidASN1Object(reason: "not an Ed25519 key") }
+                let wrapped = try ASN1OctetString(derEncoded: &nodes)
+                let raw = try ASN1OctetString(derEncoded: wrapped.bytes)
+                // Optional attributes and public key may follow (PKCS#8 v2); they are not needed.
+                while nodes.next() != nil {}
+                return try Curve25519.Signing.PrivateKey(rawRepresentation: raw.bytes)
             }
         }
     }

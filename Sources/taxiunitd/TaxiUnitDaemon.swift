@@ -97,6 +97,12 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             throw ExitCode(1)
         }
         if check {
+            if let tls = settings.mqtt.tls {
+                let findings = TLSFileCheck.check(tls, now: Date(), read: Self.readFile)
+                for warning in findings.warnings { print("\(config): warning: \(warning)") }
+                for problem in findings.problems { printToStandardError("\(config): \(problem)") }
+                if !findings.problems.isEmpty { throw ExitCode(1) }
+            }
             // The language matters only to a terminal: without one, its catalogue need not exist here.
             if settings.input.serial != nil {
                 do {
@@ -117,6 +123,13 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             JournalLogHandler(label: label, level: Logger.Level(rawValue: settings.log.level) ?? .info, output: journal)
         }
         let logger = Logger(label: "taxiunitd")
+        // The same reading as --check, logged: an expiring certificate shows in the journal before
+        // the broker refuses it.
+        if let tls = settings.mqtt.tls {
+            let findings = TLSFileCheck.check(tls, now: Date(), read: Self.readFile)
+            for warning in findings.warnings { logger.warning("\(warning)") }
+            for problem in findings.problems { logger.error("\(problem)") }
+        }
 
         let store: LocalCache
         do {
@@ -169,6 +182,18 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         )
         logger.info("taxiunitd starting", metadata: ["unit": "\(settings.unit.id)", "fleet": "\(settings.unit.fleet)"])
         try await group.run()
+    }
+
+    /// A TLS file for `--check`, read at most one byte past the limit it is held to.
+    static func readFile(_ path: String) -> Result<[UInt8], TLSFileCheck.FileProblem> {
+        guard FileManager.default.fileExists(atPath: path) else { return .failure(.missing) }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(.unreadable("permission denied")) }
+        defer { try? handle.close() }
+        do {
+            return .success(Array(try handle.read(upToCount: TLSFileCheck.maximumFileBytes + 1) ?? Data()))
+        } catch {
+            return .failure(.unreadable(error.localizedDescription))
+        }
     }
 }
 

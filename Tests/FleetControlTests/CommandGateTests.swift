@@ -1,5 +1,6 @@
 import FleetControl
 import Testing
+import UnitConfig
 
 @Suite struct CommandGateTests {
     let fleet = FleetFixture()
@@ -20,6 +21,37 @@ import Testing
             == .execute(FleetCommand(id: "c1", name: "purge", action: .purge(days: 30), expiresAt: now + 60_000)))
         #expect(gate.admit(payload, topic: fleet.commandTopic, now: now + 1000) == .ignore(id: "c1"))
         #expect(gate.executed == ["c1": now + 60_000])
+    }
+
+    @Test func commandKeysSignCommandsOnlyAndConfigKeysThenSignNoCommand() throws {
+        let commands = FleetFixture()
+        let trust = FleetTrust(
+            publicKeys: [Array(fleet.key.publicKey.rawRepresentation)],
+            commandPublicKeys: [Array(commands.key.publicKey.rawRepresentation)], requireSigned: true)
+        var gate = CommandGate(trust: trust)
+        let json = #"{"id":"k1","cmd":"status","expires_at":\#(now + 60_000)}"#
+        guard case .refuse(let refusal) = gate.admit(try fleet.signed(json, topic: fleet.commandTopic), topic: fleet.commandTopic, now: now) else {
+            Issue.record("a config key signed a command"); return
+        }
+        #expect(refusal.reason == "signature")
+        #expect(gate.admit(try commands.signed(json, topic: fleet.commandTopic), topic: fleet.commandTopic, now: now)
+            == .execute(FleetCommand(id: "k1", name: "status", action: .status, expiresAt: now + 60_000)))
+
+        // The same file's config machine: the command key signs no config.
+        let local = try ConfigValue.parseTOML(fleet.localTOML(extra: #"command_pubkeys = ["\#(commands.key.publicKey.rawRepresentation.base64EncodedString())"]"#))
+        var machine = try FleetConfigMachine(local: local, restoring: [:])
+        #expect(machine.trust == trust)
+        let byCommandKey = try commands.config(1, #"{"reporting":{"interval_s":10}}"#)
+        #expect(machine.handle(byCommandKey).acks.first?.reason == "signature")
+        #expect(machine.handle(try fleet.config(1, #"{"reporting":{"interval_s":10}}"#)).acks.first?.result == .applied)
+    }
+
+    @Test func withoutCommandKeysTheConfigKeysSignCommands() throws {
+        let local = try ConfigValue.parseTOML(fleet.localTOML())
+        var gate = CommandGate(trust: try FleetConfigMachine(local: local, restoring: [:]).trust)
+        let payload = try command(#"{"id":"k2","cmd":"status","expires_at":\#(now + 60_000)}"#)
+        #expect(gate.admit(payload, topic: fleet.commandTopic, now: now)
+            == .execute(FleetCommand(id: "k2", name: "status", action: .status, expiresAt: now + 60_000)))
     }
 
     @Test func executedIdsAreForgottenOnlyOnceTheyHaveExpired() throws {

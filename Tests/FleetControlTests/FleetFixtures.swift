@@ -18,6 +18,8 @@ struct FleetFixture {
         fleet = "north"
         [mqtt]
         host = "broker-a"
+        tls = true
+        cafile = "system"
         [reporting]
         interval_s = 5
         [fleet]
@@ -40,9 +42,9 @@ struct FleetFixture {
         try FleetSignature.sign(JSONDocument.parse(Array(json.utf8)), topic: topic, with: key).canonicalBytes
     }
 
-    func config(_ version: Int, _ settings: String, scope: ConfigScope = .fleet, retained: Bool = false) throws -> FleetConfigEvent {
+    func config(_ version: Int, _ settings: String, scope: ConfigScope = .fleet, retained: Bool = false, at now: Int64 = 0) throws -> FleetConfigEvent {
         let topic = scope == .fleet ? fleetTopic : unitTopic
-        return .received(scope, topic: topic, payload: try signed(#"{"version":\#(version),"settings":\#(settings)}"#, topic: topic), retained: retained)
+        return .received(scope, topic: topic, payload: try signed(#"{"version":\#(version),"settings":\#(settings)}"#, topic: topic), retained: retained, at: now)
     }
 }
 

@@ -192,7 +192,7 @@ import Testing
         let rolledBack = try await setup.waitForAck("rolled back", timeoutS: 15, Self.ack(2, "rolled_back"))
         #expect(rolledBack["reason"] as? String == "unreachable")
         let why = try #require((rolledBack["errors"] as? [String])?.first)
-        #expect(why.hasPrefix("could not reach the broker 127.0.0.1:\(nowhere) within 3.0 s"))
+        #expect(why.hasPrefix("did not get the fleet's signed config from the broker 127.0.0.1:\(nowhere) within 3.0 s"))
         let status = try await setup.unit.waitForStatus("back on the old broker") { $0.broker.connected }
         #expect(status.config?.broker == "127.0.0.1:\(setup.broker.port)")
         #expect(status.config?.versions == ["fleet": 1])

@@ -199,6 +199,18 @@ import UnitCore
         #expect(try store.outboxOverview(limitPerClass: 10).oldest.map(\.messageID) == ["b", "a"])
     }
 
+    @Test func aFleetRecordKeepsItsTopicsAndItsTrialsStartAndWindow() throws {
+        let store = try LocalCache(path: path)
+        let record = ConfigScopeRecord(
+            seenVersion: 3,
+            applied: AppliedConfigDocument(version: 3, payload: Array("{}".utf8), topic: "taxi/north/config"),
+            probation: .init(lastGood: AppliedConfigDocument(version: 2, payload: Array("[]".utf8), topic: "cab/north/config"), startedAt: 1_795_000_000_000, windowS: 90))
+        try store.write { try $0.saveFleetConfig(record, for: .fleet, at: 1) }
+        let plain = ConfigScopeRecord(seenVersion: 1, applied: AppliedConfigDocument(version: 1, payload: Array("{}".utf8), topic: "taxi/north/T1/config"))
+        try store.write { try $0.saveFleetConfig(plain, for: .unit, at: 1) }
+        #expect(try store.fleetConfigRecords() == [.fleet: record, .unit: plain])
+    }
+
     @Test func aCorruptFileIsMovedAsideAndAFreshStoreStarts() throws {
         do {
             let store = try LocalCache(path: path)

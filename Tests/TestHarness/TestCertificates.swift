@@ -12,6 +12,8 @@ public struct TestCertificates: Sendable {
     public var clientCertFile: String { directory + "/client.crt" }
     public var clientKeyFile: String { directory + "/client.key" }
     public var expiredClientCertFile: String { directory + "/expired-client.crt" }
+    /// `clientKeyFile`'s certificate, valid for ten more days.
+    public var soonExpiringClientCertFile: String { directory + "/soon-client.crt" }
     /// A valid client certificate whose key is `clientKeyFile`'s stranger.
     public var otherClientKeyFile: String { directory + "/other-client.key" }
     /// Signed by the other CA: the broker does not trust it.
@@ -26,9 +28,11 @@ public struct TestCertificates: Sendable {
         try write("san.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
         try sign("server", by: "ca", output: "server.crt", days: 30, extensions: "san.ext")
         try makeKeyAndRequest("client", subject: "/CN=T1")
-        try sign("client", by: "ca", output: "client.crt", days: 30)
+        // Longer than the 30 days within which `--check` warns of the expiry.
+        try sign("client", by: "ca", output: "client.crt", days: 90)
         // Not after one day before its not-before: expired from the start.
         try sign("client", by: "ca", output: "expired-client.crt", days: -1)
+        try sign("client", by: "ca", output: "soon-client.crt", days: 10)
         try sign("client", by: "other-ca", output: "foreign-client.crt", days: 30)
         try makeKeyAndRequest("other-client", subject: "/CN=T2")
         for key in ["ca", "other-ca", "server", "client", "other-client"] {

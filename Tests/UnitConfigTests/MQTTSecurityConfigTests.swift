@@ -41,7 +41,7 @@ import UnitConfig
     }
 
     @Test func tlsNeedsACAFile() {
-        #expect(problems("tls = true\n") == ["mqtt.tls = true needs cafile, the CA that signed the broker's certificate"])
+        #expect(problems("tls = true\n") == [#"mqtt.tls = true needs cafile, the CA that signed the broker's certificate ("system": the operating system's CAs)"#])
     }
 
     @Test func certificateAndKeyGoTogether() {

@@ -1,9 +1,10 @@
+import Foundation
 import Testing
 import UnitConfig
 import UnitCore
 
 @Suite struct RemoteOverlayTests {
-    let local = "[unit]\nid = \"T7\"\nfleet = \"north\"\n[reporting]\ninterval_s = 5\n"
+    let local = "[unit]\nid = \"T7\"\nfleet = \"north\"\n[reporting]\ninterval_s = 5\n[mqtt]\ntls = true\ncafile = \"system\"\n"
 
     @Test func tablesMergeKeyByKeyAndEverythingElseIsReplaced() {
         let base = ConfigValue.table(["a": .table(["x": .integer(1), "y": .integer(2)]), "list": .array([.integer(1), .integer(2)])])
@@ -40,10 +41,11 @@ import UnitCore
     }
 
     @Test func publicKeysMustBe32BytesOfBase64() throws {
-        let key = String(repeating: "A", count: 43) + "="
+        // RFC 8032, 7.1, test 1.
+        let key = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
         let config = try UnitConfiguration(document: ConfigValue.parseTOML(local + "[fleet]\nconfig_pubkeys = [\"\(key)\"]\n"))
-        #expect(config.fleet.configPubkeys == [Array(repeating: 0, count: 32)])
-        #expect(throws: ConfigError(problems: [#"fleet.config_pubkeys entries must be 32-byte Ed25519 keys in base64, found "abc""#])) {
+        #expect(config.fleet.configPubkeys == [Array(Data(base64Encoded: key)!)])
+        #expect(throws: ConfigError(problems: [#"fleet.config_pubkeys entries must be Ed25519 public keys (32 bytes in base64, or PEM), found "abc""#])) {
             try UnitConfiguration(document: ConfigValue.parseTOML(local + "[fleet]\nconfig_pubkeys = [\"abc\"]\n"))
         }
         #expect(throws: ConfigError(problems: ["fleet.config_pubkeys[0] must be a string, found integer"])) {
