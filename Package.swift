@@ -129,7 +129,7 @@ let package = Package(
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
-            "MQTTLink", "ControlSocket", "UnitCore",
+            "MQTTLink", "ControlSocket", "UnitCore", "LocalCache",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 

@@ -16,27 +16,8 @@ import UnitCore
         path = scratch.file("unit.sqlite")
     }
 
-    static func fix(_ index: Int) -> Fix {
-        Fix(time: 1_795_000_000_000 + Int64(index) * 1000, latitude: 46.5 + Double(index) * 1e-5, longitude: 7.5, speed: 5, track: 90, accuracy: 3)
-    }
-
-    func queue(_ store: LocalCache, _ range: Range<Int>, createdAt: Int64 = 1000) throws {
-        try store.write { transaction in
-            for index in range { try transaction.queuePosition(Self.fix(index), createdAt: createdAt) }
-        }
-    }
-
     func event(_ store: LocalCache, createdAt: Int64 = 1000) throws {
         try store.write { try $0.enqueue(topic: "event", messageClass: .event, createdAt: createdAt) { _, id in Array(id.utf8) } }
-    }
-
-    func points(of message: OutboxMessage) throws -> [PositionPoint] {
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
-        if json["backfill"] as? Bool == true {
-            let rows = try #require(json["points"] as? [[Any]]).map { $0.map { ($0 as? NSNumber)?.int64Value } }
-            return try #require(PositionBatch.decode(rows))
-        }
-        return try JSONDecoder().decode(PositionMessage.self, from: Data(message.payload)).points
     }
 
     /// Ids made later sort after earlier ones, so the unique index on them grows at its end; ids
@@ -58,7 +39,7 @@ import UnitCore
         var committed: [String] = []
         try store.write { transaction in
             #expect(!transaction.hasFreshFix)
-            try transaction.queuePosition(Self.fix(0), createdAt: 1)
+            try transaction.queuePosition(QueuedPositions.fix(0), createdAt: 1)
             #expect(transaction.hasFreshFix && transaction.hasQueuedPositions)
             #expect(!store.hasFreshFix, "others see it once committed")
             let live = try #require(try transaction.packLive(createdAt: 1))
@@ -74,7 +55,7 @@ import UnitCore
         struct Abandon: Error {}
         #expect(throws: Abandon.self) {
             try store.write { transaction in
-                try transaction.queuePosition(Self.fix(1), createdAt: 1)
+                try transaction.queuePosition(QueuedPositions.fix(1), createdAt: 1)
                 transaction.afterCommit { committed.append("rolled back") }
                 throw Abandon()
             }
@@ -83,7 +64,7 @@ import UnitCore
         #expect(!store.hasFreshFix)
         #expect(try store.outboxDepth().position == 1, "the rolled-back fix is not queued")
         // The writer is usable again after the rollback.
-        try queue(store, 2..<3)
+        try QueuedPositions.queue(store, 2..<3)
         #expect(store.hasFreshFix)
     }
 
@@ -92,20 +73,20 @@ import UnitCore
         let store = try LocalCache(path: path)
         struct PackingFailed: Error {}
         try store.write { transaction in
-            try transaction.queuePosition(Self.fix(0), createdAt: 1)
+            try transaction.queuePosition(QueuedPositions.fix(0), createdAt: 1)
             #expect(throws: PackingFailed.self) {
                 try transaction.undoingOnFailure {
                     _ = try transaction.packLive(createdAt: 1)
                     throw PackingFailed()
                 }
             }
-            try transaction.queuePosition(Self.fix(1), createdAt: 1)
+            try transaction.queuePosition(QueuedPositions.fix(1), createdAt: 1)
             let kept = try transaction.undoingOnFailure { try transaction.packBackfill(limit: 1, createdAt: 1) }
-            #expect(try kept.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(0).time])
+            #expect(try kept.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == [QueuedPositions.fix(0).time])
         }
         #expect(try store.outboxDepth().position == 2, "the undone live message's fix is queued again, nothing lost")
         let batches = try store.write { try $0.packBackfill(limit: 50, createdAt: 1) }
-        #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == [Self.fix(1).time])
+        #expect(try batches.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == [QueuedPositions.fix(1).time])
         #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
     }
 
@@ -120,7 +101,7 @@ import UnitCore
         // SQLite's own checkpoint would start the WAL over at 1000 pages (4 MB), never reaching 6.
         var index = 0
         while try walBytes() <= 6 * 1024 * 1024, index < 3000 * 40 {
-            try queue(store, index..<(index + 40))
+            try QueuedPositions.queue(store, index..<(index + 40))
             index += 40
         }
         #expect(try walBytes() > 6 * 1024 * 1024)
@@ -134,8 +115,8 @@ import UnitCore
 
     @Test func retentionDropsOnlyOldUndeliveredPositionsAndCountsThem() throws {
         let store = try LocalCache(path: path)
-        try queue(store, 0..<60, createdAt: 1_000)
-        try queue(store, 60..<70, createdAt: 9_000)
+        try QueuedPositions.queue(store, 0..<60, createdAt: 1_000)
+        try QueuedPositions.queue(store, 60..<70, createdAt: 9_000)
         #expect(try store.write { try $0.packBackfill(limit: 20, createdAt: 1_000) }.count == 1)
         try event(store, createdAt: 1_000)
         #expect(try store.dropPositions(createdBefore: 5_000) == 60)
@@ -146,7 +127,7 @@ import UnitCore
     @Test func theBoundThinsFirstThenDropsAndNeverTouchesOtherClasses() throws {
         let store = try LocalCache(path: path)
         for _ in 0..<10 { try event(store) }
-        try queue(store, 0..<40_000)
+        try QueuedPositions.queue(store, 0..<40_000)
         let full = try store.usedBytes()
 
         let thinning = try store.enforceBound(maxBytes: full * 2 / 3)
@@ -158,7 +139,7 @@ import UnitCore
 
         // What is left still goes out oldest first.
         let batch = try #require(try store.write { try $0.packBackfill(limit: 50, createdAt: 1) }.first)
-        let times = try points(of: batch).map(\.t)
+        let times = try QueuedPositions.points(of: batch).map(\.t)
         #expect(times == times.sorted() && times.count == 50)
 
         let dropping = try store.enforceBound(maxBytes: 64 * 1024)
@@ -214,7 +195,7 @@ import UnitCore
     @Test func aCorruptFileIsMovedAsideAndAFreshStoreStarts() throws {
         do {
             let store = try LocalCache(path: path)
-            try queue(store, 0..<5000)
+            try QueuedPositions.queue(store, 0..<5000)
         }
         let handle = try #require(FileHandle(forWritingAtPath: path))
         try handle.seek(toOffset: 10 * 4096)
@@ -236,7 +217,7 @@ import UnitCore
     @Test func everyConnectionKeepsTheSmallPageCache() throws {
         do {
             let store = try LocalCache(path: path)
-            try queue(store, 0..<20000)
+            try QueuedPositions.queue(store, 0..<20000)
         }
         let store = try LocalCache(path: path)
         let writer = try store.database.write { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") }

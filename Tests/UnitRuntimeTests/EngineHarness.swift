@@ -176,8 +176,3 @@ final class EngineUnderTest {
         throw HarnessError("timed out waiting until \(what)")
     }
 }
-
-struct HarnessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}

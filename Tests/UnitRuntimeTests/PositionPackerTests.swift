@@ -16,38 +16,19 @@ import UnitCore
         path = scratch.file("unit.sqlite")
     }
 
-    static func fix(_ index: Int) -> Fix {
-        Fix(time: 1_795_000_000_000 + Int64(index) * 1000, latitude: 46.5 + Double(index) * 1e-5, longitude: 7.5, speed: 5, track: 90, accuracy: 3)
-    }
-
-    func queue(_ store: LocalCache, _ range: Range<Int>, createdAt: Int64 = 1000) throws {
-        try store.write { transaction in
-            for index in range { try transaction.queuePosition(Self.fix(index), createdAt: createdAt) }
-        }
-    }
-
-    func points(of message: OutboxMessage) throws -> [PositionPoint] {
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
-        if json["backfill"] as? Bool == true {
-            let rows = try #require(json["points"] as? [[Any]]).map { $0.map { ($0 as? NSNumber)?.int64Value } }
-            return try #require(PositionBatch.decode(rows))
-        }
-        return try JSONDecoder().decode(PositionMessage.self, from: Data(message.payload)).points
-    }
-
     @Test func queuedFixesArePackedOnceNewestLiveThenHistoryInBatches() throws {
         let store = try LocalCache(path: path)
-        try queue(store, 0..<123)
+        try QueuedPositions.queue(store, 0..<123)
         #expect(store.hasFreshFix)
         let live = try #require(try store.write { try packer.live(in: $0, at: 1) })
         #expect(live.lane == .livePosition)
-        #expect(try points(of: live).map(\.t) == [Self.fix(122).time])
+        #expect(try QueuedPositions.points(of: live).map(\.t) == [QueuedPositions.fix(122).time])
         #expect(!store.hasFreshFix)
         var batches = try store.write { try packer.backfill(in: $0, messages: 2, at: 1) }
         batches += try store.write { try packer.backfill(in: $0, messages: 2, at: 1) }
         #expect(try store.write { try packer.backfill(in: $0, messages: 1, at: 1) }.isEmpty)
-        #expect(try batches.map { try points(of: $0).count } == [50, 50, 22])
-        #expect(try batches.flatMap { try points(of: $0) }.map(\.t) == (0..<122).map { Self.fix($0).time })
+        #expect(try batches.map { try QueuedPositions.points(of: $0).count } == [50, 50, 22])
+        #expect(try batches.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == (0..<122).map { QueuedPositions.fix($0).time })
         #expect(!store.hasQueuedPositions)
         #expect(try store.outboxDepth().position == 123)
 
@@ -62,7 +43,7 @@ import UnitCore
     /// numbers count up per topic with no gap, also across the several backfill messages packed in one go.
     @Test func messageIDsAreFreshUUIDsAndSequencesHaveNoGaps() throws {
         let store = try LocalCache(path: path)
-        try queue(store, 0..<230)
+        try QueuedPositions.queue(store, 0..<230)
         let live = try #require(try store.write { try packer.live(in: $0, at: 1) })
         let batches = try store.write { try packer.backfill(in: $0, messages: 3, at: 1) }
         let more = try store.write { try packer.backfill(in: $0, messages: 3, at: 1) }
