@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -95,6 +96,7 @@ let package = Package(
             "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
             "DriverDisplay", "SystemdNotify", "Liveness", "CSystemClock",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
@@ -102,10 +104,11 @@ let package = Package(
             "UnitRuntime", "UnitConfig", "JournalLog", "CMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket", "FleetControl", "UnitConfig",
+            "ControlSocket", "FleetControl", "UnitConfig", "UnitCore",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: compactRelease),
@@ -164,6 +167,7 @@ let package = Package(
         .testTarget(name: "UnitRuntimeTests", dependencies: [
             "UnitRuntime", "UnitCore", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "TestHarness",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
