@@ -13,8 +13,8 @@ struct TaxiUnitCtl: ParsableCommand {
             group.
 
             EXIT STATUS
-            0 done; 1 the daemon refused the request; 3 taxiunitd is not running; 4 not permitted to use \\
-            the control socket.
+            0 done; 1 the daemon refused the request; 2 health found a problem; 3 taxiunitd is not \\
+            running; 4 not permitted to use the control socket.
             """,
         subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, GenKey.self, SignConfig.self]
     )
