@@ -7,7 +7,8 @@ extension UnitEngine {
     func publishTelemetry() {
         guard let registry = options.telemetry else { return }
         let depth = performer.upkeep.refreshDepth(outbox.depth)
-        metrics.carryOver(fixesRefused: machine.positions.fixesOutOfRange, inboxFull: inbox.droppedInputs)
+        metrics.carryOver(
+            fixesRefused: machine.positions.fixesOutOfRange, inboundOverRate: inboundFlow.droppedSinceStart, inboxFull: inbox.droppedInputs)
         metrics.outboxDepth.record(depth.total)
         metrics.outboxInFlight.record(outbox.inFlight)
         metrics.gpsdConnected.record(gpsConnected ? 1 : 0)

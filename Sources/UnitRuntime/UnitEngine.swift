@@ -303,10 +303,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // Something set aside while running (an unreadable outbox row) is reported like one at start.
             if broker.connected, asideCounts() != publishedAside { publishStatus() }
             let dropped = inboundFlow.takeDropped()
-            if dropped > 0 {
-                logger.warning("inbound messages over the rate limit dropped", metadata: ["count": "\(dropped)"])
-                metrics.inboundOverRate.increment(by: dropped)
-            }
+            if dropped > 0 { logger.warning("inbound messages over the rate limit dropped", metadata: ["count": "\(dropped)"]) }
             outbox.want()
         case .shutdownRequested:
             return beginShutdown()
@@ -369,8 +366,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            metrics.messagesAcknowledged.increment()
-            outbox.acknowledged(ticket)
+            if outbox.acknowledged(ticket) { metrics.messagesAcknowledged.increment() }
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)

@@ -21,8 +21,8 @@ struct UnitMetrics {
     let volatileStore: Gauge
     let setAside: Gauge
 
-    /// What the machine and the inbox counted at the last tick.
-    private var carried: (refused: Int, inboxFull: Int) = (0, 0)
+    /// What the machine, the inbound rate limit and the inbox counted at the last tick.
+    private var carried = (refused: 0, overRate: 0, inboxFull: 0)
 
     /// `factory` nil: recorded nowhere (the engine in tests, without telemetry).
     init(factory: (any MetricsFactory)?) {
@@ -47,9 +47,10 @@ struct UnitMetrics {
     }
 
     /// Counts kept elsewhere as running totals, turned into counter increments.
-    mutating func carryOver(fixesRefused refused: Int, inboxFull full: Int) {
+    mutating func carryOver(fixesRefused refused: Int, inboundOverRate overRate: Int, inboxFull full: Int) {
         if refused > carried.refused { fixesRefused.increment(by: refused - carried.refused) }
+        if overRate > carried.overRate { inboundOverRate.increment(by: overRate - carried.overRate) }
         if full > carried.inboxFull { inboxFull.increment(by: full - carried.inboxFull) }
-        carried = (max(refused, carried.refused), max(full, carried.inboxFull))
+        carried = (max(refused, carried.refused), max(overRate, carried.overRate), max(full, carried.inboxFull))
     }
 }

@@ -21,6 +21,15 @@ import Testing
             counters: ["fixes_received": 4, "dropped_class_position": .max], gauges: ["outbox_depth": 3, "drain": 0.25]))
     }
 
+    @Test func runningTotalsKeptElsewhereAreCarriedOverAsIncrements() {
+        let registry = TelemetryRegistry()
+        var metrics = UnitMetrics(factory: registry)
+        metrics.carryOver(fixesRefused: 3, inboundOverRate: 0, inboxFull: 1)
+        metrics.carryOver(fixesRefused: 5, inboundOverRate: 7, inboxFull: 1)
+        let counters = registry.snapshot().counters
+        #expect(counters["fixes_refused"] == 5 && counters["inbound_over_rate"] == 7 && counters["inbox_full"] == 1, "\(counters)")
+    }
+
     @Test func theTextfileIsNodeExportersFormat() {
         let text = TelemetrySnapshot(counters: ["fixes_received": 4], gauges: ["outbox_depth": 3, "odd-name": 1, "nan": .nan])
             .prometheusText(unit: "T1", fleet: "demo")
