@@ -9,10 +9,10 @@ extension TaxiUnitCtl {
         static let configuration = CommandConfiguration(
             abstract: "Show the settings in force and where each came from.",
             discussion: """
-                One line per setting, `key = value  # origin`: the main file, the drop-in in conf.d/ that \\
-                set it last, or the fleet's document (fleet, then unit scope) in force in the running \\
-                daemon. Settings left at their defaults are not listed. The files are read as they are \\
-                now (the daemon read them when it started). Without a running daemon (no socket), or \\
+                One line per setting, `key = value  # origin`: the main file, the drop-in in conf.d/ that \
+                set it last, or the fleet's document (fleet, then unit scope) in force in the running \
+                daemon. Settings left at their defaults are not listed. The files are read as they are \
+                now (the daemon read them when it started). Without a running daemon (no socket), or \
                 with --offline, the files alone are shown, and the first line says so.
                 """)
         @OptionGroup var connection: Connection

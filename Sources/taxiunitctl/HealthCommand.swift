@@ -7,9 +7,9 @@ extension TaxiUnitCtl {
         static let configuration = CommandConfiguration(
             abstract: "Exit 0 with one line \"healthy\", or 2 with one line per problem.",
             discussion: """
-                Problems: no valid fix for --no-fix-s seconds (counted from the start before the first \\
-                fix), the broker unreachable for --broker-down-s seconds (from the start if it was never \\
-                reached), the store unusable and a volatile one in use, more than --max-outbox messages \\
+                Problems: no valid fix for --no-fix-s seconds (counted from the start before the first \
+                fix), the broker unreachable for --broker-down-s seconds (from the start if it was never \
+                reached), the store unusable and a volatile one in use, more than --max-outbox messages \
                 waiting for the broker. Exit 3 and 4 as for every command.
                 """)
         @OptionGroup var connection: Connection
