@@ -42,11 +42,12 @@ extension UnitEngine {
     }
 
     /// A temporary file beside it, then rename(2): node_exporter never reads half a file. The
-    /// temporary name does not end in `.prom`, so the collector skips it.
+    /// temporary name does not end in `.prom`, so the collector skips it. Readable by all: the
+    /// unit's `UMask=0077` would keep node_exporter, another user, out, and the counts are no secret.
     static func writeAtomically(_ text: String, to path: String) throws {
         let temporary = path + ".tmp"
         try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, path) == 0 else {
+        guard chmod(temporary, 0o644) == 0, rename(temporary, path) == 0 else {
             let problem = String(cString: strerror(errno))
             unlink(temporary)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename to \(path): \(problem)"])

@@ -111,7 +111,8 @@ import Testing
             mqttPort: broker.port, gpsdPort: gps.port, in: scratch, extraTOML: "[telemetry]\ninterval_s = 1\ntextfile = \"\(textfile)\"\n")
         let topic = unit.topicBase + "telemetry"
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [topic])
-        try await unit.start()
+        // The service's UMask=0077, which must not keep node_exporter (another user) from the textfile.
+        try await unit.start(launcher: ["/bin/sh", "-c", "umask 077; exec \"$0\" \"$@\""])
         let messages = try await recorder.waitFor("telemetry counting fixes and acknowledgements") { messages in
             messages.contains { message in
                 let counters = message.json?["counters"] as? [String: Any]
@@ -142,6 +143,7 @@ import Testing
         #expect(names.isSuperset(of: ["taxiunitd_fixes_received_total", "taxiunitd_messages_published_total", "taxiunitd_outbox_depth"]), "\(names)")
         #expect(text.contains("# TYPE taxiunitd_fixes_received_total counter\n"))
         #expect(!FileManager.default.fileExists(atPath: textfile + ".tmp"))
+        #expect(try FileManager.default.attributesOfItem(atPath: textfile)[.posixPermissions] as? Int == 0o644)
         unit.stop()
         late.stop()
         recorder.stop()
