@@ -38,6 +38,7 @@ let package = Package(
         // X.509 and PEM: what `--check` reads of the TLS files, and PEM (SPKI/PKCS#8) Ed25519 keys.
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -101,6 +102,7 @@ let package = Package(
             "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
             "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
@@ -108,10 +110,11 @@ let package = Package(
             "UnitRuntime", "UnitConfig", "JournalLog", "CTaxiUnitLinux", "Platform",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket", "FleetControl", "UnitConfig",
+            "ControlSocket", "FleetControl", "UnitConfig", "UnitCore",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -174,6 +177,7 @@ let package = Package(
         .testTarget(name: "UnitRuntimeTests", dependencies: [
             "UnitRuntime", "UnitCore", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "TestHarness",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",

@@ -7,10 +7,15 @@ public struct ControlRequest: Sendable, Equatable, Codable {
         case jobs
         /// The messages waiting in the outbox, per class.
         case outbox
+        /// The fleet's documents in force, per scope (`taxiunitctl config` adds the local files).
+        case config
+        /// The log level in force; with `input`, first sets it (until the next start).
+        case logLevel = "log_level"
     }
 
     public var cmd: Command
-    /// For `press`: the driver input as words, e.g. `duty`, `pob 2`, `reject too far`.
+    /// For `press`: the driver input as words, e.g. `duty`, `pob 2`, `reject too far`. For
+    /// `log_level`: the level to set.
     public var input: String?
     /// For `jobs` and `outbox`: at most this many entries (per class for `outbox`).
     public var limit: Int?
@@ -41,11 +46,15 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         /// Unit clock (ms) when the current connection came up, or the last one went down.
         public var since: Int64?
         public var lastError: String?
+        /// While disconnected: seconds since the link went down, or since the start if it never
+        /// came up (monotonic, unlike `since`, which GPS time may move).
+        public var downForS: Double?
 
-        public init(connected: Bool, since: Int64?, lastError: String?) {
+        public init(connected: Bool, since: Int64?, lastError: String?, downForS: Double? = nil) {
             self.connected = connected
             self.since = since
             self.lastError = lastError
+            self.downForS = downForS
         }
     }
 
@@ -147,12 +156,18 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     /// of impossible values), `inbound_over_rate` (MQTT messages over the rate limit), `inbox_full`
     /// (fixes and messages dropped because the engine fell 10,000 inputs behind).
     public var refused: [String: Int]?
+    /// Seconds since the daemon started.
+    public var runningForS: Double?
+    /// The store could not be opened: the volatile store in use instead (lost on restart).
+    public var volatileStore: String?
 
     public init(
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
         job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil,
-        aside: [String: Int]? = nil, refused: [String: Int]? = nil
+        aside: [String: Int]? = nil, refused: [String: Int]? = nil, runningForS: Double? = nil, volatileStore: String? = nil
     ) {
+        self.runningForS = runningForS
+        self.volatileStore = volatileStore
         self.aside = aside
         self.refused = refused
         self.unit = unit
@@ -239,19 +254,37 @@ public struct ControlRide: Sendable, Equatable, Codable {
     }
 }
 
+/// One fleet document in force (`config`).
+public struct ControlConfigLayer: Sendable, Equatable, Codable {
+    /// `fleet` or `unit`, in the order they are laid over the local files.
+    public var scope: String
+    public var version: Int
+    /// Its settings as canonical JSON.
+    public var settings: String
+
+    public init(scope: String, version: Int, settings: String) {
+        self.scope = scope
+        self.version = version
+        self.settings = settings
+    }
+}
+
 public struct ControlResponse: Sendable, Equatable, Codable {
     public var ok: Bool
     public var error: String?
     public var status: ControlStatus?
-    /// For `press`: what the driver is told.
+    /// For `press`: what the driver is told. For `log_level`: the level in force.
     public var message: String?
     public var outbox: ControlOutboxListing?
     public var rides: [ControlRide]?
+    /// For `config`: the fleet's documents in force, fleet scope first.
+    public var layers: [ControlConfigLayer]?
 
     public init(
         ok: Bool, error: String? = nil, status: ControlStatus? = nil, message: String? = nil,
-        outbox: ControlOutboxListing? = nil, rides: [ControlRide]? = nil
+        outbox: ControlOutboxListing? = nil, rides: [ControlRide]? = nil, layers: [ControlConfigLayer]? = nil
     ) {
+        self.layers = layers
         self.ok = ok
         self.error = error
         self.status = status

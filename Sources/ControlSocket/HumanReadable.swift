@@ -18,7 +18,7 @@ public enum HumanReadable {
         "inFlight": "in flight", "byClass": "by class", "depthByClass": "waiting by class", "storedPositions": "stored positions",
         "droppedPositions": "dropped positions", "seatsLeft": "seats left", "pauseReason": "paused because", "sosPending": "SOS pending",
         "createdAt": "stored at", "messageClass": "class", "distanceM": "distance", "pickupTime": "pickup at", "dropTime": "drop at",
-        "aside": "set aside", "refused": "refused since start",
+        "aside": "set aside", "refused": "refused since start", "runningForS": "running for", "downForS": "down for",
     ]
 
     /// Class order for outbox maps: most urgent first.

@@ -114,6 +114,9 @@ public struct FleetConfigMachine: Sendable {
         (settings[.fleet] ?? .table([:])).overlaid(by: settings[.unit] ?? .table([:]))
     }
 
+    /// One scope's settings in force, nil when it has no document applied.
+    public func settings(of scope: ConfigScope) -> ConfigValue? { settings[scope] }
+
     public var onProbation: ConfigScope? { ConfigScope.allCases.first { records[$0]?.probation != nil } }
 
     public mutating func handle(_ event: FleetConfigEvent) -> [FleetConfigAction] {

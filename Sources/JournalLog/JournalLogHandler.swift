@@ -9,7 +9,12 @@ import Synchronization
 /// Warnings and worse are rate-limited per identical line (same label, level, message and
 /// metadata): one per `repeatWindow`, the next one carrying the count of those swallowed.
 public struct JournalLogHandler: LogHandler {
-    public var logLevel: Logger.Level
+    /// A level set on this handler, else the output's (which `taxiunitctl log-level` changes).
+    private var ownLevel: Logger.Level?
+    public var logLevel: Logger.Level {
+        get { ownLevel ?? output.level }
+        set { ownLevel = newValue }
+    }
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     private let label: String
@@ -17,7 +22,13 @@ public struct JournalLogHandler: LogHandler {
 
     public init(label: String, level: Logger.Level, output: JournalOutput) {
         self.label = label
-        logLevel = level
+        ownLevel = level
+        self.output = output
+    }
+
+    /// A handler that follows `output.level`, also when it changes later.
+    public init(label: String, output: JournalOutput) {
+        self.label = label
         self.output = output
     }
 
@@ -60,10 +71,22 @@ public final class JournalOutput: Sendable {
     /// Held while a line is written too, so lines never interleave.
     private let limiter: Mutex<RepeatLimiter<ContinuousClock.Instant>>
     private let write: @Sendable (String) -> Void
+    private let sharedLevel: Mutex<Logger.Level>
 
-    public init(repeatWindow: Duration = .seconds(60), write: @escaping @Sendable (String) -> Void = JournalOutput.standardError) {
+    public init(
+        level: Logger.Level = .info, repeatWindow: Duration = .seconds(60),
+        write: @escaping @Sendable (String) -> Void = JournalOutput.standardError
+    ) {
+        sharedLevel = Mutex(level)
         limiter = Mutex(RepeatLimiter(window: repeatWindow))
         self.write = write
+    }
+
+    /// The level of every handler made without one of its own. Read at every log call: a lock of
+    /// its own, so that a level check never waits for a line being written.
+    public var level: Logger.Level {
+        get { sharedLevel.withLock { $0 } }
+        set { sharedLevel.withLock { $0 = newValue } }
     }
 
     public static let standardError: @Sendable (String) -> Void = { line in

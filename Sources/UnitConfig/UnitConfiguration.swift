@@ -79,6 +79,14 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var level: String
     }
 
+    /// `[telemetry]`: the unit's counters and gauges (docs/protocol.md, "telemetry").
+    public struct Telemetry: Sendable, Equatable {
+        /// Seconds between two retained `telemetry` messages (and textfile writes); 0: none.
+        public var intervalS: Double
+        /// Where node_exporter's textfile collector reads them; nil: not written.
+        public var textfile: String?
+    }
+
     /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
     public struct Fleet: Sendable, Equatable {
         /// Ed25519 public keys, 32 raw bytes each, allowed to sign config documents (and commands
@@ -109,6 +117,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var reporting: ReportingPolicy
     public var zones: [Zone]
     public var log: Log
+    public var telemetry: Telemetry
     public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
@@ -121,7 +130,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "fleet", "job", "input"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -207,6 +216,19 @@ public struct UnitConfiguration: Sendable, Equatable {
         let log = Log(level: logSection.oneOf("level", default: "info", allowed: Self.logLevels))
         logSection.finish(into: &problems)
 
+        var telemetrySection = SectionReader(path: "telemetry", value: root["telemetry"], problems: &problems)
+        let telemetry = Telemetry(
+            intervalS: telemetrySection.number("interval_s", default: 60, in: 0...86400),
+            textfile: telemetrySection.string("textfile", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 })
+        // Below a second it would be a stream, not telemetry: the retained message is a snapshot.
+        if telemetry.intervalS > 0 && telemetry.intervalS < 1 {
+            telemetrySection.reject("interval_s must be 0 (off) or at least 1")
+        }
+        if let textfile = telemetry.textfile, !textfile.hasPrefix("/") || !textfile.hasSuffix(".prom") {
+            telemetrySection.reject("textfile must be an absolute path ending in .prom (node_exporter reads only those), found \"\(textfile)\"")
+        }
+        telemetrySection.finish(into: &problems)
+
         let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
         var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
         func keys(_ name: String) -> [[UInt8]] {
@@ -254,6 +276,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.reporting = reporting
         self.zones = zones
         self.log = log
+        self.telemetry = telemetry
         self.input = input
         self.fleet = fleet
         self.job = job

@@ -26,6 +26,8 @@ public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case jobReply = "job/reply"
     case event
     case sos
+    /// The unit's counters and gauges (retained, QoS 0).
+    case telemetry
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -111,6 +113,31 @@ public struct StatusMessage: Sendable, Equatable, Codable {
         seatsLeft = status.seatsLeft
         self.t = t
         self.outbox = outbox
+    }
+}
+
+/// On `telemetry` (retained): the unit's counters since it started and its gauges now.
+public struct TelemetryMessage: Sendable, Equatable, Codable {
+    public var unit: String
+    /// Unit clock, ms since the Unix epoch.
+    public var t: Int64
+    /// Seconds since the daemon started: counters start from 0 at every start.
+    public var uptimeS: Int64
+    public var counters: [String: Int64]
+    public var gauges: [String: Double]
+
+    enum CodingKeys: String, CodingKey {
+        case unit, t, counters, gauges
+        case uptimeS = "uptime_s"
+    }
+
+    public init(unit: String, t: Int64, uptimeS: Int64, counters: [String: Int64], gauges: [String: Double]) {
+        self.unit = unit
+        self.t = t
+        self.uptimeS = uptimeS
+        self.counters = counters
+        // JSON has no NaN or infinity: such a gauge is left out rather than failing the message.
+        self.gauges = gauges.filter { $0.value.isFinite }
     }
 }
 

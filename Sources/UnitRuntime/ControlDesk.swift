@@ -1,17 +1,21 @@
 import ControlSocket
 import LocalCache
+import Logging
 import UnitCore
 
 /// Answers `taxiunitctl` over the control socket. Called from inside the engine loop, so every
 /// answer sees one consistent state; what it needs of the engine is passed in.
 struct ControlDesk {
     let store: LocalCache
+    let logLevel: LogLevelControl?
+    let logger: Logger
 
     /// `status`: the unit's status now. `press`: feeds a driver input to the machine and returns
-    /// what the driver was told. `inFlight`: the outbox rows libmosquitto holds.
+    /// what the driver was told. `inFlight`: the outbox rows libmosquitto holds. `configLayers`:
+    /// the fleet's documents in force.
     func answer(
         _ request: ControlRequest, status: () -> ControlStatus, press: (String) -> Result<[String], DriverInput.ParseError>,
-        inFlight: Set<Int64>
+        inFlight: Set<Int64>, configLayers: () -> [ControlConfigLayer]
     ) -> ControlResponse {
         switch request.cmd {
         case .status:
@@ -27,7 +31,29 @@ struct ControlDesk {
             return outboxListing(limitPerClass: request.limit ?? 10, inFlight: inFlight)
         case .jobs:
             return rideHistory(last: request.limit ?? 20)
+        case .config:
+            return ControlResponse(ok: true, layers: configLayers())
+        case .logLevel:
+            return answerLogLevel(request.input)
         }
+    }
+
+    /// Sets the level when one is named (until the next start: `[log] level` and `--log-level`
+    /// stay what a start uses), and answers the level in force.
+    private func answerLogLevel(_ wanted: String?) -> ControlResponse {
+        guard let logLevel else { return .failure("this daemon's log level cannot be changed while it runs") }
+        if let wanted {
+            guard let level = Logger.Level(rawValue: wanted) else {
+                let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+                return .failure("unknown log level \(LogExcerpt.of(wanted, limit: 40)); one of \(levels)")
+            }
+            let before = logLevel.current()
+            // Said at the more verbose of the two levels, so that the change itself is in the log.
+            if level > .notice { logger.notice("log level changed", metadata: ["from": "\(before)", "to": "\(level)"]) }
+            logLevel.set(level)
+            if level <= .notice { logger.notice("log level changed", metadata: ["from": "\(before)", "to": "\(level)"]) }
+        }
+        return ControlResponse(ok: true, message: logLevel.current().rawValue)
     }
 
     private func outboxListing(limitPerClass: Int, inFlight: Set<Int64>) -> ControlResponse {

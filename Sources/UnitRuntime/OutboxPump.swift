@@ -113,11 +113,14 @@ final class OutboxPump {
 
     /// A PUBACK: the row is marked delivered by the next commit, which it asks for only while
     /// there is work waiting for the slot it frees.
-    func acknowledged(_ ticket: MQTTPublishTicket) {
-        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return }
+    /// True when the ticket was an outbox row's (for the telemetry's count).
+    @discardableResult
+    func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
+        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return false }
         acknowledgedRows.append(rowID)
         acknowledgedSinceCommit = true
         if !acknowledgementsMayWait { wanted = true }
+        return true
     }
 
     /// Asks for a pump after the current batch of inputs.

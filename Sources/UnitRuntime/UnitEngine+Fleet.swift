@@ -55,6 +55,15 @@ extension UnitEngine {
         )
     }
 
+    /// The fleet's documents in force for `taxiunitctl config`, in the order they are laid over the local files.
+    var fleetConfigLayers: [ControlConfigLayer] {
+        ConfigScope.allCases.compactMap { scope in
+            guard let version = fleetConfig.versions[scope], let settings = fleetConfig.settings(of: scope) else { return nil }
+            return ControlConfigLayer(
+                scope: scope.rawValue, version: version, settings: String(decoding: JSONDocument(settings).canonicalBytes, as: UTF8.self))
+        }
+    }
+
     // MARK: Configuration
 
     func perform(_ actions: [FleetConfigAction]) {

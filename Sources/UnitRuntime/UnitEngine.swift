@@ -30,6 +30,8 @@ enum EngineInput: Sendable {
     case commitWindowClosed
     /// The unit has run `CrashLoopBreaker.settledAfter`: this start did not crash early.
     case startSettled
+    /// Time to publish the telemetry (`[telemetry] interval_s`).
+    case telemetryDue
 }
 
 /// The imperative shell's loop: takes the inputs from gpsd, the broker, the driver, the control
@@ -53,9 +55,17 @@ public final class UnitEngine: Service, @unchecked Sendable {
     let performer: StepPerformer
     var clock: EngineClock
     private let control: ControlDesk
-    private var gpsConnected = false
+    var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
-    var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil)
+    var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil) {
+        // Monotonic, for `health`: only a change of state moves it.
+        didSet { if broker.connected { brokerDownSince = nil } else if oldValue.connected { brokerDownSince = .now } }
+    }
+    /// When the link went down; the start until it first comes up.
+    private var brokerDownSince: ContinuousClock.Instant? = .now
+    let startedAt = ContinuousClock.now
+    let options: EngineOptions
+    var metrics: UnitMetrics
     var fleetConfig: FleetConfigMachine
     var fleetCommands: CommandGate
     var rollbackTimer: Task<Void, Never>?
@@ -82,14 +92,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// `devices`: the driver's buttons and terminal; their presses come in, the terminal is shown
     /// every new `DriverView`.
     public convenience init(
-        local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil
+        local: ConfigValue, store: LocalCache, mqtt: BrokerLink, gpsd: GPSDConnection, logger: Logger, devices: DriverDeviceSet? = nil,
+        options: EngineOptions = EngineOptions()
     ) throws {
-        try self.init(local: local, store: store, broker: mqtt, fixes: gpsd, logger: logger, devices: devices)
+        try self.init(local: local, store: store, broker: mqtt, fixes: gpsd, logger: logger, devices: devices, options: options)
     }
 
     init(
         local: ConfigValue, store: LocalCache, broker mqtt: any BrokerPort, fixes gpsd: any FixSource, logger: Logger,
-        devices: DriverDeviceSet? = nil
+        devices: DriverDeviceSet? = nil, options: EngineOptions = EngineOptions()
     ) throws {
         let startedAt = EngineClock.systemMs()
         CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
@@ -120,7 +131,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.logger = logger
         self.devices = devices
         clock = EngineClock(trustSystemClock: configuration.gps.trustSystemClock)
-        control = ControlDesk(store: store)
+        control = ControlDesk(store: store, logLevel: options.logLevel, logger: logger)
+        self.options = options
+        let metrics = UnitMetrics(factory: options.telemetry)
+        self.metrics = metrics
         let snapshot = try Self.restoring("state snapshot", store: store, logger: logger, fallback: UnitSnapshot()) {
             try store.loadValue(UnitSnapshot.self, forKey: Self.snapshotKey) ?? UnitSnapshot()
         } setAside: { reason in
@@ -131,7 +145,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
             maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
         ) { [mqtt] topic, message throws(MQTTLinkError) in
-            try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
+            let ticket = try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
+            metrics.messagesPublished.increment()
+            return ticket
         }
         performer = StepPerformer(
             store: store, outbox: outbox, timers: EngineTimers { [inbox] id, generation, delay in inbox.post(.timerFired(id, generation: generation), after: delay) },
@@ -213,6 +229,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
                     while (try? await Task.sleep(for: StoreUpkeep.interval)) != nil { inbox.post(.maintenance) }
                 }
                 inbox.post(.startSettled, after: CrashLoopBreaker.settledAfter)
+                // Read once: the section is local only, a fleet document cannot change it.
+                if options.telemetry != nil, configuration.telemetry.intervalS > 0 {
+                    let interval = Duration.milliseconds(Int64(configuration.telemetry.intervalS * 1000))
+                    group.addTask { [inbox] in
+                        while (try? await Task.sleep(for: interval)) != nil { inbox.post(.telemetryDue) }
+                    }
+                }
                 for presses in devices?.presses ?? [] {
                     group.addTask { [inbox] in
                         for await press in presses { inbox.post(.driver(press)) }
@@ -258,7 +281,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .control(let request, let reply):
             // What was acknowledged is marked before the answer reads the store.
             outbox.settle(at: clockMs())
-            reply.resume(returning: control.answer(request, status: currentStatus, press: driverInput, inFlight: outbox.inFlightRows))
+            reply.resume(returning: control.answer(
+                request, status: currentStatus, press: driverInput, inFlight: outbox.inFlightRows, configLayers: { fleetConfigLayers }))
         case .healthProbe(let probe):
             probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? outbox.depth().total) ?? -1))
         case .driver(let press):
@@ -293,6 +317,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if performer.commitWindow.isDue(at: .now) { performer.commitHeldFixes(now: clockMs()) }
         case .startSettled:
             CrashLoopBreaker.settled(store: store, logger: logger)
+        case .telemetryDue:
+            publishTelemetry()
         }
         return .running
     }
@@ -311,6 +337,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // No fix follows soon: what gpsd sent is stored now.
             performer.commitHeldFixes(now: clockMs())
         case .sample(let sample):
+            metrics.fixesReceived.increment()
             step(.gps(sample, at: clock.sample(arrivedAtS: arrivedAtS)))
         }
     }
@@ -321,6 +348,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         switch event {
         case .connected(let session):
             broker = .init(connected: true, since: clockMs(), lastError: nil)
+            metrics.brokerConnects.increment()
             logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
             outbox.sessionStarted(session)
             subscribeInbound()
@@ -332,11 +360,12 @@ public final class UnitEngine: Service, @unchecked Sendable {
             broker.lastError = reason
         case .disconnected(_, let reason):
             broker = .init(connected: false, since: clockMs(), lastError: reason)
+            metrics.brokerDisconnects.increment()
             logger.warning("broker connection lost; messages wait in the store", metadata: ["reason": "\(reason)"])
             outbox.sessionEnded()
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
-            outbox.acknowledged(ticket)
+            if outbox.acknowledged(ticket) { metrics.messagesAcknowledged.increment() }
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
@@ -412,7 +441,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
             unit: configuration.unit.id,
             state: status.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
-            broker: broker,
+            broker: ControlStatus.Broker(
+                connected: broker.connected, since: broker.since, lastError: broker.lastError,
+                downForS: brokerDownSince.map { (ContinuousClock.now - $0) / .seconds(1) }),
             outbox: .init(
                 depth: depth.total, inFlight: outbox.inFlight, alarm: depth.alarm, reply: depth.reply, event: depth.event,
                 position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
@@ -428,12 +459,14 @@ public final class UnitEngine: Service, @unchecked Sendable {
             refused: [
                 "fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart,
                 "inbox_full": inbox.droppedInputs,
-            ]
+            ],
+            runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
+            volatileStore: options.volatileStore
         )
     }
 
     /// Kind → entries set aside; the last known counts if the store cannot be read.
-    private func asideCounts() -> [String: Int] {
+    func asideCounts() -> [String: Int] {
         if let counts = try? store.asideCounts() { lastAsideCounts = Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }) }
         return lastAsideCounts
     }

@@ -171,7 +171,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
         case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
         case .pos: return .position(try decoder.decode(PositionMessage.self, from: data))
-        case .config, .cmd, .configAck, .cmdReply: return nil
+        case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
         }
     }
 

@@ -8,15 +8,15 @@ struct TaxiUnitCtl: ParsableCommand {
         commandName: "taxiunitctl",
         abstract: "Talk to a running taxiunitd over its control socket.",
         discussion: """
-            Human-readable output by default; --json prints the daemon's answer as JSON for scripts. The \\
-            socket is /run/taxiunitd/control.sock under systemd; it is open to root and the taxiunitd \\
+            Human-readable output by default; --json prints the daemon's answer as JSON for scripts. The \
+            socket is /run/taxiunitd/control.sock under systemd; it is open to root and the taxiunitd \
             group.
 
             EXIT STATUS
-            0 done; 1 the daemon refused the request; 3 taxiunitd is not running; 4 not permitted to use \\
-            the control socket.
+            0 done; 1 the daemon refused the request; 2 health found a problem; 3 taxiunitd is not \
+            running; 4 not permitted to use the control socket.
             """,
-        subcommands: [Status.self, Jobs.self, Outbox.self, Press.self, GenKey.self, SignConfig.self]
+        subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {

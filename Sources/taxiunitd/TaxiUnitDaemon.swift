@@ -7,6 +7,7 @@ import JournalLog
 import LocalCache
 import Logging
 import Platform
+import Metrics
 import ServiceLifecycle
 import SystemdNotify
 import UnitConfig
@@ -60,7 +61,8 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             LOGGING
             One line per entry on standard error with a syslog priority prefix (<3> error ... <7> debug) \
             that journald keeps as the level: journalctl -u taxiunitd -p warning. Identical warnings and \
-            errors are written at most once a minute, the next one with a count. Level: [log] level.
+            errors are written at most once a minute, the next one with a count. Level: --log-level, else \
+            [log] level; while it runs, taxiunitctl log-level LEVEL changes it until the next start.
 
             FILES
               /etc/taxiunitd/taxiunitd.toml   configuration, every key with its default
@@ -82,6 +84,15 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
 
     @Flag(name: .long, help: "Validate the configuration file, print one line per problem, and exit (0 valid, 1 not).")
     var check = false
+
+    @Option(name: .long, help: "Log level, over [log] level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+
+    func validate() throws {
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("--log-level must be one of \(UnitConfiguration.logLevels.joined(separator: ", ")), found \"\(logLevel)\"")
+        }
+    }
 
     func run() async throws {
         let local: ConfigValue
@@ -118,10 +129,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             return
         }
 
-        let journal = JournalOutput()
-        LoggingSystem.bootstrap { label in
-            JournalLogHandler(label: label, level: Logger.Level(rawValue: settings.log.level) ?? .info, output: journal)
-        }
+        let journal = JournalOutput(level: Logger.Level(rawValue: logLevel ?? settings.log.level) ?? .info)
+        // Handlers follow the output's level, so that `taxiunitctl log-level` reaches every logger.
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, output: journal) }
         let logger = Logger(label: "taxiunitd")
         // The same reading as --check, logged: an expiring certificate shows in the journal before
         // the broker refuses it.
@@ -130,8 +140,12 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             for warning in findings.warnings { logger.warning("\(warning)") }
             for problem in findings.problems { logger.error("\(problem)") }
         }
+        // Whatever records swift-metrics in this process lands in the telemetry.
+        let telemetry = TelemetryRegistry()
+        MetricsSystem.bootstrap(telemetry)
 
         let store: LocalCache
+        var volatileStore: String?
         do {
             store = try LocalCache(path: settings.store.path)
         } catch {
@@ -144,6 +158,7 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
                 "STORE NOT WRITABLE: running on a volatile store; messages are lost on restart",
                 metadata: ["store": "\(settings.store.path)", "error": "\(error)", "volatile": "\(volatile)"])
             store = try LocalCache(path: volatile)
+            volatileStore = volatile
         }
         if let aside = store.fileSetAside {
             let what = switch aside.cause {
@@ -158,7 +173,11 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         let mqtt = BrokerLink(logger: logger)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
         let devices = DriverDeviceSet(configuration: settings, logger: logger)
-        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger, devices: devices)
+        let options = EngineOptions(
+            volatileStore: volatileStore,
+            logLevel: LogLevelControl(current: { journal.level }, set: { journal.level = $0 }),
+            telemetry: telemetry)
+        let engine = try UnitEngine(local: local, store: store, mqtt: mqtt, gpsd: gpsd, logger: logger, devices: devices, options: options)
         let control = ControlServer(path: settings.control.socket) { request in await engine.handleControl(request) }
 
         // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.

@@ -114,7 +114,7 @@ import Testing
             #expect(daemon.output.contains(section), "\(section)")
         }
         let control = try runCommand(Corpus.binary("taxiunitctl"), ["--help"])
-        for section in ["SUBCOMMANDS", "status", "jobs", "outbox", "press", "EXIT STATUS"] {
+        for section in ["SUBCOMMANDS", "status", "health", "config", "jobs", "outbox", "press", "log-level", "EXIT STATUS"] {
             #expect(control.output.contains(section), "\(section)")
         }
     }

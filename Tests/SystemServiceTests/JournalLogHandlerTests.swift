@@ -71,3 +71,20 @@ struct JournalLogHandlerTests {
         #expect(lines.all == ["<3>taxiunitd: gpsd down\n", "<3>taxiunitd: gpsd down (2 identical lines suppressed since the last one)\n"])
     }
 }
+
+/// `taxiunitctl log-level`: handlers made without a level follow the output's, also later.
+@Suite struct JournalLevelTests {
+    @Test func handlersFollowTheOutputsLevelUnlessGivenTheirOwn() {
+        let lines = Lines()
+        let output = JournalOutput(level: .info) { lines.append($0) }
+        let following = Logger(label: "a") { JournalLogHandler(label: $0, output: output) }
+        let fixed = Logger(label: "b") { JournalLogHandler(label: $0, level: .warning, output: output) }
+        following.debug("hidden")
+        output.level = .debug
+        following.debug("shown")
+        fixed.info("fixed stays at warning")
+        output.level = .error
+        following.warning("hidden too")
+        #expect(lines.all == ["<7>a: shown\n"])
+    }
+}

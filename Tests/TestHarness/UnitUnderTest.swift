@@ -66,9 +66,10 @@ public final class UnitUnderTest: @unchecked Sendable {
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    /// `launcher` runs the daemon through another program (e.g. one that restricts it first).
-    public func start(environment: [String: String] = [:], launcher: [String] = []) async throws {
-        let command = launcher + [Corpus.binary("taxiunitd"), "--config", configPath]
+    /// `launcher` runs the daemon through another program (e.g. one that restricts it first);
+    /// `arguments` follow the daemon's own `--config`.
+    public func start(environment: [String: String] = [:], launcher: [String] = [], arguments: [String] = []) async throws {
+        let command = launcher + [Corpus.binary("taxiunitd"), "--config", configPath] + arguments
         let process = try ChildProcess(
             command[0], Array(command.dropFirst()), logPath: directory.file("\(unitID).log"), environment: environment)
         self.process = process

@@ -32,6 +32,7 @@ import UnitCore
         #expect(config.reporting == ReportingPolicy())
         #expect(config.gps.maxEphM == 50 && config.gps.zoneHysteresisM == 30 && !config.gps.trustSystemClock)
         #expect(config.zones.isEmpty)
+        #expect(config.telemetry.intervalS == 60 && config.telemetry.textfile == nil)
     }
 
     @Test func minimalFileGetsDefaults() throws {

@@ -1,0 +1,127 @@
+import CoreMetrics
+import Foundation
+
+/// The daemon's swift-metrics backend: keeps each metric's current value in memory, for the
+/// retained `telemetry` message and node_exporter's textfile (docs/protocol.md, "telemetry").
+/// Counters add up; recorders and gauges keep their last value; timers their last duration in
+/// seconds. A metric's name is its label with its dimensions' names and values appended
+/// (`label_name_value`): the unit publishes a handful of them, not a time series database.
+public final class TelemetryRegistry: MetricsFactory, @unchecked Sendable {
+    private let lock = NSLock()
+    private var counters: [String: CounterBox] = [:]
+    private var gauges: [String: GaugeBox] = [:]
+
+    public init() {}
+
+    /// The values now, by name.
+    public func snapshot() -> TelemetrySnapshot {
+        let (counters, gauges) = lock.withLock { (self.counters, self.gauges) }
+        return TelemetrySnapshot(counters: counters.mapValues(\.value), gauges: gauges.mapValues(\.value))
+    }
+
+    static func name(_ label: String, _ dimensions: [(String, String)]) -> String {
+        ([label] + dimensions.flatMap { [$0.0, $0.1] }).joined(separator: "_")
+    }
+
+    public func makeCounter(label: String, dimensions: [(String, String)]) -> CounterHandler {
+        let name = Self.name(label, dimensions)
+        return lock.withLock {
+            if let box = counters[name] { return box }
+            let box = CounterBox()
+            counters[name] = box
+            return box
+        }
+    }
+
+    public func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> RecorderHandler {
+        gauge(Self.name(label, dimensions))
+    }
+
+    public func makeTimer(label: String, dimensions: [(String, String)]) -> TimerHandler {
+        gauge(Self.name(label, dimensions))
+    }
+
+    private func gauge(_ name: String) -> GaugeBox {
+        lock.withLock {
+            if let box = gauges[name] { return box }
+            let box = GaugeBox()
+            gauges[name] = box
+            return box
+        }
+    }
+
+    public func destroyCounter(_ handler: CounterHandler) {
+        lock.withLock { counters = counters.filter { $0.value !== handler } }
+    }
+
+    public func destroyRecorder(_ handler: RecorderHandler) {
+        lock.withLock { gauges = gauges.filter { $0.value !== handler } }
+    }
+
+    public func destroyTimer(_ handler: TimerHandler) {
+        lock.withLock { gauges = gauges.filter { $0.value !== handler } }
+    }
+
+    private final class CounterBox: CounterHandler, @unchecked Sendable {
+        private let lock = NSLock()
+        private var count: Int64 = 0
+
+        var value: Int64 { lock.withLock { count } }
+
+        func increment(by amount: Int64) {
+            // Saturates: a counter that wrapped would read as a reset to the fleet's dashboards.
+            lock.withLock { count = count.addingReportingOverflow(amount).overflow ? .max : count + amount }
+        }
+
+        func reset() { lock.withLock { count = 0 } }
+    }
+
+    private final class GaugeBox: RecorderHandler, TimerHandler, @unchecked Sendable {
+        private let lock = NSLock()
+        private var last: Double = 0
+
+        var value: Double { lock.withLock { last } }
+
+        func record(_ value: Int64) { lock.withLock { last = Double(value) } }
+        func record(_ value: Double) { lock.withLock { last = value } }
+        func recordNanoseconds(_ duration: Int64) { lock.withLock { last = Double(duration) / 1e9 } }
+    }
+}
+
+public struct TelemetrySnapshot: Sendable, Equatable {
+    public var counters: [String: Int64]
+    public var gauges: [String: Double]
+
+    public init(counters: [String: Int64], gauges: [String: Double]) {
+        self.counters = counters
+        self.gauges = gauges
+    }
+
+    /// node_exporter's text format (textfile collector): `taxiunitd_` names, counters as
+    /// `_total`, the unit and fleet as labels, finite values only, sorted.
+    public func prometheusText(unit: String, fleet: String) -> String {
+        let labels = "{fleet=\"\(Self.escaped(fleet))\",unit=\"\(Self.escaped(unit))\"}"
+        var lines: [String] = []
+        for (name, value) in counters.sorted(by: { $0.key < $1.key }) {
+            let metric = "taxiunitd_\(Self.metricName(name))_total"
+            lines += ["# TYPE \(metric) counter", "\(metric)\(labels) \(value)"]
+        }
+        for (name, value) in gauges.sorted(by: { $0.key < $1.key }) where value.isFinite {
+            let metric = "taxiunitd_\(Self.metricName(name))"
+            lines += ["# TYPE \(metric) gauge", "\(metric)\(labels) \(value)"]
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Prometheus names allow `[a-zA-Z0-9_:]`; anything else becomes `_`.
+    static func metricName(_ name: String) -> String {
+        String(name.unicodeScalars.map { scalar -> Character in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "_") ? Character(scalar) : "_"
+        })
+    }
+
+    /// Label values escape `\`, `"` and newlines.
+    static func escaped(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

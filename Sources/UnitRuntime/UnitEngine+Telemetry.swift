@@ -1,0 +1,56 @@
+import Foundation
+import UnitCore
+
+/// The periodic telemetry: gauges read now, then every metric published retained on `telemetry`
+/// and, if configured, written for node_exporter's textfile collector.
+extension UnitEngine {
+    func publishTelemetry() {
+        guard let registry = options.telemetry else { return }
+        let depth = performer.upkeep.refreshDepth(outbox.depth)
+        metrics.carryOver(
+            fixesRefused: machine.positions.fixesOutOfRange, inboundOverRate: inboundFlow.droppedSinceStart, inboxFull: inbox.droppedInputs)
+        metrics.outboxDepth.record(depth.total)
+        metrics.outboxInFlight.record(outbox.inFlight)
+        metrics.gpsdConnected.record(gpsConnected ? 1 : 0)
+        metrics.brokerConnected.record(broker.connected ? 1 : 0)
+        // -1 before the first fix: a gauge has no "none", and an age is never negative.
+        metrics.lastFixAgeS.record(lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) } ?? -1)
+        metrics.volatileStore.record(options.volatileStore == nil ? 0 : 1)
+        metrics.setAside.record(asideCounts().values.reduce(0) { $0.saturatingAdd($1) })
+        let snapshot = registry.snapshot()
+        if broker.connected {
+            let message = TelemetryMessage(
+                unit: configuration.unit.id, t: clockMs(), uptimeS: Int64((ContinuousClock.now - startedAt) / .seconds(1)),
+                counters: snapshot.counters, gauges: snapshot.gauges)
+            do {
+                // QoS 0 and not through the outbox: the next one replaces a lost one, and a backlog
+                // of old snapshots would tell the fleet nothing.
+                _ = try mqtt.publish(
+                    topic: configuration.unitTopicBase + UnitTopic.telemetry.rawValue, payload: Array(JSONEncoder.wire.encode(message)),
+                    qos: 0, retain: true)
+            } catch {
+                logger.debug("telemetry not published now", metadata: ["error": "\(error)"])
+            }
+        }
+        if let path = configuration.telemetry.textfile {
+            do {
+                try Self.writeAtomically(snapshot.prometheusText(unit: configuration.unit.id, fleet: configuration.unit.fleet), to: path)
+            } catch {
+                logger.warning("cannot write the telemetry textfile", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// A temporary file beside it, then rename(2): node_exporter never reads half a file. The
+    /// temporary name does not end in `.prom`, so the collector skips it. Readable by all: the
+    /// unit's `UMask=0077` would keep node_exporter, another user, out, and the counts are no secret.
+    static func writeAtomically(_ text: String, to path: String) throws {
+        let temporary = path + ".tmp"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+        guard chmod(temporary, 0o644) == 0, rename(temporary, path) == 0 else {
+            let problem = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename to \(path): \(problem)"])
+        }
+    }
+}
