@@ -149,7 +149,8 @@ public final class SerialTerminal: Sendable {
     }
 
     private func draw(_ fd: Int32) -> String? {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        // A clock set beyond Int64's milliseconds shows no countdown rather than trapping.
+        let now = Int64(exactly: (Date().timeIntervalSince1970 * 1000).rounded()) ?? 0
         let offset = TimeZone.current.secondsFromGMT()
         let bytes = screen.withLock { screen in
             let view = screen.view

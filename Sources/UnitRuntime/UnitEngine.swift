@@ -231,7 +231,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 inbox.post(.startSettled, after: CrashLoopBreaker.settledAfter)
                 // Read once: the section is local only, a fleet document cannot change it.
                 if options.telemetry != nil, configuration.telemetry.intervalS > 0 {
-                    let interval = Duration.milliseconds(Int64(configuration.telemetry.intervalS * 1000))
+                    let interval = Duration.milliseconds(Int64(millisecondsOf: configuration.telemetry.intervalS) ?? EngineTimers.longestMs)
                     group.addTask { [inbox] in
                         while (try? await Task.sleep(for: interval)) != nil { inbox.post(.telemetryDue) }
                     }
