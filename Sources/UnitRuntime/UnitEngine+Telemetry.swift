@@ -20,7 +20,7 @@ extension UnitEngine {
         let snapshot = registry.snapshot()
         if broker.connected {
             let message = TelemetryMessage(
-                unit: configuration.unit.id, t: clockMs(), uptimeS: Int64((ContinuousClock.now - startedAt) / .seconds(1)),
+                unit: configuration.unit.id, t: clockMs(), uptimeS: Int64(roundingChecked: ((ContinuousClock.now - startedAt) / .seconds(1)).rounded(.down)) ?? .max,
                 counters: snapshot.counters, gauges: snapshot.gauges)
             do {
                 // QoS 0 and not through the outbox: the next one replaces a lost one, and a backlog
