@@ -29,7 +29,7 @@ public final class GPSDConnection: Sendable {
     public let events: AsyncStream<GPSDEvent>
     private let eventSink: AsyncStream<GPSDEvent>.Continuation
     /// The reader thread takes its copy when it starts.
-    private let eventHandler: Mutex<EventHandler>
+    private let eventHandler: Platform.EventHandler<GPSDEvent>
     private let host: String
     private let port: Int
     private let minRetryDelayS: Double
@@ -51,7 +51,7 @@ public final class GPSDConnection: Sendable {
         self.maxRetryDelayS = max(minRetryDelayS, maxRetryDelayS)
         let (events, eventSink) = AsyncStream.makeStream(of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(1024))
         (self.events, self.eventSink) = (events, eventSink)
-        eventHandler = Mutex({ eventSink.yield($0) })
+        eventHandler = Platform.EventHandler { eventSink.yield($0) }
         worker = BlockingWorker(name: "gpsd-reader", heartbeat: heartbeat)
     }
 
@@ -59,11 +59,11 @@ public final class GPSDConnection: Sendable {
     /// consumer with a queue of its own (the engine), which spares each fix a hop through a task.
     /// Call before `start()`.
     public func deliverEvents(to handler: @escaping EventHandler) {
-        eventHandler.withLock { $0 = handler }
+        eventHandler.replace(with: handler)
     }
 
     public func start() {
-        worker.start { [self] in runReader(delivering: eventHandler.withLock { $0 }) }
+        worker.start { [self] in runReader(delivering: eventHandler.deliver) }
     }
 
     /// Returns once the reader thread has closed its gpsd socket (within one wait for data).

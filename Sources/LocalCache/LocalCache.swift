@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import UnitCore
 
 /// One queued outgoing message. It leaves the outbox only when the broker acknowledged it.
@@ -76,7 +77,7 @@ public protocol OutboxHints {
 /// The unit's SQLite file: position history, the outbox, the positions waiting to be sent,
 /// per-topic sequence numbers and the state machine's snapshot. Everything the unit promised to
 /// send is here before it is sent.
-public final class LocalCache: OutboxHints, @unchecked Sendable {
+public final class LocalCache: OutboxHints, Sendable {
     let database: DatabasePool
     /// A file the unit could not open and moved aside at start (it failed `PRAGMA quick_check`, or a
     /// newer release wrote it), where it went and why, for the daemon to report.
@@ -97,9 +98,7 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
 
     /// What the pump needs to know without querying. Updated after each commit, so another
     /// process writing the file is only noticed by `refreshHints()`.
-    private let hintLock = NSLock()
-    private var committedHints = Hints()
-    private var commitsSinceCheckpoint = 0
+    private let bookkeeping = Mutex<(hints: Hints, commitsSinceCheckpoint: Int)>((Hints(), 0))
 
     /// Commits between two checkpoints: one fix a second makes a checkpoint every few minutes,
     /// about as often as SQLite's default of 1000 pages did.
@@ -250,9 +249,9 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     }
 
     private func note(_ notes: CommitNotes) {
-        hintLock.withLock {
-            committedHints.apply(notes)
-            commitsSinceCheckpoint += 1
+        bookkeeping.withLock {
+            $0.hints.apply(notes)
+            $0.commitsSinceCheckpoint += 1
         }
         for action in notes.afterCommit { action() }
     }
@@ -261,9 +260,9 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
     /// (PASSIVE: never waits for a reader). Returns whether it ran.
     @discardableResult
     public func checkpointIfDue() throws -> Bool {
-        guard hintLock.withLock({ commitsSinceCheckpoint >= Self.commitsPerCheckpoint }) else { return false }
+        guard bookkeeping.withLock({ $0.commitsSinceCheckpoint >= Self.commitsPerCheckpoint }) else { return false }
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
-        hintLock.withLock { commitsSinceCheckpoint = 0 }
+        bookkeeping.withLock { $0.commitsSinceCheckpoint = 0 }
         return true
     }
 
@@ -279,10 +278,10 @@ public final class LocalCache: OutboxHints, @unchecked Sendable {
                 db, sql: "SELECT MAX(newest_point) FROM outbox WHERE lane = ?", arguments: [OutboxLane.livePosition.rawValue]) ?? 0
             return hints
         }
-        hintLock.withLock { committedHints = hints }
+        bookkeeping.withLock { $0.hints = hints }
     }
 
-    private var hints: Hints { hintLock.withLock { committedHints } }
+    private var hints: Hints { bookkeeping.withLock { $0.hints } }
 
     public func newestRowID(in lane: OutboxLane) -> Int64 { hints.newestRow[lane.rawValue] }
     public var hasFreshFix: Bool { hints.hasFreshFix }

@@ -24,7 +24,7 @@ public final class MQTTConnection: @unchecked Sendable {
     /// The events, unless `deliverEvents(to:)` sends them elsewhere.
     public let events: AsyncStream<MQTTEvent>
     private let eventSink: AsyncStream<MQTTEvent>.Continuation
-    private let eventHandler: Mutex<EventHandler>
+    private let eventHandler: Platform.EventHandler<MQTTEvent>
 
     private let endpoint: MQTTEndpoint
     private let will: MQTTWill?
@@ -64,14 +64,14 @@ public final class MQTTConnection: @unchecked Sendable {
         self.logger = logger
         let (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
         (self.events, self.eventSink) = (events, eventSink)
-        eventHandler = Mutex({ eventSink.yield($0) })
+        eventHandler = Platform.EventHandler { eventSink.yield($0) }
     }
 
     /// Hands every event to `handler` on the thread that has it (the loop thread, in libmosquitto's
     /// callbacks) instead of to `events`: for a consumer with a queue of its own (the engine), which
     /// spares each PUBACK a hop through a task. Call before `start()`.
     public func deliverEvents(to handler: @escaping EventHandler) {
-        eventHandler.withLock { $0 = handler }
+        eventHandler.replace(with: handler)
     }
 
     public func start() {
@@ -319,7 +319,7 @@ public final class MQTTConnection: @unchecked Sendable {
     }
 
     fileprivate func yield(_ event: MQTTEvent) {
-        eventHandler.withLock { $0 }(event)
+        eventHandler.deliver(event)
     }
 
     static func describe(_ rc: Int32) -> String {

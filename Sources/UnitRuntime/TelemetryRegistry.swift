@@ -1,21 +1,25 @@
 import CoreMetrics
 import Foundation
+import Synchronization
 
 /// The daemon's swift-metrics backend: keeps each metric's current value in memory, for the
 /// retained `telemetry` message and node_exporter's textfile (docs/protocol.md, "telemetry").
 /// Counters add up; recorders and gauges keep their last value; timers their last duration in
 /// seconds. A metric's name is its label with its dimensions' names and values appended
 /// (`label_name_value`): the unit publishes a handful of them, not a time series database.
-public final class TelemetryRegistry: MetricsFactory, @unchecked Sendable {
-    private let lock = NSLock()
-    private var counters: [String: CounterBox] = [:]
-    private var gauges: [String: GaugeBox] = [:]
+public final class TelemetryRegistry: MetricsFactory, Sendable {
+    private struct Metrics {
+        var counters: [String: CounterBox] = [:]
+        var gauges: [String: GaugeBox] = [:]
+    }
+
+    private let metrics = Mutex(Metrics())
 
     public init() {}
 
     /// The values now, by name.
     public func snapshot() -> TelemetrySnapshot {
-        let (counters, gauges) = lock.withLock { (self.counters, self.gauges) }
+        let (counters, gauges) = metrics.withLock { ($0.counters, $0.gauges) }
         return TelemetrySnapshot(counters: counters.mapValues(\.value), gauges: gauges.mapValues(\.value))
     }
 
@@ -25,10 +29,10 @@ public final class TelemetryRegistry: MetricsFactory, @unchecked Sendable {
 
     public func makeCounter(label: String, dimensions: [(String, String)]) -> CounterHandler {
         let name = Self.name(label, dimensions)
-        return lock.withLock {
-            if let box = counters[name] { return box }
+        return metrics.withLock {
+            if let box = $0.counters[name] { return box }
             let box = CounterBox()
-            counters[name] = box
+            $0.counters[name] = box
             return box
         }
     }
@@ -42,49 +46,47 @@ public final class TelemetryRegistry: MetricsFactory, @unchecked Sendable {
     }
 
     private func gauge(_ name: String) -> GaugeBox {
-        lock.withLock {
-            if let box = gauges[name] { return box }
+        metrics.withLock {
+            if let box = $0.gauges[name] { return box }
             let box = GaugeBox()
-            gauges[name] = box
+            $0.gauges[name] = box
             return box
         }
     }
 
     public func destroyCounter(_ handler: CounterHandler) {
-        lock.withLock { counters = counters.filter { $0.value !== handler } }
+        metrics.withLock { $0.counters = $0.counters.filter { $0.value !== handler } }
     }
 
     public func destroyRecorder(_ handler: RecorderHandler) {
-        lock.withLock { gauges = gauges.filter { $0.value !== handler } }
+        metrics.withLock { $0.gauges = $0.gauges.filter { $0.value !== handler } }
     }
 
     public func destroyTimer(_ handler: TimerHandler) {
-        lock.withLock { gauges = gauges.filter { $0.value !== handler } }
+        metrics.withLock { $0.gauges = $0.gauges.filter { $0.value !== handler } }
     }
 
-    private final class CounterBox: CounterHandler, @unchecked Sendable {
-        private let lock = NSLock()
-        private var count: Int64 = 0
+    private final class CounterBox: CounterHandler, Sendable {
+        private let count = Mutex<Int64>(0)
 
-        var value: Int64 { lock.withLock { count } }
+        var value: Int64 { count.withLock { $0 } }
 
         func increment(by amount: Int64) {
             // Saturates: a counter that wrapped would read as a reset to the fleet's dashboards.
-            lock.withLock { count = count.addingReportingOverflow(amount).overflow ? .max : count + amount }
+            count.withLock { $0 = $0.addingReportingOverflow(amount).overflow ? .max : $0 + amount }
         }
 
-        func reset() { lock.withLock { count = 0 } }
+        func reset() { count.withLock { $0 = 0 } }
     }
 
-    private final class GaugeBox: RecorderHandler, TimerHandler, @unchecked Sendable {
-        private let lock = NSLock()
-        private var last: Double = 0
+    private final class GaugeBox: RecorderHandler, TimerHandler, Sendable {
+        private let last = Mutex<Double>(0)
 
-        var value: Double { lock.withLock { last } }
+        var value: Double { last.withLock { $0 } }
 
-        func record(_ value: Int64) { lock.withLock { last = Double(value) } }
-        func record(_ value: Double) { lock.withLock { last = value } }
-        func recordNanoseconds(_ duration: Int64) { lock.withLock { last = Double(duration) / 1e9 } }
+        func record(_ value: Int64) { last.withLock { $0 = Double(value) } }
+        func record(_ value: Double) { last.withLock { $0 = value } }
+        func recordNanoseconds(_ duration: Int64) { last.withLock { $0 = Double(duration) / 1e9 } }
     }
 }
 
