@@ -100,7 +100,7 @@ let package = Package(
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
             "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
-            "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux",
+            "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -114,7 +114,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket", "FleetControl", "UnitConfig", "UnitCore",
+            "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -170,7 +170,7 @@ let package = Package(
         ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
         .testTarget(name: "LocalCacheTests", dependencies: [
-            "LocalCache", "UnitCore", "TestHarness",
+            "LocalCache", "UnitCore", "TestHarness", "UnitRuntime",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),

@@ -57,3 +57,21 @@ public func makePrivateDirectory(in base: String, prefix: String) throws(SystemC
     guard let made else { throw SystemCallError(function: "mkdtemp \(parent)", code: code) }
     return made
 }
+
+/// Creates `path` with `contents`, readable by this user only (mode 0600 from the first moment),
+/// and synced: never over an existing file and never through a link (O_EXCL, O_NOFOLLOW). What it
+/// made is removed again if writing fails.
+public func createPrivateFile(at path: String, contents: [UInt8]) throws(SystemCallError) {
+    let fd = try syscall("open \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+    defer { closeDescriptor(fd) }
+    do throws(SystemCallError) {
+        var offset = 0
+        while offset < contents.count {
+            offset += try syscall("write \(path)") { contents[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        }
+        try syscall("fsync \(path)") { fsync(fd) }
+    } catch {
+        _ = unlink(path)
+        throw error
+    }
+}

@@ -55,7 +55,7 @@ final class OutboxPump {
     private var liveResends: [OutboxMessage] = []
     /// Acknowledged rows not yet marked delivered; marked by the next commit. `depth()` leaves
     /// them out.
-    private(set) var acknowledgedRows: [Int64] = []
+    private var acknowledgedRows: [Int64] = []
     /// When a `pump` first left `acknowledgedRows` unmarked.
     private var acknowledgedWaitingSince: Int64?
     /// Packed in the engine's commit, handed to libmosquitto by the next `pump`.
@@ -69,9 +69,7 @@ final class OutboxPump {
     private var wanted = false
     /// True while there are free slots in flight and nothing to fill them with: a PUBACK then
     /// neither wakes the engine loop nor commits on its own.
-    private(set) var acknowledgementsMayWait = false
-    /// PUBACKs the store does not know of yet.
-    private var acknowledgedSinceCommit = false
+    private var acknowledgementsMayWait = false
 
     init(store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
         self.store = store
@@ -112,13 +110,12 @@ final class OutboxPump {
     }
 
     /// A PUBACK: the row is marked delivered by the next commit, which it asks for only while
-    /// there is work waiting for the slot it frees.
-    /// True when the ticket was an outbox row's (for the telemetry's count).
+    /// there is work waiting for the slot it frees. True when the ticket was an outbox row's (for
+    /// the telemetry's count).
     @discardableResult
     func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
         guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return false }
         acknowledgedRows.append(rowID)
-        acknowledgedSinceCommit = true
         if !acknowledgementsMayWait { wanted = true }
         return true
     }
@@ -129,8 +126,8 @@ final class OutboxPump {
     }
 
     /// The end of a batch of inputs: pumps if asked to. Returns whether PUBACKs may wait for a
-    /// later input (the engine's inbox then does not wake for them).
-    func batchHandled(at time: Int64) -> Bool {
+    /// later input (the engine's inbox then does not wake for them). `time` is read only for a pump.
+    func batchHandled(at time: @autoclosure () -> Int64) -> Bool {
         pumpIfWanted(at: time)
         acknowledgementsMayWait = sending && inFlight < maxInFlight
         return acknowledgementsMayWait
@@ -138,15 +135,14 @@ final class OutboxPump {
 
     /// Before anything reads the store for someone (a control answer): what was acknowledged is
     /// marked first.
-    func settle(at time: Int64) {
-        if acknowledgedSinceCommit { wanted = true }
+    func settle(at time: @autoclosure () -> Int64) {
+        if !acknowledgedRows.isEmpty { wanted = true }
         pumpIfWanted(at: time)
     }
 
-    private func pumpIfWanted(at time: Int64) {
+    private func pumpIfWanted(at time: () -> Int64) {
         guard wanted else { return }
-        wanted = false
-        pump(at: time)
+        pump(at: time())
     }
 
     /// What still waits for the broker; PUBACKs not yet committed count as delivered.
@@ -229,7 +225,6 @@ final class OutboxPump {
 
     private func committed(marked: Int, _ taken: Taken) {
         if marked > 0 { acknowledgedRows.removeSubrange(..<marked) }
-        if acknowledgedRows.isEmpty { acknowledgedSinceCommit = false }
         if acknowledgedRows.isEmpty { acknowledgedWaitingSince = nil }
         if taken.resends > 0 { liveResends.removeSubrange(..<taken.resends) }
         if taken.ahead > 0 { packedAhead.removeSubrange(..<taken.ahead) }

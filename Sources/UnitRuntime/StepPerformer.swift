@@ -97,10 +97,10 @@ final class StepPerformer {
 
     /// Commits the fixes held by the commit window, alone (the window closed, gpsd went away,
     /// shutdown).
-    func commitHeldFixes(now: Int64) {
+    func commitHeldFixes(now: @autoclosure () -> Int64) {
         guard !commitWindow.held.isEmpty else { return }
         do {
-            if try commit(Step(), [], now: now).queued { outbox.want() }
+            if try commit(Step(), [], now: now()).queued { outbox.want() }
         } catch {
             logger.error("cannot store the fixes held for this commit", metadata: ["error": "\(error)"])
         }

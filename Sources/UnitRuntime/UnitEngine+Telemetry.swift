@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import UnitCore
 
 /// The periodic telemetry: gauges read now, then every metric published retained on `telemetry`
@@ -47,10 +48,12 @@ extension UnitEngine {
     static func writeAtomically(_ text: String, to path: String) throws {
         let temporary = path + ".tmp"
         try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-        guard chmod(temporary, 0o644) == 0, rename(temporary, path) == 0 else {
-            let problem = String(cString: strerror(errno))
-            unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename to \(path): \(problem)"])
+        do throws(SystemCallError) {
+            try syscall("chmod \(temporary)") { chmod(temporary, 0o644) }
+            try syscall("rename to \(path)") { rename(temporary, path) }
+        } catch {
+            _ = unlink(temporary)
+            throw error
         }
     }
 }

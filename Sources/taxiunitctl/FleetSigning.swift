@@ -3,6 +3,7 @@ import ArgumentParser
 import Crypto
 import FleetControl
 import Foundation
+import Platform
 import SwiftASN1
 import UnitConfig
 
@@ -26,20 +27,14 @@ extension TaxiUnitCtl {
             print(#"config_pubkeys = ["\#(key.publicKey.rawRepresentation.base64EncodedString())"]"#)
         }
 
-        /// O_EXCL: an existing file or link is an error, never overwritten or followed; the mode is
-        /// 0600 from the start, so no moment exists in which others could open the key.
+        /// An existing file or link is an error, never overwritten or followed; the mode is 0600 from
+        /// the start, so no moment exists in which others could open the key.
         static func createPrivate(_ path: String, contents: [UInt8]) throws {
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                let why = errno == EEXIST ? "it exists; not overwriting a key" : String(cString: strerror(errno))
+            do throws(SystemCallError) {
+                try createPrivateFile(at: path, contents: contents)
+            } catch {
+                let why = error.code == EEXIST ? "it exists; not overwriting a key" : error.message
                 throw ValidationErrorLine("cannot create \(path): \(why)")
-            }
-            let written = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            let synced = fsync(descriptor) == 0
-            close(descriptor)
-            guard written == contents.count, synced else {
-                unlink(path)
-                throw ValidationErrorLine("cannot write \(path)")
             }
         }
     }
