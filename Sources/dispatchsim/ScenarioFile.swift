@@ -30,25 +30,32 @@ struct ScenarioFile {
         for (index, entry) in (root["request"]?.array ?? []).enumerated() {
             let where_ = "request #\(index + 1)"
             let table = entry.table
-            guard let id = table["id"]?.string, let atS = table["at_s"]?.number,
+            guard let id = table["id"]?.string, let atMs = table["at_s"].flatMap(Self.scheduleMs),
                   case .array(let pair)? = table["pickup"], pair.count == 2,
                   let lat = pair[0].number, let lon = pair[1].number else {
-                problems.append("\(where_): needs id, at_s and pickup = [lat, lon]")
+                problems.append("\(where_): needs id, at_s (0 to \(Self.longestRunS) s) and pickup = [lat, lon]")
                 continue
+            }
+            var meetingTime: Int64?
+            if let meeting = table["meeting_at_s"] {
+                guard let meetingMs = Self.scheduleMs(meeting) else {
+                    problems.append("\(where_): meeting_at_s must be 0 to \(Self.longestRunS) s")
+                    continue
+                }
+                meetingTime = startMs.saturatingAdd(meetingMs)
             }
             let request = PassengerRequest(
                 id: id, pickup: Coordinate(lat: lat, lon: lon), address: table["address"]?.string,
-                passengers: table["passengers"]?.integer ?? 1,
-                meetingTime: table["meeting_at_s"]?.number.map { startMs + Int64($0 * 1000) },
+                passengers: table["passengers"]?.integer ?? 1, meetingTime: meetingTime,
                 sharesRideOf: table["shares"]?.string, note: table["note"]?.string)
-            inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
+            inputs.append(ScheduledInput(atMs: atMs, input: .request(request)))
         }
         for (index, entry) in (root["cancel"]?.array ?? []).enumerated() {
-            guard let id = entry.table["request"]?.string, let atS = entry.table["at_s"]?.number else {
-                problems.append("cancel #\(index + 1): needs request and at_s")
+            guard let id = entry.table["request"]?.string, let atMs = entry.table["at_s"].flatMap(Self.scheduleMs) else {
+                problems.append("cancel #\(index + 1): needs request and at_s (0 to \(Self.longestRunS) s)")
                 continue
             }
-            inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .withdraw(request: id)))
+            inputs.append(ScheduledInput(atMs: atMs, input: .withdraw(request: id)))
         }
         for (index, entry) in (root["generate"]?.array ?? []).enumerated() {
             let table = entry.table
@@ -63,6 +70,16 @@ struct ScenarioFile {
             }
         }
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
+    }
+
+    /// A year: far beyond any run, and far from `Int64`'s range once in milliseconds.
+    static let longestRunS = 366 * 24 * 3600
+
+    /// A scenario time in milliseconds from the start, or nil when it is not a number in
+    /// 0...`longestRunS` seconds (a typo such as `at_s = 1e300` must not trap).
+    private static func scheduleMs(_ value: ConfigValue) -> Int64? {
+        guard let seconds = value.number, seconds >= 0, seconds <= Double(Self.longestRunS) else { return nil }
+        return Int64(millisecondsOf: seconds)
     }
 
     /// `[[zones]]` from any TOML file (a unit's configuration or a fleet's zone list): id and

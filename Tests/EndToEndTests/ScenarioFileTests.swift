@@ -1,0 +1,36 @@
+import Foundation
+import TestHarness
+import Testing
+
+/// dispatchsim reads a scenario someone typed: a time out of range is a clear error, not a trap.
+@Suite struct ScenarioFileTests {
+    @Test(arguments: [
+        ("at_s = 1e300", "request #1: needs id, at_s"),
+        ("at_s = -5", "request #1: needs id, at_s"),
+        ("at_s = 10\nmeeting_at_s = 1e19", "request #1: meeting_at_s must be"),
+    ])
+    func anOutOfRangeTimeIsRefusedWithItsPlace(line: String, expected: String) throws {
+        let scratch = try ScratchDirectory()
+        let scenario = scratch.file("scenario.toml")
+        try "[[request]]\nid = \"r1\"\npickup = [46.9, 7.4]\n\(line)\n".write(toFile: scenario, atomically: true, encoding: .utf8)
+        let zones = scratch.file("zones.toml")
+        try DispatchSimUnderTest.zonesTOML([("z", DispatchSimUnderTest.square(around: 46.9, 7.4))])
+            .write(toFile: zones, atomically: true, encoding: .utf8)
+        // Port 1: the scenario is read before any connection is tried.
+        let (output, exitCode) = try runCommand(Corpus.binary("dispatchsim"), ["--zones", zones, "--scenario", scenario, "--port", "1"])
+        #expect(exitCode == 1, "\(output)")
+        #expect(output.contains(expected), "\(output)")
+    }
+
+    @Test func aCancelOutOfRangeIsRefused() throws {
+        let scratch = try ScratchDirectory()
+        let scenario = scratch.file("scenario.toml")
+        try "[[cancel]]\nrequest = \"r1\"\nat_s = inf\n".write(toFile: scenario, atomically: true, encoding: .utf8)
+        let zones = scratch.file("zones.toml")
+        try DispatchSimUnderTest.zonesTOML([("z", DispatchSimUnderTest.square(around: 46.9, 7.4))])
+            .write(toFile: zones, atomically: true, encoding: .utf8)
+        let (output, exitCode) = try runCommand(Corpus.binary("dispatchsim"), ["--zones", zones, "--scenario", scenario, "--port", "1"])
+        #expect(exitCode == 1, "\(output)")
+        #expect(output.contains("cancel #1: needs request and at_s"), "\(output)")
+    }
+}
