@@ -209,8 +209,9 @@ public final class MQTTConnection: @unchecked Sendable {
                         if endpoint.nodes.count > 1 { logger.info("connected to broker node", metadata: ["node": "\(node)"]) }
                     }
                     if loopRC != MOSQ_ERR_SUCCESS.rawValue {
-                        // A TLS handshake the broker rejects (our certificate) fails here, before any CONNACK.
-                        if !everConnected { yield(.connectFailed(reason: failedAt + Self.failureReason(loopRC, handle))) }
+                        // A TLS handshake the broker rejects (our certificate) fails here, before any
+                        // CONNACK; a CONNACK that refused us was reported already, with its reason.
+                        if !everConnected, !CallbackSink.refusedConnection(handle) { yield(.connectFailed(reason: failedAt + Self.failureReason(loopRC, handle))) }
                         break
                     }
                 }
@@ -408,14 +409,33 @@ private final class CallbackSink {
         Unmanaged<CallbackSink>.fromOpaque(context!).takeUnretainedValue()
     }
 
+    /// Set when the broker's CONNACK refused the connection.
+    private(set) var refused = false
+
+    static func refusedConnection(_ handle: OpaquePointer) -> Bool {
+        mosquitto_userdata(handle).map { from($0).refused } ?? false
+    }
+
+    /// MQTT 5 CONNACK reason codes that mean what a 3.1.1 return code meant: the same words in the
+    /// log whichever the protocol (bad protocol version, client id, server unavailable, login, authorisation).
+    private static let connackOf311: [Int32: Int32] = [0x84: 1, 0x85: 2, 0x88: 3, 0x86: 4, 0x87: 5]
+
     func connected(rc: Int32) {
         if rc == 0 {
             connection.markConnected(session)
-        } else {
-            // On MQTT 5 the CONNACK carries a reason code (0x87 ...), on 3.1.1 a return code (1-5).
-            let text = rc >= 0x80 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc)
-            connection.yield(.connectFailed(reason: text.map { String(cString: $0) } ?? "refused (\(rc))"))
+            return
         }
+        refused = true
+        // On MQTT 5 the CONNACK carries a reason code (0x80 and above), on 3.1.1 a return code (1-5).
+        let text: String
+        if rc < 0x80 {
+            text = String(cString: mosquitto_connack_string(rc))
+        } else if let old = Self.connackOf311[rc] {
+            text = String(cString: mosquitto_connack_string(old)) + " (reason code 0x\(String(rc, radix: 16)))"
+        } else {
+            text = String(cString: mosquitto_reason_string(rc)) + " (reason code 0x\(String(rc, radix: 16)))"
+        }
+        connection.yield(.connectFailed(reason: text))
     }
 
     func disconnected(rc: Int32) {
