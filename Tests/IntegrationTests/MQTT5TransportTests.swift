@@ -109,3 +109,55 @@ import Testing
         unit.stop()
     }
 }
+
+/// Session and message expiry (MQTT 5) on mosquitto.
+@Suite(.serialized) struct MQTT5ExpiryTests {
+    /// What dispatchsim does to its offers: a message past its expiry is not handed to a subscriber
+    /// that comes back later; one without expiry is.
+    @Test func aQueuedMessagePastItsExpiryIsDroppedByTheBroker() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let topic = "expiry/test"
+        let away = try await MQTTRecorder(port: broker.port, subscribe: [topic], clientID: "away", persistentSession: true)
+        away.stop()
+        let publisher = try await MQTTRecorder(port: broker.port, subscribe: [])
+        try publisher.publish(topic, bytes: Array("expires".utf8), messageExpiryS: 1)
+        try publisher.publish(topic, bytes: Array("stays".utf8))
+        try await Task.sleep(for: .milliseconds(2500))
+        let back = try await MQTTRecorder(port: broker.port, subscribe: [topic], clientID: "away", persistentSession: true)
+        let received = try await back.waitFor("the queued message") { !$0.isEmpty }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(back.messages.map(\.text) == ["stays"], "\(received.map(\.text))")
+    }
+
+    /// `[mqtt] session_expiry_s`: a unit away for longer than it comes back to a fresh session, and
+    /// what was queued for it is gone; with the default (a day) it is delivered.
+    @Test func sessionExpiryDecidesWhetherAnOfferQueuedWhileAwayIsDelivered() async throws {
+        let scratch = try ScratchDirectory()
+        let broker = try MosquittoBroker(in: scratch)
+        let kept = try UnitUnderTest(unitID: "T1", mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch)
+        let expired = try UnitUnderTest(
+            unitID: "T2", mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch, mqttTOML: "session_expiry_s = 1")
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: ["taxi/test/+/job/reply"], persistentSession: true)
+        for unit in [kept, expired] {
+            try await unit.start()
+            try await unit.waitForStatus("\(unit.unitID) connected") { $0.broker.connected }
+        }
+        // SUBACK is not reported: give the subscriptions a moment before leaving.
+        try await Task.sleep(for: .milliseconds(500))
+        for unit in [kept, expired] { unit.stop() }
+        for unit in [kept, expired] {
+            try recorder.publish(unit.topicBase + "job/offer", #"{"job":"J-\#(unit.unitID)","pickup":{"lat":46.5,"lon":7.5},"respond_within_s":60}"#)
+        }
+        try await Task.sleep(for: .milliseconds(2500))
+        for unit in [kept, expired] { try await unit.start() }
+        // The unit is off duty: it answers a delivered offer at once.
+        try await recorder.waitFor("T1's answer to the offer queued in its session") { messages in
+            messages.contains { $0.topic == kept.topicBase + "job/reply" }
+        }
+        try await expired.waitForStatus("T2 connected again") { $0.broker.connected }
+        try await Task.sleep(for: .seconds(2))
+        #expect(recorder.messages(onTopic: expired.topicBase + "job/reply").isEmpty, "T2's session expired with the offer in it")
+        for unit in [kept, expired] { unit.stop() }
+    }
+}

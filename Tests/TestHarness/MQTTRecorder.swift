@@ -65,8 +65,9 @@ public final class MQTTRecorder: @unchecked Sendable {
         try publish(topic, bytes: Array(payload.utf8), retain: retain)
     }
 
-    public func publish(_ topic: String, bytes: [UInt8], retain: Bool = false) throws {
-        _ = try connection.publish(topic: topic, payload: bytes, qos: 1, retain: retain)
+    /// `messageExpiryS`: MQTT 5's message expiry interval.
+    public func publish(_ topic: String, bytes: [UInt8], retain: Bool = false, messageExpiryS: UInt32? = nil) throws {
+        _ = try connection.publish(topic: topic, payload: bytes, qos: 1, retain: retain, messageExpiryS: messageExpiryS)
     }
 
     public func stop() {
