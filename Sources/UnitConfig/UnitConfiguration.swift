@@ -188,7 +188,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         gpsdSection.finish(into: &problems)
 
         var mqttSection = SectionReader(path: "mqtt", value: root["mqtt"], problems: &problems)
-        let (listed, hostGiven) = (mqttSection.has("hosts"), mqttSection.has("host"))
+        let listed = mqttSection.has("hosts")
         var mqtt = MQTT(
             host: mqttSection.string("host", default: "127.0.0.1")!,
             port: mqttSection.integer("port", default: 1883, in: 1...65535),
@@ -209,7 +209,6 @@ public struct UnitConfiguration: Sendable, Equatable {
             clientIDTemplate: mqttSection.string("client_id", default: MQTT.defaultClientID)!
         )
         if let problem = Self.clientIDProblem(mqtt.clientIDTemplate) { mqttSection.reject(problem) }
-        if listed, hostGiven { mqttSection.reject("hosts and host are both set: list every node in hosts") }
         let hosts = mqttSection.strings("hosts")
         if listed {
             if hosts.isEmpty || hosts.count > 16 { mqttSection.reject("hosts must list 1 to 16 brokers, found \(hosts.count)") }
@@ -219,6 +218,7 @@ public struct UnitConfiguration: Sendable, Equatable {
                 case .failure(let problem): mqttSection.reject("hosts: \(problem.text)")
                 }
             }
+            // hosts replaces host, so a fleet document can move a unit with a local host to a cluster.
             if let first = mqtt.nodes.first { (mqtt.host, mqtt.port) = (first.host, first.port) }
         } else {
             mqtt.nodes = [MQTT.Node(host: mqtt.host, port: mqtt.port)]
@@ -338,8 +338,11 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// zones, seats, language, store limits): until they exist they are refused as unknown.
     public static let remotelySettable: [String: RemoteAccess] = [
         // Whom the unit trusts and how it proves itself stay local: a fleet config could otherwise
-        // turn TLS off or swap the CA.
-        "mqtt": .everyKeyExcept(["tls", "cafile", "certfile", "keyfile", "tls_version", "alpn", "username", "password_file", "allow_plaintext"]),
+        // turn TLS off or swap the CA. So does the client id: one fleet document naming one id for
+        // every unit would have them take each other's sessions over.
+        "mqtt": .everyKeyExcept([
+            "tls", "cafile", "certfile", "keyfile", "tls_version", "alpn", "username", "password_file", "allow_plaintext", "client_id",
+        ]),
         "gps": .everyKey,
         "reporting": .everyKey,
         "job": .everyKey,

@@ -62,12 +62,18 @@ import UnitConfig
             (#"hosts = ["[::1"]"#, "closing ']'"),
             (#"hosts = [":1883"]"#, "not host:port"),
             ("hosts = [1883]", "mqtt.hosts[0]"),
-            ("hosts = [\"127.0.0.1\"]\nhost = \"127.0.0.1\"", "hosts and host are both set"),
         ]
         for (toml, expected) in cases {
             let found = problems(toml)
             #expect(found.contains { $0.contains(expected) }, "\(toml): \(found)")
         }
+    }
+
+    /// A fleet document may list nodes over a local file's host: the list replaces it.
+    @Test func hostsReplacesHost() throws {
+        let mqtt = try config("host = \"broker.example\"\nhosts = [\"127.0.0.1:1884\", \"localhost:1885\"]").mqtt
+        #expect(mqtt.nodes.map(\.description) == ["127.0.0.1:1884", "localhost:1885"])
+        #expect(mqtt.host == "127.0.0.1")
     }
 
     /// Plaintext is refused for every node off this machine, not only the first.
