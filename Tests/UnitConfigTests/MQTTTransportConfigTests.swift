@@ -83,3 +83,17 @@ import UnitConfig
         #expect(problems("hosts = [\"127.0.0.1:1883\", \"broker-2.example:1883\"]\nallow_plaintext = true").isEmpty)
     }
 }
+
+extension MQTTTransportConfigTests {
+    /// A fleet document may move units to a cluster and set the protocol, but not name their client id.
+    @Test func aFleetDocumentSetsHostsButNotTheClientID() throws {
+        let local = try ConfigValue.parseTOML(unit + "[mqtt]\nhost = \"127.0.0.1\"\n")
+        let moved = try UnitConfiguration.overlay(
+            [.table(["mqtt": .table(["hosts": .array([.string("127.0.0.1:1884"), .string("localhost:1885")]), "protocol": .string("3.1.1")])])],
+            on: local)
+        #expect(moved.mqtt.nodes.map(\.description) == ["127.0.0.1:1884", "localhost:1885"] && moved.mqtt.protocolVersion == "3.1.1")
+        #expect(throws: ConfigError(problems: ["mqtt.client_id is not remotely settable"])) {
+            try UnitConfiguration.overlay([.table(["mqtt": .table(["client_id": .string("same-for-all")])])], on: local)
+        }
+    }
+}
