@@ -28,6 +28,8 @@ public final class MQTTConnection: @unchecked Sendable {
 
     private let endpoint: MQTTEndpoint
     private let will: MQTTWill?
+    /// Asked before every connection attempt, for a will that names the attempt (`conn`).
+    private let willForAttempt: (@Sendable () -> MQTTWill)?
     private let backoff: ReconnectBackoff
     private let logger: Logger
 
@@ -56,10 +58,15 @@ public final class MQTTConnection: @unchecked Sendable {
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
 
-    public init(endpoint: MQTTEndpoint, will: MQTTWill?, backoff: ReconnectBackoff, logger: Logger) {
+    /// `willForAttempt`, when given, replaces `will` with one made for each connection attempt.
+    public init(
+        endpoint: MQTTEndpoint, will: MQTTWill?, backoff: ReconnectBackoff, logger: Logger,
+        willForAttempt: (@Sendable () -> MQTTWill)? = nil
+    ) {
         _ = Self.libraryInitialised
         self.endpoint = endpoint
         self.will = will
+        self.willForAttempt = willForAttempt
         self.backoff = backoff
         self.logger = logger
         let (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
@@ -132,13 +139,23 @@ public final class MQTTConnection: @unchecked Sendable {
 
     /// Hands one message to libmosquitto. Refuses while disconnected, so nothing piles up in
     /// libmosquitto's unbounded in-memory queue.
-    public func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket {
+    /// `messageExpiryS` (MQTT 5 only, ignored on 3.1.1): the broker drops the message if it cannot
+    /// deliver it to a subscriber within that many seconds (an offer nobody can answer in time).
+    public func publish(
+        topic: String, payload: [UInt8], qos: Int32, retain: Bool, messageExpiryS: UInt32? = nil
+    ) throws(MQTTLinkError) -> MQTTPublishTicket {
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if let messageExpiryS, endpoint.protocolVersion == .v5 {
+            let rc = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), messageExpiryS)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(rc) }
+        }
         state.lock()
         defer { state.unlock() }
         guard let handle, connected else { throw .notConnected }
         var messageID: Int32 = 0
         let rc = payload.withUnsafeBytes { bytes in
-            mosquitto_publish(handle, &messageID, topic, Int32(bytes.count), bytes.baseAddress, qos, retain)
+            mosquitto_publish_v5(handle, &messageID, topic, Int32(bytes.count), bytes.baseAddress, qos, retain, properties)
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(rc) }
         return MQTTPublishTicket(session: sessionID, messageID: messageID)
@@ -162,45 +179,60 @@ public final class MQTTConnection: @unchecked Sendable {
     // MARK: - Loop thread
 
     private func runLoop(on worker: BlockingWorker) {
-        var failures = 0
+        var rotation = NodeRotation(count: endpoint.nodes.count)
         var random = SystemRandomNumberGenerator()
         while !worker.isStopping {
             beat()
+            let node = endpoint.nodes[rotation.index]
+            // With several nodes the reason says which one failed.
+            let failedAt = endpoint.nodes.count > 1 ? "\(node): " : ""
             let handle: OpaquePointer
             switch makeHandle() {
             case .success(let created):
                 handle = created
             case .failure(let failure):
-                yield(.connectFailed(reason: failure.reason))
-                waitBeforeRetry(backoff.delay(attempt: failures, using: &random), on: worker)
-                failures += 1
+                yield(.connectFailed(reason: failedAt + failure.reason))
+                waitBeforeRetry(backoff.delay(attempt: rotation.moveOn(), using: &random), on: worker)
                 continue
             }
-            let rc = mosquitto_connect(handle, endpoint.host, Int32(endpoint.port), Int32(endpoint.keepaliveS))
+            let rc = connect(handle, to: node)
             if rc != MOSQ_ERR_SUCCESS.rawValue {
-                yield(.connectFailed(reason: Self.failureReason(rc, handle)))
+                yield(.connectFailed(reason: failedAt + Self.failureReason(rc, handle)))
             } else {
                 var everConnected = false
                 while !worker.isStopping {
                     beat()
                     let loopRC = mosquitto_loop(handle, 1000, 1)
-                    if connected {
-                        failures = 0
+                    if connected, !everConnected {
+                        rotation.connected()
                         everConnected = true
+                        if endpoint.nodes.count > 1 { logger.info("connected to broker node", metadata: ["node": "\(node)"]) }
                     }
                     if loopRC != MOSQ_ERR_SUCCESS.rawValue {
-                        // A TLS handshake the broker rejects (our certificate) fails here, before any CONNACK.
-                        if !everConnected { yield(.connectFailed(reason: Self.failureReason(loopRC, handle))) }
+                        // A TLS handshake the broker rejects (our certificate) fails here, before any
+                        // CONNACK; a CONNACK that refused us was reported already, with its reason.
+                        if !everConnected, !CallbackSink.refusedConnection(handle) { yield(.connectFailed(reason: failedAt + Self.failureReason(loopRC, handle))) }
                         break
                     }
                 }
             }
             destroy(handle)
             if !worker.isStopping {
-                waitBeforeRetry(backoff.delay(attempt: failures, using: &random), on: worker)
-                failures += 1
+                waitBeforeRetry(backoff.delay(attempt: rotation.moveOn(), using: &random), on: worker)
             }
         }
+    }
+
+    /// MQTT 5 asks for the session expiry interval in the CONNECT packet: without it a broker ends
+    /// a persistent session (and drops what it queued for us) as soon as we go.
+    private func connect(_ handle: OpaquePointer, to node: MQTTNode) -> Int32 {
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if endpoint.protocolVersion == .v5, !endpoint.cleanSession {
+            let rc = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), endpoint.sessionExpiryS)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        return mosquitto_connect_bind_v5(handle, node.host, Int32(node.port), Int32(endpoint.keepaliveS), nil, properties)
     }
 
     /// The heartbeat keeps going during a long backoff (the worker beats at least once a second).
@@ -221,7 +253,12 @@ public final class MQTTConnection: @unchecked Sendable {
             return .failure(HandleSetupFailure("cannot create a libmosquitto handle"))
         }
         mosquitto_threaded_set(handle, true)
-        _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        let version: Int32 =
+            switch endpoint.protocolVersion {
+            case .v5: MQTT_PROTOCOL_V5
+            case .v311: MQTT_PROTOCOL_V311
+            }
+        _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, version)
         // Small packets (a reply, a PUBACK) must not wait for the broker's delayed ACK: Nagle would add ~40 ms.
         _ = mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1)
         // libmosquitto explains TLS failures (OpenSSL's reasons) only through its log.
@@ -233,7 +270,7 @@ public final class MQTTConnection: @unchecked Sendable {
             destroy(handle)
             return .failure(failure)
         }
-        if let will {
+        if let will = willForAttempt?() ?? will {
             _ = will.payload.withUnsafeBytes { bytes in
                 mosquitto_will_set(handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain)
             }
@@ -247,8 +284,9 @@ public final class MQTTConnection: @unchecked Sendable {
         mosquitto_disconnect_callback_set(handle) { _, context, rc in
             CallbackSink.from(context).disconnected(rc: rc)
         }
-        mosquitto_publish_callback_set(handle) { _, context, mid in
-            CallbackSink.from(context).published(mid: mid)
+        // The v5 callback serves both versions: on 3.1.1 the reason code is always 0.
+        mosquitto_publish_v5_callback_set(handle) { _, context, mid, reasonCode, _ in
+            CallbackSink.from(context).published(mid: mid, reasonCode: reasonCode)
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let message else { return }
@@ -371,20 +409,43 @@ private final class CallbackSink {
         Unmanaged<CallbackSink>.fromOpaque(context!).takeUnretainedValue()
     }
 
+    /// Set when the broker's CONNACK refused the connection.
+    private(set) var refused = false
+
+    static func refusedConnection(_ handle: OpaquePointer) -> Bool {
+        mosquitto_userdata(handle).map { from($0).refused } ?? false
+    }
+
+    /// MQTT 5 CONNACK reason codes that mean what a 3.1.1 return code meant: the same words in the
+    /// log whichever the protocol (bad protocol version, client id, server unavailable, login, authorisation).
+    private static let connackOf311: [Int32: Int32] = [0x84: 1, 0x85: 2, 0x88: 3, 0x86: 4, 0x87: 5]
+
     func connected(rc: Int32) {
         if rc == 0 {
             connection.markConnected(session)
-        } else {
-            connection.yield(.connectFailed(reason: String(cString: mosquitto_connack_string(rc))))
+            return
         }
+        refused = true
+        // On MQTT 5 the CONNACK carries a reason code (0x80 and above), on 3.1.1 a return code (1-5).
+        let text: String
+        if rc < 0x80 {
+            text = String(cString: mosquitto_connack_string(rc))
+        } else if let old = Self.connackOf311[rc] {
+            text = String(cString: mosquitto_connack_string(old)) + " (reason code 0x\(String(rc, radix: 16)))"
+        } else {
+            text = String(cString: mosquitto_reason_string(rc)) + " (reason code 0x\(String(rc, radix: 16)))"
+        }
+        connection.yield(.connectFailed(reason: text))
     }
 
     func disconnected(rc: Int32) {
         connection.markDisconnected(session, reason: rc == 0 ? "disconnected" : MQTTConnection.describe(rc))
     }
 
-    func published(mid: Int32) {
-        connection.yield(.published(MQTTPublishTicket(session: session, messageID: mid)))
+    func published(mid: Int32, reasonCode: Int32) {
+        let ticket = MQTTPublishTicket(session: session, messageID: mid)
+        // 0x80 and above are failures (MQTT 5, 2.4); 0x10 "no matching subscribers" is a success.
+        connection.yield(reasonCode >= 0x80 ? .refused(ticket, reasonCode: reasonCode) : .published(ticket))
     }
 
     func received(_ message: mosquitto_message) {

@@ -1,27 +1,94 @@
 /// Where and how to connect. One connection per unit; the client id is the unit's, so the broker
 /// keeps its session (subscriptions, queued QoS 1 messages) while the cellular link is down.
 public struct MQTTEndpoint: Sendable, Equatable {
-    public var host: String
-    public var port: Int
+    /// The broker nodes of one cluster, tried in turn (`NodeRotation`); one for a single broker.
+    /// Every node gets the same client id, TLS and credentials.
+    public var nodes: [MQTTNode]
+    public var host: String { nodes[0].host }
+    public var port: Int { nodes[0].port }
     public var keepaliveS: Int
     public var clientID: String
     /// Persistent session: the broker queues QoS 1 messages for us while we are away.
     public var cleanSession: Bool
     public var tls: MQTTTLS?
     public var credentials: MQTTCredentials?
+    public var protocolVersion: MQTTProtocolVersion
+    /// MQTT 5's session expiry interval: how long the broker keeps a persistent session (its
+    /// subscriptions and queued QoS 1 messages) after we went away. `UInt32.max`: never expires.
+    /// Unused on 3.1.1, where a persistent session lasts as long as the broker keeps it.
+    public var sessionExpiryS: UInt32
 
     public init(
         host: String, port: Int, keepaliveS: Int, clientID: String, cleanSession: Bool = false,
-        tls: MQTTTLS? = nil, credentials: MQTTCredentials? = nil
+        tls: MQTTTLS? = nil, credentials: MQTTCredentials? = nil, protocolVersion: MQTTProtocolVersion = .v5,
+        sessionExpiryS: UInt32 = 86_400, otherNodes: [MQTTNode] = []
     ) {
-        self.host = host
-        self.port = port
+        nodes = [MQTTNode(host: host, port: port)] + otherNodes
         self.keepaliveS = keepaliveS
         self.clientID = clientID
         self.cleanSession = cleanSession
         self.tls = tls
         self.credentials = credentials
+        self.protocolVersion = protocolVersion
+        self.sessionExpiryS = sessionExpiryS
     }
+}
+
+public struct MQTTNode: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Which broker node the next connection attempt goes to, and the backoff's attempt number.
+///
+/// Every attempt that ends (it failed, or its session was lost) moves on to the next node, after
+/// the last back to the first: a node that just failed is not tried again while another may be up,
+/// and a healthy session on a later node is never dropped to go back (that would cost a reconnect
+/// and a re-send of what is in flight); the unit returns to the first node when it next has to
+/// reconnect from the last one. The backoff grows with failed attempts in a row, whatever the
+/// node, so a cluster sees no more reconnects than a single broker would; a session that came up
+/// resets it. Pure: tested without a broker.
+public struct NodeRotation: Sendable, Equatable {
+    public let count: Int
+    /// The node the next attempt goes to.
+    public private(set) var index = 0
+    /// Attempts ended in a row without a session that came up; the backoff's `attempt`.
+    public private(set) var failures = 0
+
+    public init(count: Int) {
+        self.count = max(1, count)
+    }
+
+    /// A session came up on the current node.
+    public mutating func connected() {
+        failures = 0
+    }
+
+    /// The attempt ended: failed, or its session was lost. Returns the backoff attempt to wait for
+    /// before the next one, which goes to the next node.
+    public mutating func moveOn() -> Int {
+        defer {
+            failures = min(failures + 1, 1000)
+            index = (index + 1) % count
+        }
+        return failures
+    }
+}
+
+/// The MQTT version spoken to the broker.
+public enum MQTTProtocolVersion: String, Sendable, Equatable, CaseIterable {
+    /// Reason codes on PUBACK (a publish the broker refuses is told apart from one it took),
+    /// session and message expiry, shared subscriptions.
+    case v5 = "5"
+    /// For brokers without MQTT 5: a refused publish is acknowledged like an accepted one.
+    case v311 = "3.1.1"
 }
 
 /// TLS towards the broker: its CA, and optionally our client certificate and key (PEM files).
@@ -121,6 +188,9 @@ public enum MQTTEvent: Sendable, Equatable {
     case disconnected(MQTTSessionID, reason: String)
     /// PUBACK for QoS 1 (or "written" for QoS 0).
     case published(MQTTPublishTicket)
+    /// A PUBACK with a reason code of 0x80 or more (MQTT 5 only): the broker did not take the
+    /// message (0x87 not authorised, 0x97 quota exceeded, ...). It must be sent again later.
+    case refused(MQTTPublishTicket, reasonCode: Int32)
     case message(MQTTMessage)
 }
 

@@ -38,6 +38,35 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var inboundPerS: Double = 10
         /// Plaintext to a broker off this machine, waived in the local file only.
         public var allowPlaintext = false
+        /// "5" or "3.1.1" (`MQTTProtocolVersion`'s raw values).
+        public var protocolVersion = "5"
+        /// MQTT 5: how long the broker keeps our session while we are away; `UInt32.max` never ends it.
+        public var sessionExpiryS = 86_400
+        /// Messages published per second at most (a token bucket with a second's burst); 0: unlimited.
+        public var maxPublishRate: Double = 0
+        /// With `{fleet}` and `{unit}` (`clientID(fleet:unit:)`).
+        public var clientIDTemplate = Self.defaultClientID
+        /// The broker nodes tried in order: `hosts`, or the one `host`:`port`.
+        public var nodes: [Node] = []
+
+        public static let defaultClientID = "taxiunitd-{fleet}-{unit}"
+        public static let clientIDPlaceholders = ["{fleet}", "{unit}"]
+
+        public struct Node: Sendable, Equatable, CustomStringConvertible {
+            public var host: String
+            public var port: Int
+
+            public init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+
+            public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        }
+
+        public func clientID(fleet: String, unit: String) -> String {
+            clientIDTemplate.replacingOccurrences(of: "{fleet}", with: fleet).replacingOccurrences(of: "{unit}", with: unit)
+        }
     }
 
     public struct TLS: Sendable, Equatable {
@@ -159,7 +188,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         gpsdSection.finish(into: &problems)
 
         var mqttSection = SectionReader(path: "mqtt", value: root["mqtt"], problems: &problems)
-        let mqtt = MQTT(
+        let listed = mqttSection.has("hosts")
+        var mqtt = MQTT(
             host: mqttSection.string("host", default: "127.0.0.1")!,
             port: mqttSection.integer("port", default: 1883, in: 1...65535),
             keepaliveS: mqttSection.integer("keepalive_s", default: 30, in: 5...3600),
@@ -172,10 +202,29 @@ public struct UnitConfiguration: Sendable, Equatable {
             username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
             passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
             inboundPerS: mqttSection.number("inbound_per_s", default: 10, in: 1...10_000),
-            allowPlaintext: mqttSection.bool("allow_plaintext", default: false)
+            allowPlaintext: mqttSection.bool("allow_plaintext", default: false),
+            protocolVersion: mqttSection.oneOf("protocol", default: "5", allowed: ["5", "3.1.1"]),
+            sessionExpiryS: mqttSection.integer("session_expiry_s", default: 86_400, in: 0...Int(UInt32.max)),
+            maxPublishRate: mqttSection.number("max_publish_rate", default: 0, in: 0...100_000),
+            clientIDTemplate: mqttSection.string("client_id", default: MQTT.defaultClientID)!
         )
-        if mqtt.tls == nil, !mqtt.allowPlaintext, !Self.isLoopback(mqtt.host) {
-            mqttSection.reject("host \"\(mqtt.host)\" is not this machine: set tls = true (cafile = \"system\" for a broker with a public CA), or allow_plaintext = true to send in the clear")
+        if let problem = Self.clientIDProblem(mqtt.clientIDTemplate) { mqttSection.reject(problem) }
+        let hosts = mqttSection.strings("hosts")
+        if listed {
+            if hosts.isEmpty || hosts.count > 16 { mqttSection.reject("hosts must list 1 to 16 brokers, found \(hosts.count)") }
+            for text in hosts {
+                switch Self.node(text, defaultPort: mqtt.port) {
+                case .success(let node): mqtt.nodes.append(node)
+                case .failure(let problem): mqttSection.reject("hosts: \(problem.text)")
+                }
+            }
+            // hosts replaces host, so a fleet document can move a unit with a local host to a cluster.
+            if let first = mqtt.nodes.first { (mqtt.host, mqtt.port) = (first.host, first.port) }
+        } else {
+            mqtt.nodes = [MQTT.Node(host: mqtt.host, port: mqtt.port)]
+        }
+        for node in mqtt.nodes where mqtt.tls == nil && !mqtt.allowPlaintext && !Self.isLoopback(node.host) {
+            mqttSection.reject("host \"\(node.host)\" is not this machine: set tls = true (cafile = \"system\" for a broker with a public CA), or allow_plaintext = true to send in the clear")
         }
         if mqtt.passwordFile != nil && mqtt.username == nil {
             mqttSection.reject("password_file needs a username")
@@ -289,8 +338,11 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// zones, seats, language, store limits): until they exist they are refused as unknown.
     public static let remotelySettable: [String: RemoteAccess] = [
         // Whom the unit trusts and how it proves itself stay local: a fleet config could otherwise
-        // turn TLS off or swap the CA.
-        "mqtt": .everyKeyExcept(["tls", "cafile", "certfile", "keyfile", "tls_version", "alpn", "username", "password_file", "allow_plaintext"]),
+        // turn TLS off or swap the CA. So does the client id: one fleet document naming one id for
+        // every unit would have them take each other's sessions over.
+        "mqtt": .everyKeyExcept([
+            "tls", "cafile", "certfile", "keyfile", "tls_version", "alpn", "username", "password_file", "allow_plaintext", "client_id",
+        ]),
         "gps": .everyKey,
         "reporting": .everyKey,
         "job": .everyKey,
@@ -348,6 +400,48 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// Reads and validates a TOML file with its drop-ins (`LocalConfigSources`).
     public static func load(path: String) throws(ConfigError) -> UnitConfiguration {
         try UnitConfiguration(document: LocalConfigSources.load(path: path).value)
+    }
+
+    struct Problem: Error { var text: String }
+
+    /// "host", "host:port", "[v6]" or "[v6]:port"; `defaultPort` when none is given.
+    static func node(_ text: String, defaultPort: Int) -> Result<MQTT.Node, Problem> {
+        var host = Substring(text)
+        var portText: Substring?
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return .failure(Problem(text: "\"\(text)\" lacks its closing ']'")) }
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return .failure(Problem(text: "\"\(text)\" must be [address]:port")) }
+                portText = rest.dropFirst()
+            }
+        } else if let colon = host.lastIndex(of: ":") {
+            portText = host[host.index(after: colon)...]
+            host = host[..<colon]
+        }
+        let allowed = host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_") }
+        guard !host.isEmpty, host.count <= 253, allowed else {
+            return .failure(Problem(text: "\"\(text)\" is not host:port"))
+        }
+        guard let portText else { return .success(MQTT.Node(host: String(host), port: defaultPort)) }
+        guard portText.count <= 5, let port = Int(portText), (1...65535).contains(port) else {
+            return .failure(Problem(text: "\"\(text)\": the port must be 1 to 65535"))
+        }
+        return .success(MQTT.Node(host: String(host), port: port))
+    }
+
+    /// Only `{fleet}` and `{unit}` may be substituted; the rest is printable ASCII without spaces.
+    static func clientIDProblem(_ template: String) -> String? {
+        var rest = template
+        for placeholder in MQTT.clientIDPlaceholders { rest = rest.replacingOccurrences(of: placeholder, with: "") }
+        if rest.contains("{") || rest.contains("}") {
+            return "client_id may use only the placeholders {fleet} and {unit}, found \"\(template)\""
+        }
+        guard template.count <= 128, rest.allSatisfy({ $0.isASCII && !$0.isWhitespace && ($0.asciiValue ?? 0) >= 0x21 && $0 != "\u{7f}" }) else {
+            return "client_id must be at most 128 printable ASCII characters without spaces, found \"\(template)\""
+        }
+        return nil
     }
 
     /// Unit and fleet ids become topic levels, so MQTT wildcards and separators are not allowed.

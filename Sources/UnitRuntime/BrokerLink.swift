@@ -21,9 +21,13 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         var generation = 0
         var stopped = false
         var deliver: @Sendable (Event) -> Void = { _ in }
+        /// `[mqtt] max_publish_rate`; nil: unlimited. Kept across reconnects and broker nodes.
+        var rate: PublishRateLimit?
     }
 
     private let state = Mutex(State())
+    /// Taken by the loop thread at every attempt; restored and reserved on disk by the engine.
+    private let counter = Mutex(ConnectionCounter(stored: nil))
 
     public init(logger: Logger) {
         self.logger = logger
@@ -50,19 +54,33 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
     /// Returns the new connection's generation.
     @discardableResult
     func connect(_ configuration: UnitConfiguration) -> Int {
+        let mqtt = configuration.mqtt
+        let nodes = mqtt.nodes.map { MQTTNode(host: $0.host, port: $0.port) }
         let connection = MQTTConnection(
             endpoint: MQTTEndpoint(
-                host: configuration.mqtt.host, port: configuration.mqtt.port, keepaliveS: configuration.mqtt.keepaliveS,
-                clientID: "taxiunitd-\(configuration.unit.fleet)-\(configuration.unit.id)",
-                tls: configuration.mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version, alpn: $0.alpn) },
-                credentials: credentials(configuration.mqtt)),
-            will: MQTTWill(
-                topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
-                payload: (try? Array(JSONEncoder.wire.encode(OfflineStatusMessage()))) ?? [], qos: 1, retain: true),
+                host: mqtt.host, port: mqtt.port, keepaliveS: mqtt.keepaliveS,
+                clientID: mqtt.clientID(fleet: configuration.unit.fleet, unit: configuration.unit.id),
+                tls: mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version, alpn: $0.alpn) },
+                credentials: credentials(mqtt),
+                // Validated at load: "5" or "3.1.1".
+                protocolVersion: MQTTProtocolVersion(rawValue: mqtt.protocolVersion) ?? .v5,
+                sessionExpiryS: UInt32(clamping: mqtt.sessionExpiryS), otherNodes: Array(nodes.dropFirst())),
+            will: nil,
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
             logger: logger
-        )
-        let deliver = state.withLock { $0.deliver }
+        ) { [weak self, topic = configuration.unitTopicBase + UnitTopic.status.rawValue] in
+            let conn = self?.counter.withLock { $0.next() }
+            let payload = (try? Array(JSONEncoder.wire.encode(ConnectionStamped(OfflineStatusMessage(), conn: conn)))) ?? []
+            return MQTTWill(topic: topic, payload: payload, qos: 1, retain: true)
+        }
+        let deliver = state.withLock {
+            if mqtt.maxPublishRate <= 0 {
+                $0.rate = nil
+            } else if $0.rate?.ratePerS != mqtt.maxPublishRate {
+                $0.rate = PublishRateLimit(ratePerS: mqtt.maxPublishRate)
+            }
+            return $0.deliver
+        }
         let (previous, newGeneration, isStopped) = state.withLock {
             $0.generation += 1
             let previous = $0.current
@@ -94,9 +112,37 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         }
     }
 
+    /// Spends a token of the rate limit whether or not there is one: see `PublishRateLimit`.
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket {
         guard let connection else { throw .notConnected }
-        return try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+        let ticket = try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+        state.withLock { $0.rate?.spend(at: .now) }
+        return ticket
+    }
+
+    func restoreConnectionCounter(stored: Int64?) -> Int64? {
+        counter.withLock {
+            $0 = ConnectionCounter(stored: stored)
+            return $0.reservation()
+        }
+    }
+
+    func connectionReservation() -> Int64? {
+        counter.withLock { $0.reservation() }
+    }
+
+    /// The number of the latest connection attempt: the current connection's, once connected.
+    var connectionNumber: Int64? {
+        counter.withLock { $0.last > 0 ? $0.last : nil }
+    }
+
+    func publishAllowance() -> PublishAllowance {
+        state.withLock { state in
+            let now = ContinuousClock.now
+            guard var rate = state.rate else { return .unlimited }
+            defer { state.rate = rate }
+            return .limited(count: rate.available(at: now), wait: max(rate.wait(at: now), rate.refillTime))
+        }
     }
 
     func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError) {

@@ -16,6 +16,23 @@ protocol BrokerPort: AnyObject, Sendable {
     func dropConnection()
     /// Replaces a client loop that stopped coming round.
     func restartLoopIfSilent(longerThan limit: Duration)
+    /// How many messages the outbox may hand over now under `[mqtt] max_publish_rate`.
+    func publishAllowance() -> PublishAllowance
+    /// The connection counter (`ConnectionCounter`): starts it above `stored`, and returns the
+    /// reservation to write before the first connection.
+    func restoreConnectionCounter(stored: Int64?) -> Int64?
+    /// A new reservation to write, when the last one is half used.
+    func connectionReservation() -> Int64?
+    /// The current connection's number, for `status`.
+    var connectionNumber: Int64? { get }
+}
+
+extension BrokerPort {
+    // The in-process engine tests' recording broker has no rate limit and no connection counter.
+    func publishAllowance() -> PublishAllowance { .unlimited }
+    func restoreConnectionCounter(stored: Int64?) -> Int64? { nil }
+    func connectionReservation() -> Int64? { nil }
+    var connectionNumber: Int64? { nil }
 }
 
 /// What the engine needs of gpsd: `GPSDConnection` on a unit.

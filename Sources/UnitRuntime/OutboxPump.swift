@@ -29,11 +29,21 @@ import UnitCore
 /// and inserted a window or more at a time instead of one or two per PUBACK. The PUBACK is marked
 /// before the next message goes out, so a kill never sends again more than what was in flight.
 /// Rows packed ahead are ordinary undelivered rows: a new session sends them from the store.
+///
+/// A PUBACK that refuses the message (MQTT 5 reason code 0x80 or more: an ACL that denies the
+/// topic, a quota) marks nothing: the message is kept and sent again after a backoff that doubles
+/// from `retryMinMs` to `retryMaxMs` while refusals go on, so a broker that keeps refusing costs a
+/// publish a minute, not a loop. It is logged (one line a minute at most) and counted.
 final class OutboxPump {
     typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
     /// How long an acknowledged row may stay unmarked when nothing else needs a commit.
     static let ackDelayMs: Int64 = 2000
+    /// The backoff after a refused publish. The engine pumps at least every upkeep tick (2 s).
+    static let retryMinMs: Int64 = 1000
+    static let retryMaxMs: Int64 = 60_000
+    /// At most one line about refused publishes per this long.
+    static let refusalLogEveryMs: Int64 = 60_000
 
     private let store: LocalCache
     private var packer: PositionPacker
@@ -46,9 +56,14 @@ final class OutboxPump {
     }
     private let logger: Logger
     private let publish: Publish
+    /// `[mqtt] max_publish_rate`: how many may go now. When none may, `wake` asks for a pump once
+    /// the next may (`rateWaitOver`).
+    private let allowance: () -> PublishAllowance
+    private let wake: (Duration) -> Void
+    private var wakeAsked = false
 
     private var session: MQTTSessionID?
-    private var rowsByTicket: [MQTTPublishTicket: Int64] = [:]
+    private var rowsByTicket: [MQTTPublishTicket: OutboxMessage] = [:]
     /// The highest row id handed over per lane in this session.
     private var cursors: [OutboxLane: Int64] = [:]
     /// Live messages of earlier sessions that were never acknowledged, newest first.
@@ -62,6 +77,16 @@ final class OutboxPump {
     private var packed: [OutboxMessage] = []
     /// Backfill messages committed ahead of the window, oldest first; ids above `cursors[.backfill]`.
     private var packedAhead: [OutboxMessage] = []
+    /// Refused by the broker in this session, oldest first: handed over again from `retryAt`.
+    private var refusedMessages: [OutboxMessage] = []
+    private var retryAt: Int64?
+    /// Refusals since a message sent again was accepted: the backoff's exponent.
+    private var refusalsInARow = 0
+    /// Rows sent again after a refusal; the first of them accepted resets the backoff.
+    private var retriedRows: Set<Int64> = []
+    /// The refusal log's own limit: when it last wrote, and what it swallowed since.
+    private var refusalLoggedAt: Int64?
+    private var refusalsNotLogged = 0
     /// Off while shutting down: PUBACKs are still marked, nothing new is handed over.
     var sending = true
     /// Set by `want()`; the engine pumps once after each batch of inputs, so the PUBACKs that came
@@ -71,7 +96,13 @@ final class OutboxPump {
     /// neither wakes the engine loop nor commits on its own.
     private var acknowledgementsMayWait = false
 
-    init(store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger, publish: @escaping Publish) {
+    init(
+        store: LocalCache, unit: String, topicBase: String, maxInFlight: Int, batchMax: Int, logger: Logger,
+        allowance: @escaping () -> PublishAllowance = { .unlimited }, wake: @escaping (Duration) -> Void = { _ in },
+        publish: @escaping Publish
+    ) {
+        self.allowance = allowance
+        self.wake = wake
         self.store = store
         packer = PositionPacker(unit: unit, batchMax: batchMax)
         self.topicBase = topicBase
@@ -83,13 +114,14 @@ final class OutboxPump {
     var inFlight: Int { rowsByTicket.count }
 
     /// The rows libmosquitto holds now, for `taxiunitctl outbox`.
-    var inFlightRows: Set<Int64> { Set(rowsByTicket.values) }
+    var inFlightRows: Set<Int64> { Set(rowsByTicket.values.map(\.rowID)) }
 
     func sessionStarted(_ session: MQTTSessionID) {
         self.session = session
         rowsByTicket.removeAll()
         cursors.removeAll()
         packedAhead.removeAll()
+        forgetRefused()
         do {
             // Another process (a tool, an older daemon) may have written the file meanwhile.
             try store.refreshHints()
@@ -107,6 +139,14 @@ final class OutboxPump {
         // Stored already; the next session sends them from the store.
         packed.removeAll()
         packedAhead.removeAll()
+        forgetRefused()
+    }
+
+    /// A new session sends every undelivered row from the store, refused ones included.
+    private func forgetRefused() {
+        refusedMessages.removeAll()
+        retriedRows.removeAll()
+        retryAt = nil
     }
 
     /// A PUBACK: the row is marked delivered by the next commit, which it asks for only while
@@ -114,10 +154,42 @@ final class OutboxPump {
     /// the telemetry's count).
     @discardableResult
     func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
-        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket) else { return false }
+        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket)?.rowID else { return false }
         acknowledgedRows.append(rowID)
+        if retriedRows.remove(rowID) != nil { refusalsInARow = 0 }
         if !acknowledgementsMayWait { wanted = true }
         return true
+    }
+
+    /// A PUBACK that refuses the message: the row stays undelivered and is sent again after the
+    /// backoff. True when the ticket was an outbox row's (for the telemetry's count).
+    @discardableResult
+    func refused(_ ticket: MQTTPublishTicket, reasonCode: Int32, at time: Int64) -> Bool {
+        guard ticket.session == session, let message = rowsByTicket.removeValue(forKey: ticket) else { return false }
+        refusedMessages.append(message)
+        let delay = min(Self.retryMaxMs, Self.retryMinMs << min(refusalsInARow, 6))
+        refusalsInARow = min(refusalsInARow + 1, 64)
+        retryAt = max(retryAt ?? time, time.saturatingAdd(delay))
+        if let loggedAt = refusalLoggedAt, time >= loggedAt, time.saturatingSubtract(loggedAt) < Self.refusalLogEveryMs {
+            refusalsNotLogged += 1
+        } else {
+            logger.warning(
+                "the broker refused a message; it stays in the outbox and is sent again",
+                metadata: [
+                    "topic": "\(message.topic)", "id": "\(message.messageID)", "reason_code": "0x\(String(reasonCode, radix: 16))",
+                    "retry_in_ms": "\(delay)", "refused_since_last_line": "\(refusalsNotLogged)",
+                ])
+            refusalLoggedAt = time
+            refusalsNotLogged = 0
+        }
+        wanted = true
+        return true
+    }
+
+    /// The wait for the rate limit asked for is over.
+    func rateWaitOver() {
+        wakeAsked = false
+        wanted = true
     }
 
     /// Asks for a pump after the current batch of inputs.
@@ -157,8 +229,8 @@ final class OutboxPump {
     func pack(in transaction: LocalCache.Transaction, at time: Int64) -> Bool {
         // Something packed and not handed over yet would be packed again: let `pump` do it.
         guard session != nil, packed.isEmpty else { return false }
-        let free = max(0, maxInFlight - rowsByTicket.count)
-        guard free > 0 && mayHaveWork(transaction) || !acknowledgedRows.isEmpty else { return false }
+        let free = sendableNow(transaction, at: time)
+        guard free > 0 || !acknowledgedRows.isEmpty else { return false }
         let marked = acknowledgedRows.count
         let taken: Taken
         do {
@@ -182,8 +254,8 @@ final class OutboxPump {
         let alreadyPacked = packed
         packed.removeAll()
         if sending, !hand(alreadyPacked, session: session) { return }
-        let free = sending ? maxInFlight - rowsByTicket.count : 0
-        guard free > 0 && mayHaveWork(store) || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
+        let free = sending ? sendableNow(store, at: time) : 0
+        guard free > 0 || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
         let taken: Taken
         do {
             let marked = acknowledgedRows.count
@@ -201,7 +273,8 @@ final class OutboxPump {
     private struct Taken {
         /// To hand over now.
         var next: [OutboxMessage] = []
-        /// How many of `liveResends` and of `packedAhead` are in `next`.
+        /// How many of `refusedMessages`, `liveResends` and `packedAhead` are in `next`.
+        var retried = 0
         var resends = 0
         var ahead = 0
         /// Packed for later, after what is left of `packedAhead`.
@@ -226,6 +299,11 @@ final class OutboxPump {
     private func committed(marked: Int, _ taken: Taken) {
         if marked > 0 { acknowledgedRows.removeSubrange(..<marked) }
         if acknowledgedRows.isEmpty { acknowledgedWaitingSince = nil }
+        if taken.retried > 0 {
+            retriedRows.formUnion(refusedMessages.prefix(taken.retried).map(\.rowID))
+            refusedMessages.removeSubrange(..<taken.retried)
+            if refusedMessages.isEmpty { retryAt = nil }
+        }
         if taken.resends > 0 { liveResends.removeSubrange(..<taken.resends) }
         if taken.ahead > 0 { packedAhead.removeSubrange(..<taken.ahead) }
         packedAhead += taken.packedAhead
@@ -238,7 +316,7 @@ final class OutboxPump {
         for message in messages {
             do {
                 let ticket = try publish(topicBase + message.topic, message)
-                rowsByTicket[ticket] = message.rowID
+                rowsByTicket[ticket] = message
                 cursors[message.lane] = max(cursors[message.lane] ?? 0, message.rowID)
             } catch {
                 logger.debug("publish deferred", metadata: ["error": "\(error)", "session": "\(session)"])
@@ -248,11 +326,33 @@ final class OutboxPump {
         return true
     }
 
+    /// How many to hand over now: the free slots in flight when there is work, within the rate limit.
+    private func sendableNow(_ hints: some OutboxHints, at time: Int64) -> Int {
+        let slots = max(0, maxInFlight - rowsByTicket.count)
+        guard slots > 0, mayHaveWork(hints, at: time) else { return 0 }
+        switch allowance() {
+        case .unlimited:
+            return slots
+        case .limited(let count, let wait):
+            // Held back by the limit: a PUBACK may not come to pump again, the wake-up will.
+            if count < slots, !wakeAsked {
+                wakeAsked = true
+                wake(wait)
+            }
+            return min(slots, count)
+        }
+    }
+
     /// From the hints alone: false means nothing is waiting that this session has not handed over.
-    private func mayHaveWork(_ hints: some OutboxHints) -> Bool {
-        [OutboxLane.alarm, .reply, .event, .livePosition].contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
+    private func mayHaveWork(_ hints: some OutboxHints, at time: Int64) -> Bool {
+        retryDue(at: time) || [OutboxLane.alarm, .reply, .event, .livePosition].contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
             || hints.newestRowID(in: .backfill) > backfillCursor || !packedAhead.isEmpty
             || hints.hasFreshFix || !liveResends.isEmpty || hints.hasQueuedPositions
+    }
+
+    private func retryDue(at time: Int64) -> Bool {
+        guard let retryAt, !refusedMessages.isEmpty else { return false }
+        return time >= retryAt
     }
 
     /// The newest backfill row handed over or packed ahead in this session.
@@ -264,7 +364,9 @@ final class OutboxPump {
     /// once committed.
     private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> Taken {
         var taken = Taken()
-        var next: [OutboxMessage] = []
+        // Refused ones first: they are the oldest, and their backoff is over.
+        var next = retryDue(at: time) ? Array(refusedMessages.prefix(limit)) : []
+        taken.retried = next.count
         for lane in [OutboxLane.alarm, .reply, .event] where next.count < limit {
             let cursor = cursors[lane] ?? 0
             guard transaction.newestRowID(in: lane) > cursor else { continue }

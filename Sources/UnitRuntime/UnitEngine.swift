@@ -32,6 +32,8 @@ enum EngineInput: Sendable {
     case startSettled
     /// Time to publish the telemetry (`[telemetry] interval_s`).
     case telemetryDue
+    /// `[mqtt] max_publish_rate` lets the outbox send again.
+    case outboxDue
 }
 
 /// The imperative shell's loop: takes the inputs from gpsd, the broker, the driver, the control
@@ -129,6 +131,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         self.store = store
         self.mqtt = mqtt
         self.logger = logger
+        mqtt.restoreConnectionCounter(from: store, logger: logger)
         self.devices = devices
         clock = EngineClock(trustSystemClock: configuration.gps.trustSystemClock)
         control = ControlDesk(store: store, logLevel: options.logLevel, logger: logger)
@@ -143,7 +146,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil)
         let outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
-            maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
+            maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger,
+            allowance: { [mqtt] in mqtt.publishAllowance() }, wake: { [inbox] wait in inbox.post(.outboxDue, after: wait) }
         ) { [mqtt] topic, message throws(MQTTLinkError) in
             let ticket = try mqtt.publish(topic: topic, payload: message.payload, qos: message.qos, retain: false)
             metrics.messagesPublished.increment()
@@ -166,7 +170,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 // A flood is dropped here, on the broker's thread, before it queues up or is parsed.
                 guard inboundFlow.admit() else { return }
                 inbox.post(.mqtt(linked), droppable: true)
-            case .connected, .connectFailed, .disconnected:
+            case .connected, .connectFailed, .disconnected, .refused:
                 inbox.post(.mqtt(linked))
             }
         }
@@ -319,6 +323,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             CrashLoopBreaker.settled(store: store, logger: logger)
         case .telemetryDue:
             publishTelemetry()
+        case .outboxDue:
+            outbox.rateWaitOver()
         }
         return .running
     }
@@ -347,6 +353,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private func handleMQTT(_ event: MQTTEvent) -> LoopOutcome {
         switch event {
         case .connected(let session):
+            mqtt.reserveConnectionNumbers(in: store, logger: logger)
             broker = .init(connected: true, since: clockMs(), lastError: nil)
             metrics.brokerConnects.increment()
             logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
@@ -356,6 +363,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             subscribeToFleet()
             outbox.want()
         case .connectFailed(let reason):
+            mqtt.reserveConnectionNumbers(in: store, logger: logger)
             if broker.lastError != reason { logger.warning("cannot connect to broker", metadata: ["reason": "\(reason)"]) }
             broker.lastError = reason
         case .disconnected(_, let reason):
@@ -366,6 +374,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .published(let ticket):
             if ticket == offlineStatusTicket { return .finished }
             if outbox.acknowledged(ticket) { metrics.messagesAcknowledged.increment() }
+        case .refused(let ticket, let reasonCode):
+            // Counted whatever was refused; an outbox row is kept and sent again, a status waits for the next one.
+            metrics.messagesRefused.increment()
+            if ticket == offlineStatusTicket { return .finished }
+            outbox.refused(ticket, reasonCode: reasonCode, at: clockMs())
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
@@ -384,7 +397,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
-                payload: Array(JSONEncoder.wire.encode(status)), qos: 1, retain: true)
+                payload: Array(JSONEncoder.wire.encode(ConnectionStamped(status, conn: mqtt.connectionNumber))), qos: 1, retain: true)
             if !online { offlineStatusTicket = ticket }
             publishedAside = aside
         } catch {

@@ -8,6 +8,8 @@ struct UnitMetrics {
     let fixesRefused: Counter
     let messagesPublished: Counter
     let messagesAcknowledged: Counter
+    /// PUBACKs with a reason code of 0x80 or more (MQTT 5): the broker did not take the message.
+    let messagesRefused: Counter
     let brokerConnects: Counter
     let brokerDisconnects: Counter
     let inboundOverRate: Counter
@@ -33,6 +35,7 @@ struct UnitMetrics {
         fixesRefused = counter("fixes_refused")
         messagesPublished = counter("messages_published")
         messagesAcknowledged = counter("messages_acknowledged")
+        messagesRefused = counter("messages_refused")
         brokerConnects = counter("broker_connects")
         brokerDisconnects = counter("broker_disconnects")
         inboundOverRate = counter("inbound_over_rate")

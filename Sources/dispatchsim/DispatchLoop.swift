@@ -14,6 +14,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         var durationS: Double?
         var quiet: Bool
         var statsPath: String?
+        /// Several instances share the work: see `subscriptions`.
+        var shareGroup: String?
     }
 
     private enum Input {
@@ -31,7 +33,10 @@ final class DispatchLoop: Service, @unchecked Sendable {
     private var scheduleStartMs: Int64?
     private var timers: [DispatchTimer: Int64] = [:]
     /// Offers and acks made while the broker was away; QoS 1 takes over once they are handed over.
-    private var unsent: [(topic: String, payload: [UInt8])] = []
+    private var unsent: [(topic: String, payload: [UInt8], expiryS: UInt32?)] = []
+    /// Jobs this instance offered: on a shared subscription every instance sees every reply, and
+    /// one to another instance's offer is not news to this one.
+    private var offeredJobs: Set<String> = []
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -99,25 +104,35 @@ final class DispatchLoop: Service, @unchecked Sendable {
         switch event {
         case .connected:
             if scheduleStartMs == nil { scheduleStartMs = nowMs() + 1000 }
-            let base = "\(options.topicPrefix)/\(options.fleet)/+/"
-            for topic in Self.topicsRead {
-                try? connection.subscribe(base + topic.rawValue, qos: 1)
-            }
-            let booking = Booking.topics(fleet: options.fleet)
-            for topic in [booking.request, booking.cancel] { try? connection.subscribe(topic, qos: 1) }
+            for topic in subscriptions { try? connection.subscribe(topic, qos: 1) }
             note("connected to the broker")
             let waiting = unsent
             unsent = []
-            for message in waiting { publish(topic: message.topic, payload: message.payload) }
+            for message in waiting { publish(topic: message.topic, payload: message.payload, expiryS: message.expiryS) }
         case .disconnected(_, let reason):
             note("WARNING broker connection lost: \(reason)")
         case .connectFailed(let reason):
             note("WARNING cannot connect to the broker: \(reason)")
         case .published:
             break
+        case .refused(_, let reasonCode):
+            note("WARNING the broker refused a message (reason code 0x\(String(reasonCode, radix: 16)))")
         case .message(let message):
             handle(message)
         }
+    }
+
+    /// Alone, everything. In a share group, each booking (request, cancel) and each SOS goes to one
+    /// instance of the group (`$share/{group}/...`), which makes and owns the offer; statuses,
+    /// events, positions and replies go to every instance, so each knows every taxi's state, and
+    /// the replies each did not ask for are dropped (`offeredJobs`).
+    private var subscriptions: [String] {
+        let base = "\(options.topicPrefix)/\(options.fleet)/+/"
+        let booking = Booking.topics(fleet: options.fleet)
+        let shared = [booking.request, booking.cancel, base + UnitTopic.sos.rawValue]
+        let everyInstance = Self.topicsRead.filter { $0 != .sos }.map { base + $0.rawValue }
+        guard let group = options.shareGroup else { return everyInstance + shared }
+        return everyInstance + shared.map { "$share/\(group)/\($0)" }
     }
 
     private func handle(_ message: MQTTMessage) {
@@ -140,7 +155,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard let topic = UnitTopic(rawValue: name) else { return }
         let report: UnitReport
         do {
-            guard let decoded = try Self.decode(topic, Data(message.payload)) else { return }
+            guard let decoded = try decode(topic, Data(message.payload)) else { return }
             report = decoded
         } catch {
             note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
@@ -157,7 +172,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
     /// What a dispatcher reads of the units' topics (the fleet configuration ones are not its business).
     private static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos]
 
-    private static func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
+    private func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
         let decoder = JSONDecoder()
         switch topic {
         case .status:
@@ -168,7 +183,10 @@ final class DispatchLoop: Service, @unchecked Sendable {
                 return .offline
             }
         case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
-        case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
+        case .jobReply:
+            let reply = try decoder.decode(JobReply.self, from: data)
+            guard options.shareGroup == nil || offeredJobs.contains(reply.job) else { return nil }
+            return .reply(id: try decoder.decode(MessageID.self, from: data).id, reply)
         case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
         case .pos: return .position(try decoder.decode(PositionMessage.self, from: data))
         case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
@@ -180,7 +198,12 @@ final class DispatchLoop: Service, @unchecked Sendable {
             switch action {
             case .send(let unit, let message):
                 let topic = "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)"
-                publish(topic: topic, payload: encode(message))
+                var expiryS: UInt32?
+                if case .offer(let offer) = message {
+                    offeredJobs.insert(offer.job)
+                    expiryS = offer.respondWithinS.map { Self.messageExpiryS(respondWithinS: $0) }
+                }
+                publish(topic: topic, payload: encode(message), expiryS: expiryS)
             case .startTimer(let timer, let at):
                 timers[timer] = at
             case .cancelTimer(let timer):
@@ -202,11 +225,18 @@ final class DispatchLoop: Service, @unchecked Sendable {
         return Array(data ?? Data())
     }
 
-    private func publish(topic: String, payload: [UInt8]) {
+    /// An offer expires on the broker when its answer window closes (MQTT 5 message expiry): a
+    /// taxi that comes back later is not handed an offer it can no longer answer.
+    static func messageExpiryS(respondWithinS: Double) -> UInt32 {
+        let window = InboundLimits.respondWithinS
+        return UInt32(min(max(respondWithinS, window.lowerBound), window.upperBound).rounded(.up))
+    }
+
+    private func publish(topic: String, payload: [UInt8], expiryS: UInt32? = nil) {
         do {
-            _ = try connection.publish(topic: topic, payload: payload, qos: 1, retain: false)
+            _ = try connection.publish(topic: topic, payload: payload, qos: 1, retain: false, messageExpiryS: expiryS)
         } catch {
-            unsent.append((topic, payload))
+            unsent.append((topic, payload, expiryS))
         }
     }
 

@@ -29,6 +29,13 @@ struct DispatchSim: AsyncParsableCommand {
     @Option(help: "Fleet id (second topic level).") var fleet = "demo"
     @Option(help: "Topic prefix.") var topicPrefix = "taxi"
     @Option(help: "respond_within_s of every offer (overrides the scenario).") var respondWithin: Int?
+    @Option(help: "MQTT version: 5 or 3.1.1.") var mqttProtocol = "5"
+    @Option(help: "Client id, distinct per instance; default dispatchsim-{fleet}.") var clientId: String?
+    @Option(
+        help: """
+            Run as one of several instances on an MQTT 5 shared subscription ($share/NAME/...): each \
+            booking and SOS is handled by one instance. Needs --client-id and MQTT 5.
+            """) var shareGroup: String?
     @Flag(help: "Print only warnings, alarms and the summary.") var quiet = false
     @Option(help: "Also write the summary's raw numbers as JSON to this file.") var statsJson: String?
 
@@ -54,15 +61,29 @@ struct DispatchSim: AsyncParsableCommand {
         let generated = try RequestSchedule.generate(scenarioFile.demands, zones: zoneMap, durationS: durationS ?? 0, seed: seed)
         let schedule = RequestSchedule.merge(scenarioFile.inputs, generated)
 
+        guard let version = MQTTProtocolVersion(rawValue: mqttProtocol) else {
+            throw ValidationError("--mqtt-protocol must be 5 or 3.1.1")
+        }
+        if let shareGroup {
+            // A group name is one topic level (MQTT 5, 4.8.2).
+            guard !shareGroup.isEmpty, !shareGroup.contains(where: { "/+#".contains($0) }) else {
+                throw ValidationError("--share-group must be one topic level, without '/', '+' or '#'")
+            }
+            guard version == .v5, clientId != nil else {
+                throw ValidationError("--share-group needs MQTT 5 and a --client-id of its own per instance")
+            }
+        }
         let logger = Logger(label: "dispatchsim")
         // A persistent session: replies sent while we reconnect are queued for us by the broker.
         let mqtt = MQTTConnection(
-            endpoint: MQTTEndpoint(host: host, port: port, keepaliveS: 30, clientID: "dispatchsim-\(fleet)"),
+            endpoint: MQTTEndpoint(
+                host: host, port: port, keepaliveS: 30, clientID: clientId ?? "dispatchsim-\(fleet)", protocolVersion: version),
             will: nil, backoff: ReconnectBackoff(minimumS: 0.2, maximumS: 5), logger: logger)
         let loop = DispatchLoop(
             connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,
             startMs: startMs,
-            options: .init(topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson))
+            options: .init(
+                topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson, shareGroup: shareGroup))
         let group = ServiceGroup(
             configuration: .init(
                 services: [

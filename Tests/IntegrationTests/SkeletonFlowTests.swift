@@ -74,12 +74,13 @@ import Testing
         unit.killHard()
         // keepalive_s = 5 in tests: the broker notices within 1.5 keepalives.
         let messages = try await recorder.waitFor("the last will", timeoutS: 15) { $0.last?.json?["online"] as? Bool == false }
-        #expect(messages.last?.text == #"{"online":false}"#)
+        // The will names its connection (docs/protocol.md, status: conn).
+        #expect(messages.last?.text.hasPrefix(#"{"conn":"#) == true && messages.last?.text.hasSuffix(#","online":false}"#) == true)
         #expect(messages.last?.retained == false || messages.last?.retained == true)
         let retained = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "status"])
         let seen = try await retained.waitFor("the retained will") { !$0.isEmpty }
         #expect(seen.first?.retained == true)
-        #expect(seen.first?.text == #"{"online":false}"#)
+        #expect(seen.first?.text == messages.last?.text)
     }
 
     @Test func fixesStoredWhileTheBrokerIsDownArriveOnceInOrder() async throws {

@@ -7,15 +7,19 @@ public final class MQTTRecorder: @unchecked Sendable {
     private let connection: MQTTConnection
     private let lock = NSLock()
     private var received: [MQTTMessage] = []
+    /// When each of `received` arrived.
+    private var arrived: [ContinuousClock.Instant] = []
     private var pump: Task<Void, Never>?
 
     /// `persistentSession`: the broker queues QoS 1 messages for this recorder while it reconnects.
     public init(
         port: Int, subscribe patterns: [String], clientID: String = "recorder-\(UUID().uuidString.prefix(8))",
-        persistentSession: Bool = false
+        persistentSession: Bool = false, protocolVersion: MQTTProtocolVersion = .v5
     ) async throws {
         connection = MQTTConnection(
-            endpoint: MQTTEndpoint(host: "127.0.0.1", port: port, keepaliveS: 10, clientID: clientID, cleanSession: !persistentSession),
+            endpoint: MQTTEndpoint(
+                host: "127.0.0.1", port: port, keepaliveS: 10, clientID: clientID, cleanSession: !persistentSession,
+                protocolVersion: protocolVersion),
             will: nil, backoff: ReconnectBackoff(minimumS: 0.1, maximumS: 0.5), logger: Logger(label: "recorder"))
         pump = Task { [connection, weak self] in
             for await event in connection.events {
@@ -24,7 +28,10 @@ public final class MQTTRecorder: @unchecked Sendable {
                     for pattern in patterns { try? connection.subscribe(pattern, qos: 1) }
                     self?.lock.withLock { self?.connections += 1 }
                 case .message(let message):
-                    self?.lock.withLock { self?.received.append(message) }
+                    self?.lock.withLock {
+                        self?.received.append(message)
+                        self?.arrived.append(.now)
+                    }
                 default:
                     break
                 }
@@ -40,6 +47,11 @@ public final class MQTTRecorder: @unchecked Sendable {
 
     public var messages: [MQTTMessage] { lock.withLock { received } }
 
+    /// Every message with when it arrived here.
+    public var arrivals: [(message: MQTTMessage, at: ContinuousClock.Instant)] {
+        lock.withLock { Array(zip(received, arrived)) }
+    }
+
     public func messages(onTopic topic: String) -> [MQTTMessage] { messages.filter { $0.topic == topic } }
 
     /// Waits until `condition` holds over everything recorded so far.
@@ -53,8 +65,9 @@ public final class MQTTRecorder: @unchecked Sendable {
         try publish(topic, bytes: Array(payload.utf8), retain: retain)
     }
 
-    public func publish(_ topic: String, bytes: [UInt8], retain: Bool = false) throws {
-        _ = try connection.publish(topic: topic, payload: bytes, qos: 1, retain: retain)
+    /// `messageExpiryS`: MQTT 5's message expiry interval.
+    public func publish(_ topic: String, bytes: [UInt8], retain: Bool = false, messageExpiryS: UInt32? = nil) throws {
+        _ = try connection.publish(topic: topic, payload: bytes, qos: 1, retain: retain, messageExpiryS: messageExpiryS)
     }
 
     public func stop() {

@@ -20,7 +20,8 @@ public final class ScratchDirectory: @unchecked Sendable {
     }
 }
 
-/// A real mosquitto broker on a free loopback port.
+/// A real mosquitto broker on a free loopback port. `listenerSettings` may name an `acl_file`:
+/// `writeACL` writes one, which the broker reads when it (re)starts.
 public final class MosquittoBroker: @unchecked Sendable {
     public let port: Int
     private let directory: ScratchDirectory
@@ -60,7 +61,18 @@ public final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
-    public var log: String { process?.log ?? "" }
+    /// Read leniently: with `log_type all` mosquitto may log bytes that are not UTF-8.
+    public var log: String {
+        String(decoding: FileManager.default.contents(atPath: directory.file("mosquitto-\(port).log")) ?? Data(), as: UTF8.self)
+    }
+
+    /// An ACL for anonymous clients (mosquitto's acl_file syntax, e.g. `topic deny taxi/+/+/job/reply`
+    /// before `topic readwrite #`); `aclSettings` names it for `listenerSettings`.
+    public static func writeACL(_ lines: [String], in directory: ScratchDirectory, name: String = "acl") throws -> String {
+        let path = directory.file(name)
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return "acl_file \(path)"
+    }
 
     deinit { process?.stop() }
 }
