@@ -1,6 +1,6 @@
 /// `ride`: a finished ride for the dispatcher (docs/protocol.md, "ride"), the basis for distance
 /// fares. Built from the ride as the unit stored it, so the message and the local history agree.
-public struct RideMessage: Sendable, Equatable, Encodable {
+public struct RideMessage: Sendable, Equatable, Codable {
     /// The topic suffix below `{prefix}/{fleet}/{unit}/`.
     public static let topic = "ride"
 
@@ -17,7 +17,7 @@ public struct RideMessage: Sendable, Equatable, Encodable {
     public var waitingS: Int64?
 
     /// Where and when passengers got in or out; the position is absent without a fix.
-    public struct Stop: Sendable, Equatable, Encodable {
+    public struct Stop: Sendable, Equatable, Codable {
         /// Unit clock, ms.
         public var t: Int64
         public var lat: Double?

@@ -103,6 +103,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             for topic in Self.topicsRead {
                 try? connection.subscribe(base + topic.rawValue, qos: 1)
             }
+            try? connection.subscribe(base + RideMessage.topic, qos: 1)
             let booking = Booking.topics(fleet: options.fleet)
             for topic in [booking.request, booking.cancel] { try? connection.subscribe(topic, qos: 1) }
             note("connected to the broker")
@@ -137,11 +138,14 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard levels.count > prefixLevels + 1 else { return }
         let unit = levels[prefixLevels]
         let name = levels[(prefixLevels + 1)...].joined(separator: "/")
-        guard let topic = UnitTopic(rawValue: name) else { return }
         let report: UnitReport
         do {
-            guard let decoded = try Self.decode(topic, Data(message.payload)) else { return }
-            report = decoded
+            if name == RideMessage.topic {
+                report = .ride(try JSONDecoder().decode(RideMessage.self, from: Data(message.payload)))
+            } else {
+                guard let topic = UnitTopic(rawValue: name), let decoded = try Self.decode(topic, Data(message.payload)) else { return }
+                report = decoded
+            }
         } catch {
             note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
             return

@@ -40,7 +40,8 @@ struct ScenarioFile {
                 id: id, pickup: Coordinate(lat: lat, lon: lon), address: table["address"]?.string,
                 passengers: table["passengers"]?.integer ?? 1,
                 meetingTime: table["meeting_at_s"]?.number.map { startMs + Int64($0 * 1000) },
-                sharesRideOf: table["shares"]?.string, note: table["note"]?.string)
+                sharesRideOf: table["shares"]?.string, note: table["note"]?.string, dropoff: Self.dropoff(table),
+                passenger: Self.passenger(table))
             inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
         }
         for (index, entry) in (root["cancel"]?.array ?? []).enumerated() {
@@ -63,6 +64,19 @@ struct ScenarioFile {
             }
         }
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
+    }
+
+    /// `dropoff = [lat, lon]` with an optional `dropoff_address`.
+    private static func dropoff(_ table: [String: ConfigValue]) -> Place? {
+        guard case .array(let pair)? = table["dropoff"], pair.count == 2, let lat = pair[0].number, let lon = pair[1].number else { return nil }
+        return Place(lat: lat, lon: lon, address: table["dropoff_address"]?.string)
+    }
+
+    /// `passenger_name`, `passenger_phone`, `pickup_code`: any of them.
+    private static func passenger(_ table: [String: ConfigValue]) -> Passenger? {
+        let passenger = Passenger(
+            name: table["passenger_name"]?.string, phone: table["passenger_phone"]?.string, pickupCode: table["pickup_code"]?.string)
+        return passenger == Passenger() ? nil : passenger
     }
 
     /// `[[zones]]` from any TOML file (a unit's configuration or a fleet's zone list): id and

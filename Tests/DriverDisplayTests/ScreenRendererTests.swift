@@ -174,10 +174,10 @@ func worstCaseViews() -> [DriverView] {
             }
         }
     }
-    // Every detail page, the highest page numbers (9/9) beside the heading; an added pickup numbered 10.
+    // Every detail page with two-digit page numbers (`10/10`) beside the heading; an added pickup numbered 10.
     let details: [DriverView.DetailPage] = [
         .passenger(name: "N", phone: "P", pickupCode: "C"), .pickup(number: 10, stop), .dropoff(stop), .note("N"),
-        .note("N"), .note("N"), .note("N"), .note("N"), .note("N"),
+        .note("N"), .note("N"), .note("N"), .note("N"), .note("N"), .dropoff(stop),
     ]
     for page in details.indices {
         views.append(DriverView(mode: .enRoute(pickup), online: true, notice: .updated, noticeDetail: "D", noticeSerial: 1, details: details, page: page))
