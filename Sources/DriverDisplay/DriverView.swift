@@ -92,12 +92,14 @@ public struct DriverView: Sendable, Equatable {
         case refused(DriverRefusal)
         /// An accepted reservation's meeting time is near.
         case reminder(meetingTime: Int64)
+        /// The driver set the free seats: the count now, on every screen.
+        case freeSeats(Int)
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
             case .cancelled, .updated, .reminder: true
-            case .sent, .timedOut, .refused: false
+            case .sent, .timedOut, .refused, .freeSeats: false
             }
         }
     }

@@ -232,6 +232,7 @@ public struct ScreenRenderer: Sendable {
     private func noticeText(_ notice: DriverView.Notice, utcOffsetS: Int) -> String {
         switch notice {
         case .reminder(let meeting): catalogue.text(.noticeReminder, ["time": clock(meeting, utcOffsetS)])
+        case .freeSeats(let count): catalogue.text(.statusSeats, ["n": "\(count)"])
         case .cancelled: catalogue.text(.noticeCancelled)
         case .updated: catalogue.text(.noticeUpdated)
         case .sent: catalogue.text(.noticeSent)

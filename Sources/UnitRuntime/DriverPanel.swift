@@ -13,7 +13,8 @@ struct DriverPanel {
     private(set) var page: Int?
 
     /// Notes what one step means for the driver: `event` was handled in `before` and produced `step`.
-    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step) {
+    /// `seatsLeft`: the free seats after the step.
+    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int) {
         // Pages belong to one job in one state: anything else starts from the job's screen again.
         if before.name != after.name || before.job?.id != after.job?.id { page = nil }
         switch event {
@@ -26,6 +27,9 @@ struct DriverPanel {
                 let count = DriverView.detailPages(of: job, distance: { _ in nil }).count
                 let next = (page ?? -1) + 1
                 page = next < count ? next : nil
+                // The driver is reading: a notice would hide the page's last row.
+                notice = nil
+                noticeDetail = nil
                 return
             }
             page = nil
@@ -33,6 +37,8 @@ struct DriverPanel {
                 raise(.sent)
             } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))
+            } else if case .seats = input {
+                raise(.freeSeats(seatsLeft))
             }
         case .inbound(.sosAck, _):
             sosAcknowledged = true

@@ -164,7 +164,9 @@ func worstCaseViews() -> [DriverView] {
     noPassenger.passengerName = nil
     noPassenger.pickupCode = nil
     modes += [.enRoute(noPassenger), .atPickup(noPassenger)]
-    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000)]
+    let notices: [DriverView.Notice?] = [
+        nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99),
+    ]
         + everyRefusal.map { .refused($0) }
     var views: [DriverView] = []
     for mode in modes {

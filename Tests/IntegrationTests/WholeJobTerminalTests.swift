@@ -29,6 +29,13 @@ import Testing
         }
         try await screen.press("d")
         try await dispatcher.waitForLog("T1 queued", "T1 queued in Z at position 1")
+        // A street passenger got in: one free seat fewer, on the screen and in the status.
+        try await screen.press("s")
+        try await screen.waitFor("3 free seats") { $0.rows[2] == "Free seats 3        " }
+        try await unit.waitForStatus("3 seats left") { $0.seatsLeft == 3 }
+        try await recorder.waitFor("the status with 3 seats") { _ in
+            recorder.messages(onTopic: unit.topicBase + "status").last?.json?["seats_left"] as? Int == 3
+        }
 
         try recorder.publish("dispatchsim/test/request", """
             {"id":"R1","pickup":{"lat":\(Self.pickup.lat),"lon":\(Self.pickup.lon),"address":"Main St 1"},"passengers":2,\
@@ -66,6 +73,7 @@ import Testing
         try await screen.press("2")
         let onBoard = try await row(0, "ON BOARD")
         #expect(onBoard.rows[2].hasPrefix("Des Moines In") && onBoard.rows[2].hasSuffix(" km"), "\(onBoard.rows[2])")
+        try await unit.waitForStatus("the job's 2 passengers off the 3 free seats") { $0.seatsLeft == 1 }
 
         try await screen.press("c")
         try await row(0, "AVAILABLE")
