@@ -209,7 +209,6 @@ public struct UnitSettings: Sendable, Equatable {
         positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
         noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10
     ) {
-        self.reminderMin = reminderMin
         self.positions = positions
         self.offerTimeoutS = offerTimeoutS
         self.arrivalRadiusM = arrivalRadiusM
@@ -217,6 +216,7 @@ public struct UnitSettings: Sendable, Equatable {
         self.noShowRadiusM = noShowRadiusM
         self.seats = seats
         self.answeredOfferMemory = answeredOfferMemory
+        self.reminderMin = reminderMin
     }
 }
 
@@ -336,16 +336,16 @@ public struct UnitStateMachine: Sendable {
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
         case .resumed(let now):
+            var step = Step()
             if let reminder = snapshot.reminder {
                 // Given at most once: a reminder due while the unit was down rings now.
-                if reminder.at <= now { return remind(job: reminder.job, now: now) }
-                return Step(timers: [.start(.reminder(job: reminder.job), fireAt: reminder.at)])
+                step = reminder.at <= now ? remind(job: reminder.job, now: now) : Step(timers: [.start(.reminder(job: reminder.job), fireAt: reminder.at)])
             }
-            guard case .offered(let offer) = state else { return Step() }
+            guard case .offered(let offer) = state else { return step }
             if offer.deadline <= now {
-                return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
+                return step + answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
             }
-            return Step(timers: [.start(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)])
+            return step + Step(timers: [.start(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)])
         }
     }
 
@@ -471,8 +471,11 @@ public struct UnitStateMachine: Sendable {
 
     /// Rings the driver before the reservation's meeting time, once.
     private mutating func remind(job id: String, now: Int64) -> Step {
-        guard let reminder = snapshot.reminder, reminder.job == id, case .enRoute(let job) = state, job.id == id else {
-            return .note("reminder for \(id) no longer due")
+        guard let reminder = snapshot.reminder, reminder.job == id else { return .note("reminder for \(id) no longer due") }
+        guard case .enRoute(let job) = state, job.id == reminder.job else {
+            // Only a snapshot read back from the disk can hold a reminder for another state.
+            snapshot.reminder = nil
+            return Step(snapshot: snapshot, notes: ["reminder for \(id) dropped: not on the way to its pickup"])
         }
         snapshot.reminder = nil
         let meeting = job.meetingTime.map { " in \(max(0, $0.saturatingSubtract(now)) / 60_000) min" } ?? ""

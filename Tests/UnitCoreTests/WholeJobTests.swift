@@ -214,3 +214,19 @@ import UnitCore
         #expect(RideMessage(ride, distanceM: .infinity, unit: "T", seq: 1, id: "i").distanceM == nil)
     }
 }
+
+@Suite struct RestoredReminderTests {
+    /// A snapshot read back from the disk with a reminder for a job the taxi is not on the way to:
+    /// the reminder is dropped and the offer's deadline still re-armed.
+    @Test func aReminderThatDoesNotFitTheStateIsDroppedAndTheRestResumes() {
+        let offered = Scenario.machine(in: .offered).snapshot
+        var snapshot = offered
+        snapshot.reminder = Reminder(job: "J1", at: Scenario.t0 - 1)
+        var machine = UnitStateMachine(restoring: snapshot)
+        let step = machine.handle(.resumed(at: Scenario.t0))
+        #expect(machine.snapshot.reminder == nil && step.snapshot?.reminder == nil)
+        #expect(!step.reminded)
+        #expect(step.timers.contains { if case .start(.offerDeadline(job: "J1"), _) = $0 { true } else { false } })
+        #expect(machine.state.name == .offered)
+    }
+}
