@@ -459,7 +459,7 @@ public struct UnitStateMachine: Sendable {
         case (.seats(let count), _):
             // Without a count, one seat fewer (a passenger got in), round to all seats after none.
             let free = count ?? (seats == 0 ? settings.seats : seats - 1)
-            guard free <= settings.seats else { return refuse(.notEnoughSeats(seats: settings.seats)) }
+            guard (0...max(0, settings.seats)).contains(free) else { return refuse(.notEnoughSeats(seats: settings.seats)) }
             snapshot.freeSeats = free == settings.seats ? nil : free
             return Step(snapshot: snapshot, status: status, driver: [.told("Free seats \(seatsLeft)")])
 

@@ -90,6 +90,8 @@ import UnitCore
         let before = machine.snapshot
         let step = machine.handle(.driver(.seats(5), at: t))
         #expect(step.refusals == [.notEnoughSeats(seats: 4)])
+        // The parser never gives a negative count; the machine does not trust that.
+        #expect(machine.handle(.driver(.seats(-1), at: t)).refusals == [.notEnoughSeats(seats: 4)])
         #expect(machine.snapshot == before)
     }
 
