@@ -162,7 +162,6 @@ public struct ScreenRenderer: Sendable {
         return (pickup.passengerName ?? "", pickup.pickupCode.map { "#" + $0 } ?? "")
     }
 
-
     private func title(_ mode: DriverView.Mode) -> String {
         switch mode {
         case .offDuty: catalogue.text(.stateOffDuty)

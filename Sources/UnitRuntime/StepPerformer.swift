@@ -157,8 +157,10 @@ final class StepPerformer {
             if let ride = step.ride {
                 let record = try transaction.insertRide(ride)
                 logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(clamping: Int64(roundingChecked: record.distanceM) ?? 0))"])
+                // Without a fix at either end nothing was measured: the message says so by leaving it out.
+                let measured = ride.pickupFix != nil && ride.dropFix != nil ? record.distanceM : nil
                 for case .ride(let summary) in step.messages {
-                    try rideMessage(summary, distanceM: record.distanceM, now: now).enqueue(in: transaction)
+                    try rideMessage(summary, distanceM: measured, now: now).enqueue(in: transaction)
                 }
             }
             // The same commit marks what the broker acknowledged and packs what goes next.

@@ -94,6 +94,23 @@ import UnitCore
         await unit.stop()
     }
 
+    /// A ride without any fix: nothing was measured, and the message does not pretend it was.
+    @Test func aRideWithoutFixesHasNoDistance() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        unit.broker.receive(unit.topicBase + "job/offer", Self.offer)
+        try await unit.eventually("the offer") { try await unit.status().state == "offered" }
+        for input in ["accept", "arrived", "pob", "clear"] { try await unit.press(input) }
+        try await unit.eventually("the ride is published") { !unit.published(on: "ride").isEmpty }
+        let ride = try #require(unit.published(on: "ride").first).json
+        #expect(ride["distance_m"] == nil)
+        #expect((ride["pickup"] as? [String: Any])?["lat"] == nil && (ride["pickup"] as? [String: Any])?["t"] is Int)
+        #expect(try unit.store.rides().last?.distanceM == 0, "the local history keeps its 0")
+        await unit.stop()
+    }
+
     /// After an outage everything stored goes out in lane order: alarm, reply, event, the newest
     /// fix, then the history.
     @Test func afterAnOutageTheLanesGoOutInOrder() async throws {
