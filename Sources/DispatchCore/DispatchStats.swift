@@ -15,6 +15,8 @@ public struct DispatchStats: Sendable, Equatable {
     public var cancelled = 0
     public var shared = 0
     public var completed = 0
+    /// Ride summaries received (`ride`), one per id.
+    public var rides = 0
     public var sos = 0
     public var duplicatesDropped = 0
     /// From the request (or a reservation's allocation time) to the accepting reply, ms.
@@ -34,7 +36,7 @@ public struct DispatchStats: Sendable, Equatable {
         requests \(requests)  offers \(offers)  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
-        completed \(completed)  sos \(sos)  duplicates dropped \(duplicatesDropped)
+        completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)
         request → assignment          \(Percentiles(requestToAssignmentMs))
         request → assignment, no think time  \(Percentiles(requestToAssignmentWithoutThinkMs))
         offer → reply                 \(Percentiles(offerToReplyMs))

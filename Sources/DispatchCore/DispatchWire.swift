@@ -13,6 +13,8 @@ public enum UnitReport: Sendable, Equatable {
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(PositionMessage)
+    /// A finished ride (`ride`).
+    case ride(RideMessage)
 }
 
 /// Everything the dispatcher sends, one case per topic.

@@ -14,11 +14,16 @@ public struct PassengerRequest: Sendable, Equatable {
     /// A shared ride: join the taxi already carrying this request's passengers.
     public var sharesRideOf: String?
     public var note: String?
+    /// Where the passenger goes, and who they are: sent with the offer for the driver's terminal.
+    public var dropoff: Place?
+    public var passenger: Passenger?
 
     public init(
         id: String, pickup: Coordinate, address: String? = nil, passengers: Int = 1, meetingTime: Int64? = nil,
-        sharesRideOf: String? = nil, note: String? = nil
+        sharesRideOf: String? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil
     ) {
+        self.dropoff = dropoff
+        self.passenger = passenger
         self.id = id
         self.pickup = pickup
         self.address = address
@@ -218,7 +223,8 @@ public struct Dispatcher: Sendable {
             let offer = JobOffer(
                 job: id, pickup: Place(lat: open.request.pickup.lat, lon: open.request.pickup.lon, address: open.request.address),
                 respondWithinS: Double(settings.respondWithinS), passengers: open.request.passengers,
-                meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note, t: now)
+                meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note,
+                dropoff: open.request.dropoff, passenger: open.request.passenger, t: now)
             let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
             return [
@@ -305,6 +311,12 @@ public struct Dispatcher: Sendable {
                   zone != taxis[unit]?.zone else { return [] }
             taxis[unit, default: Taxi()].zone = zone
             return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
+        case .ride(let ride):
+            guard firstArrival(ride.id) else { return [] }
+            stats.rides += 1
+            let distance = ride.distanceM.map { "\($0) m" } ?? "distance not measured"
+            let waited = ride.waitingS.map { ", waited \($0) s" } ?? ""
+            return [.log(.init(level: .info, text: "\(ride.job) ride summary from \(unit): \(ride.passengers) passengers, \(distance)\(waited)"))]
         case .sos(let id, let alarm):
             guard firstArrival(id) else { return [] }
             stats.sos += 1

@@ -40,6 +40,9 @@ public enum RequestSchedule {
         _ demands: [ZoneDemand], zones: ZoneMap, durationS: Double, seed: UInt64
     ) throws(ScheduleError) -> [ScheduledInput] {
         var random = SplitMix64(seed: seed)
+        // Passengers and destinations from a generator of their own, so the pickups stay what the
+        // seed gave before requests had them.
+        var details = SplitMix64(seed: seed ^ 0x5EED_DE7A_115)
         var inputs: [ScheduledInput] = []
         for demand in demands {
             guard let zone = zones[demand.zone] else { throw ScheduleError("generator for unknown zone \(demand.zone)") }
@@ -49,7 +52,15 @@ public enum RequestSchedule {
                 number += 1
                 // The id doubles as the address, so a 20-column terminal shows something readable.
                 let id = "\(zone.id)-\(number)"
-                let request = PassengerRequest(id: id, pickup: randomPoint(in: zone, using: &random), address: id)
+                var request = PassengerRequest(id: id, pickup: randomPoint(in: zone, using: &random), address: id)
+                // Somewhere in a zone of the map, and someone with a name and a pickup code.
+                let destinations = zones.zones
+                if let target = destinations.randomElement(using: &details) {
+                    let point = randomPoint(in: target, using: &details)
+                    request.dropoff = Place(lat: point.lat, lon: point.lon, address: "to \(target.id)")
+                }
+                let name = passengerNames.randomElement(using: &details) ?? "Passenger"
+                request.passenger = Passenger(name: name, pickupCode: String(UInt64.random(in: 1000...9999, using: &details)))
                 inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
                 switch demand.rate {
                 case .every(let seconds):
@@ -62,6 +73,8 @@ public enum RequestSchedule {
         }
         return inputs
     }
+
+    static let passengerNames = ["A. Rossi", "J. Smith", "N. Dlamini", "M. García", "L. Chen", "S. Okafor", "K. Müller", "P. Nowak"]
 
     /// Scenario and generated inputs in time order; ties keep the order given (stable).
     public static func merge(_ lists: [ScheduledInput]...) -> [ScheduledInput] {

@@ -10,13 +10,59 @@ public struct DriverView: Sendable, Equatable {
         public var passengers: Int
         /// A reservation's meeting time.
         public var meetingTime: Int64?
+        /// Who to pick up, for the driver to find them: the booking's name and pickup code.
+        public var passengerName: String?
+        public var pickupCode: String?
+        /// Further pickups of a shared ride, after this one.
+        public var stops: Int
 
-        public init(address: String, distanceM: Double?, passengers: Int, meetingTime: Int64?) {
+        public init(
+            address: String, distanceM: Double?, passengers: Int, meetingTime: Int64?, passengerName: String? = nil, pickupCode: String? = nil,
+            stops: Int = 0
+        ) {
             self.address = address
             self.distanceM = distanceM
             self.passengers = passengers
             self.meetingTime = meetingTime
+            self.passengerName = passengerName
+            self.pickupCode = pickupCode
+            self.stops = stops
         }
+    }
+
+    /// A place the job goes to other than its pickup.
+    public struct Stop: Sendable, Equatable {
+        public var address: String
+        /// From the last fix; nil without a fix.
+        public var distanceM: Double?
+
+        public init(address: String, distanceM: Double?) {
+            self.address = address
+            self.distanceM = distanceM
+        }
+    }
+
+    /// One page of the job's details, paged through with the details key.
+    public enum DetailPage: Sendable, Equatable {
+        case passenger(name: String?, phone: String?, pickupCode: String?)
+        case dropoff(Stop)
+        case note(String)
+        /// A shared ride's added pickup; `number` 2, 3, … in the order they were added.
+        case pickup(number: Int, Stop)
+    }
+
+    /// The pages for `job`, in the order shown: passenger, added pickups in order, drop-off, note.
+    /// `distance`: metres from the last fix, nil without one.
+    public static func detailPages(of job: Job, distance: (Place) -> Double?) -> [DetailPage] {
+        func stop(_ place: Place) -> Stop { Stop(address: place.address ?? "\(place.lat), \(place.lon)", distanceM: distance(place)) }
+        var pages: [DetailPage] = []
+        if let passenger = job.passenger, passenger.name != nil || passenger.phone != nil || passenger.pickupCode != nil {
+            pages.append(.passenger(name: passenger.name, phone: passenger.phone, pickupCode: passenger.pickupCode))
+        }
+        for (index, place) in job.addedPickups.enumerated() { pages.append(.pickup(number: index + 2, stop(place))) }
+        if let dropoff = job.dropoff { pages.append(.dropoff(stop(dropoff))) }
+        if let note = job.note { pages.append(.note(note)) }
+        return pages
     }
 
     public enum Mode: Sendable, Equatable {
@@ -30,7 +76,8 @@ public struct DriverView: Sendable, Equatable {
         case enRoute(Pickup)
         /// Arrived: the driver is asked how many passengers boarded.
         case atPickup(Pickup)
-        case onBoard(passengers: Int)
+        /// `dropoff`: where the ride goes, when the booking said.
+        case onBoard(passengers: Int, dropoff: Stop? = nil)
     }
 
     /// Something the driver must notice, shown on the bottom row for a few seconds.
@@ -43,12 +90,16 @@ public struct DriverView: Sendable, Equatable {
         case timedOut
         /// The input made no sense now, for this reason (shown in the driver's language).
         case refused(DriverRefusal)
+        /// An accepted reservation's meeting time is near.
+        case reminder(meetingTime: Int64)
+        /// The driver set the free seats: the count now, on every screen.
+        case freeSeats(Int)
 
-        /// Cancellations and shared-ride updates ring and blink; the rest is information.
+        /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated: true
-            case .sent, .timedOut, .refused: false
+            case .cancelled, .updated, .reminder: true
+            case .sent, .timedOut, .refused, .freeSeats: false
             }
         }
     }
@@ -60,15 +111,25 @@ public struct DriverView: Sendable, Equatable {
     /// Messages stored and not yet acknowledged by the broker.
     public var waiting: Int
     public var notice: Notice?
+    /// The dispatcher's words with the notice (a cancel's reason, an update's note or added
+    /// pickup), shown on the row above it.
+    public var noticeDetail: String?
     /// Changes whenever a notice is raised, so the same notice twice alerts twice.
     public var noticeSerial: Int
     /// The dispatcher acknowledged an SOS: shown as one discreet mark, never as words.
     public var sosAcknowledged: Bool
+    /// The job's details, and the page shown instead of the job's screen (nil: the job's screen).
+    public var details: [DetailPage]
+    public var page: Int?
 
     public init(
         mode: Mode = .offDuty, zone: String? = nil, seatsLeft: Int = 0, online: Bool = false, waiting: Int = 0,
-        notice: Notice? = nil, noticeSerial: Int = 0, sosAcknowledged: Bool = false
+        notice: Notice? = nil, noticeDetail: String? = nil, noticeSerial: Int = 0, sosAcknowledged: Bool = false, details: [DetailPage] = [],
+        page: Int? = nil
     ) {
+        self.noticeDetail = noticeDetail
+        self.details = details
+        self.page = page
         self.mode = mode
         self.zone = zone
         self.seatsLeft = seatsLeft

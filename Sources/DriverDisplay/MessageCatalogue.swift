@@ -41,6 +41,15 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case jobMeetingNow = "job.meeting_now"
     case promptOnBoard = "prompt.on_board"
 
+    /// Headings of the job's detail pages (the page number takes 4 columns on the right).
+    case detailsPassenger = "details.passenger"
+    case detailsDropoff = "details.dropoff"
+    case detailsNote = "details.note"
+    /// `{n}`: an added pickup's number, 2 for the first one added.
+    case detailsPickup = "details.pickup"
+    /// `{code}`: the passenger's pickup code.
+    case detailsCode = "details.code"
+
     case hintAccept = "hint.accept"
     case hintReject = "hint.reject"
     case hintArrived = "hint.arrived"
@@ -52,6 +61,8 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeUpdated = "notice.updated"
     case noticeSent = "notice.sent"
     case noticeTimedOut = "notice.timeout"
+    /// `{time}`: an accepted reservation's meeting time.
+    case noticeReminder = "notice.reminder"
 
     /// Why an input was refused, one text per `DriverRefusal`, on the notice row.
     case refusalFinishJobFirst = "refusal.finish_job_first"
@@ -68,6 +79,7 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalAlreadyPaused = "refusal.already_paused"
     case refusalPauseOnlyWhenAvailable = "refusal.pause_only_when_available"
     case refusalNotPaused = "refusal.not_paused"
+    case refusalNoJob = "refusal.no_job"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -87,6 +99,7 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .alreadyPaused: (.refusalAlreadyPaused, [:])
         case .pauseOnlyWhenAvailable: (.refusalPauseOnlyWhenAvailable, [:])
         case .notPaused: (.refusalNotPaused, [:])
+        case .noJob: (.refusalNoJob, [:])
         }
     }
 }

@@ -62,41 +62,14 @@ public struct ScreenRenderer: Sendable {
     public func render(_ view: DriverView, now: Int64, utcOffsetS: Int, showNotice: Bool) -> Rendered {
         var layout = Layout(columns: size.columns)
         let linkRow = linkText(view)
-        switch view.mode {
-        case .offDuty, .available, .paused:
-            layout.row(title(view.mode))
-            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), isData: true)
-            layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
-            layout.row(linkRow)
-        case .offered(let pickup, let deadline):
-            let secondsLeft = max(0, deadline.saturatingSubtract(now).saturatingAdd(999) / 1000)
-            layout.row(title(view.mode), right: "\(secondsLeft)s", alert: true)
-            layout.row(pickup.address, isData: true)
-            let meeting = pickup.meetingTime.map { catalogue.text(.offerMeeting, ["time": clock($0, utcOffsetS)]) }
-            layout.row(facts(pickup), right: meeting ?? "")
-            layout.row(hints([("accept", .hintAccept), ("reject", .hintReject)]))
-        case .enRoute(let pickup):
-            layout.row(title(view.mode), right: linkBadge(view))
-            layout.row(pickup.address, isData: true)
-            layout.row(facts(pickup))
-            if let meeting = pickup.meetingTime {
-                layout.row(meetingText(meeting, now: now, utcOffsetS: utcOffsetS))
-            } else {
-                layout.row(hints([("arrived", .hintArrived)]))
-            }
-        case .atPickup(let pickup):
-            layout.row(title(view.mode), right: linkBadge(view))
-            layout.row(catalogue.text(.promptOnBoard), alert: true)
-            layout.row(pickup.address, isData: true)
-            layout.row(hints([("pob", .hintOnBoard), ("noshow", .hintNoShow)]))
-        case .onBoard(let passengers):
-            layout.row(title(view.mode), right: linkBadge(view))
-            layout.row(catalogue.text(.jobPassengers, ["n": "\(passengers)"]))
-            layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
-            layout.row(hints([("clear", .hintClear)]))
+        if let page = view.page, view.details.indices.contains(page) {
+            detailPage(view.details[page], number: page + 1, of: view.details.count, into: &layout)
+        } else {
+            jobScreen(view, now: now, utcOffsetS: utcOffsetS, linkRow: linkRow, into: &layout)
         }
         if showNotice, let notice = view.notice {
-            layout.replaceLast(noticeText(notice), alert: notice.alerts)
+            if let detail = view.noticeDetail { layout.replace(row: layout.lines.count - 2, with: detail) }
+            layout.replaceLast(noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts)
         }
         var lines = layout.lines
         while lines.count < size.rows { lines.append(ScreenLine(Array(repeating: " ", count: size.columns))) }
@@ -106,6 +79,87 @@ public struct ScreenRenderer: Sendable {
             lines[lines.count - 1].text[size.columns - 1] = "."
         }
         return Rendered(screen: Screen(lines: lines), overflow: layout.overflow)
+    }
+
+    /// The screen of the driver's state.
+    private func jobScreen(_ view: DriverView, now: Int64, utcOffsetS: Int, linkRow: String, into layout: inout Layout) {
+        switch view.mode {
+        case .offDuty, .available, .paused:
+            layout.row(title(view.mode))
+            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), isData: true)
+            layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
+            layout.row(linkRow)
+        case .offered(let pickup, let deadline):
+            let secondsLeft = max(0, deadline.saturatingSubtract(now).saturatingAdd(999) / 1000)
+            layout.row(title(view.mode), right: "\(secondsLeft)s", alert: true)
+            layout.row(pickup.address, right: pickup.stops > 0 ? "+\(pickup.stops)" : "", isData: true)
+            let meeting = pickup.meetingTime.map { catalogue.text(.offerMeeting, ["time": clock($0, utcOffsetS)]) }
+            layout.row(facts(pickup), right: meeting ?? "")
+            layout.row(hints([("accept", .hintAccept), ("reject", .hintReject)]))
+        case .enRoute(let pickup):
+            layout.row(title(view.mode), right: linkBadge(view))
+            // `+2`: a shared ride's further pickups, listed in order on the detail pages.
+            layout.row(pickup.address, right: pickup.stops > 0 ? "+\(pickup.stops)" : "", isData: true)
+            layout.row(facts(pickup))
+            if let meeting = pickup.meetingTime {
+                layout.row(meetingText(meeting, now: now, utcOffsetS: utcOffsetS))
+            } else if let passenger = passengerRow(pickup) {
+                // Who to look for matters more near the pickup than the arrived key.
+                layout.row(passenger.name, right: passenger.code, isData: true)
+            } else {
+                layout.row(hints([("arrived", .hintArrived)]))
+            }
+        case .atPickup(let pickup):
+            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(catalogue.text(.promptOnBoard), alert: true)
+            if let passenger = passengerRow(pickup) {
+                layout.row(passenger.name, right: passenger.code, isData: true)
+            } else {
+                layout.row(pickup.address, isData: true)
+            }
+            layout.row(hints([("pob", .hintOnBoard), ("noshow", .hintNoShow)]))
+        case .onBoard(let passengers, let dropoff):
+            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(catalogue.text(.jobPassengers, ["n": "\(passengers)"]))
+            if let dropoff {
+                layout.row(dropoff.address, right: dropoff.distanceM.map(formatDistance) ?? "", isData: true)
+            } else {
+                layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
+            }
+            layout.row(hints([("clear", .hintClear)]))
+        }
+    }
+
+    /// A page of the job's details: a heading with the page number, then up to three rows.
+    private func detailPage(_ page: DriverView.DetailPage, number: Int, of count: Int, into layout: inout Layout) {
+        let counter = "\(number)/\(count)"
+        func place(_ heading: String, _ stop: DriverView.Stop) {
+            layout.row(heading, right: counter)
+            let rows = Layout.wrap(stop.address, columns: size.columns, rows: 2)
+            for row in rows { layout.row(row, isData: true) }
+            if rows.count < 2 { layout.row("") }
+            layout.row(stop.distanceM.map(formatDistance) ?? "")
+        }
+        switch page {
+        case .passenger(let name, let phone, let code):
+            layout.row(catalogue.text(.detailsPassenger), right: counter)
+            layout.row(name ?? "", isData: true)
+            layout.row(phone ?? "", isData: true)
+            layout.row(code.map { catalogue.text(.detailsCode, ["code": $0]) } ?? "", isData: true)
+        case .dropoff(let stop):
+            place(catalogue.text(.detailsDropoff), stop)
+        case .pickup(let number, let stop):
+            place(catalogue.text(.detailsPickup, ["n": "\(number)"]), stop)
+        case .note(let note):
+            layout.row(catalogue.text(.detailsNote), right: counter)
+            for row in Layout.wrap(note, columns: size.columns, rows: 3) { layout.row(row, isData: true) }
+        }
+    }
+
+    /// The passenger's name and pickup code, when the booking gave either.
+    private func passengerRow(_ pickup: DriverView.Pickup) -> (name: String, code: String)? {
+        guard pickup.passengerName != nil || pickup.pickupCode != nil else { return nil }
+        return (pickup.passengerName ?? "", pickup.pickupCode.map { "#" + $0 } ?? "")
     }
 
     private func title(_ mode: DriverView.Mode) -> String {
@@ -174,8 +228,10 @@ public struct ScreenRenderer: Sendable {
         inputs.compactMap { input in keyLabels[input.action].map { "\($0)=\(catalogue.text(input.word))" } }.joined(separator: " ")
     }
 
-    private func noticeText(_ notice: DriverView.Notice) -> String {
+    private func noticeText(_ notice: DriverView.Notice, utcOffsetS: Int) -> String {
         switch notice {
+        case .reminder(let meeting): catalogue.text(.noticeReminder, ["time": clock(meeting, utcOffsetS)])
+        case .freeSeats(let count): catalogue.text(.statusSeats, ["n": "\(count)"])
         case .cancelled: catalogue.text(.noticeCancelled)
         case .updated: catalogue.text(.noticeUpdated)
         case .sent: catalogue.text(.noticeSent)
@@ -199,6 +255,30 @@ private struct Layout {
         lines[lines.count - 1] = ScreenLine(fit(text, "", isData: false), alert: alert)
     }
 
+    /// Puts data (the dispatcher's words) on `row`, when the screen has that row.
+    mutating func replace(row: Int, with text: String) {
+        guard lines.indices.contains(row) else { return }
+        lines[row] = ScreenLine(fit(text, "", isData: true))
+    }
+
+    /// `text` over at most `rows` rows of `columns`, broken between words where a word fits; the
+    /// rest is cut, like any data that does not fit.
+    static func wrap(_ text: String, columns: Int, rows: Int) -> [String] {
+        var result: [String] = []
+        var rest = Substring(printable(text)).drop(while: { $0 == " " })
+        while !rest.isEmpty, result.count < rows {
+            if rest.count <= columns {
+                result.append(String(rest))
+                break
+            }
+            let head = rest.prefix(columns + 1)
+            let cut = head.lastIndex(of: " ").flatMap { $0 > rest.startIndex ? $0 : nil } ?? rest.index(rest.startIndex, offsetBy: columns)
+            result.append(String(rest[..<cut]).trimmingSuffixSpaces())
+            rest = rest[cut...].drop(while: { $0 == " " })
+        }
+        return result
+    }
+
     /// `left` from the first column, `right` against the last, at least one space between; what
     /// does not fit is cut from the left text first.
     private mutating func fit(_ left: String, _ right: String, isData: Bool) -> [Character] {
@@ -215,8 +295,16 @@ private struct Layout {
     }
 
     /// Control characters in data (an address with a newline or an escape) would move the cursor.
-    private static func printable(_ text: String) -> String {
+    static func printable(_ text: String) -> String {
         String(text.map { $0.unicodeScalars.contains { $0.properties.generalCategory == .control } ? " " : $0 })
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffixSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
     }
 }
 

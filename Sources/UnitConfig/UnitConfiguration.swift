@@ -135,6 +135,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var arrivalRadiusM: Double
         public var noShowWaitS: Double
         public var noShowRadiusM: Double
+        /// An accepted reservation rings this many minutes before its meeting time; 0: never.
+        public var reminderMin: Int
     }
 
     public var unit: Unit
@@ -311,7 +313,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             offerTimeoutS: jobSection.number("offer_timeout_s", default: 60, in: 1...3600),
             arrivalRadiusM: jobSection.number("arrival_radius_m", default: 20, in: 1...10_000),
             noShowWaitS: jobSection.number("no_show_wait_s", default: 300, in: 0...86400),
-            noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000)
+            noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000),
+            reminderMin: jobSection.integer("reminder_min", default: 10, in: 0...1440)
         )
         jobSection.finish(into: &problems)
 
@@ -562,7 +565,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         UnitSettings(
             positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM),
             offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
-            noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

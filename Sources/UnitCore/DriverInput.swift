@@ -20,9 +20,13 @@ public enum DriverInput: Sendable, Equatable, Codable {
     case pause(PauseReason)
     case resume
     case sos
+    /// Free seats set by hand (`seats 3`); nil: one fewer than now (a passenger got in).
+    case seats(Int?)
+    /// The terminal shows the job's next page of details; the machine only checks there is a job.
+    case details
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -48,7 +52,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
         let rest = words.dropFirst().joined(separator: " ")
         let simple: [String: DriverInput] = [
             "duty": .duty, "accept": .accept, "arrived": .arrived, "clear": .clear, "noshow": .noShow,
-            "resume": .resume, "sos": .sos,
+            "resume": .resume, "sos": .sos, "info": .details,
         ]
         if let input = simple[word] {
             return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))
@@ -64,6 +68,12 @@ public enum DriverInput: Sendable, Equatable, Codable {
                 return .failure(.badArgument(input: word, problem: "passengers must be a whole number from 1, found \"\(rest)\""))
             }
             return .success(.passengersOnBoard(count))
+        case "seats":
+            guard !rest.isEmpty else { return .success(.seats(nil)) }
+            guard let count = Int(rest), (0...99).contains(count) else {
+                return .failure(.badArgument(input: word, problem: "free seats must be a whole number from 0 to 99, found \"\(rest)\""))
+            }
+            return .success(.seats(count))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
             guard let reason = PauseReason(rawValue: rest.lowercased()) else {

@@ -23,6 +23,8 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case alreadyPaused
     case pauseOnlyWhenAvailable
     case notPaused
+    /// Job details asked for with no job.
+    case noJob
 
     public var description: String {
         switch self {
@@ -38,6 +40,7 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .alreadyPaused: "Already paused"
         case .pauseOnlyWhenAvailable: "Pause only when available"
         case .notPaused: "Not paused"
+        case .noJob: "No job to show"
         }
     }
 }

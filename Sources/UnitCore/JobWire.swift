@@ -49,7 +49,7 @@ public struct Place: Sendable, Equatable, Codable {
 
     public var coordinate: Coordinate { Coordinate(lat: lat, lon: lon) }
 
-    var label: String { address ?? "\(lat), \(lon)" }
+    public var label: String { address ?? "\(lat), \(lon)" }
 }
 
 /// `job/offer`: the dispatcher proposes a job.
@@ -63,19 +63,23 @@ public struct JobOffer: Sendable, Equatable, Codable {
     public var meetingTime: Int64?
     public var shared: Bool?
     public var note: String?
+    /// Where the ride goes, when the booking says.
+    public var dropoff: Place?
+    /// Who to pick up.
+    public var passenger: Passenger?
     /// Dispatcher clock when the offer was made, ms; lets the unit recognise an offer that waited
     /// in the broker longer than its answer window.
     public var t: Int64?
 
     enum CodingKeys: String, CodingKey {
-        case job, pickup, passengers, shared, note, t
+        case job, pickup, passengers, shared, note, dropoff, passenger, t
         case respondWithinS = "respond_within_s"
         case meetingTime = "meeting_time"
     }
 
     public init(
         job: String, pickup: Place, respondWithinS: Double? = nil, passengers: Int? = nil, meetingTime: Int64? = nil,
-        shared: Bool? = nil, note: String? = nil, t: Int64? = nil
+        shared: Bool? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil, t: Int64? = nil
     ) {
         self.job = job
         self.pickup = pickup
@@ -84,7 +88,29 @@ public struct JobOffer: Sendable, Equatable, Codable {
         self.meetingTime = meetingTime
         self.shared = shared
         self.note = note
+        self.dropoff = dropoff
+        self.passenger = passenger
         self.t = t
+    }
+}
+
+/// `job/offer.passenger`: who the driver picks up. Every field is optional.
+public struct Passenger: Sendable, Equatable, Codable {
+    public var name: String?
+    /// For the driver to call; digits, spaces, `+ - ( )` only.
+    public var phone: String?
+    /// What the passenger tells the driver to prove the booking is theirs.
+    public var pickupCode: String?
+
+    enum CodingKeys: String, CodingKey {
+        case name, phone
+        case pickupCode = "pickup_code"
+    }
+
+    public init(name: String? = nil, phone: String? = nil, pickupCode: String? = nil) {
+        self.name = name
+        self.phone = phone
+        self.pickupCode = pickupCode
     }
 }
 
@@ -182,6 +208,12 @@ public enum InboundLimits {
     public static let passengers: ClosedRange<Int> = 1...99
     /// `t` and `meeting_time` must be within this of the unit clock.
     public static let timeWindowMs: Int64 = 366 * 86_400_000
+    /// `passenger.name`.
+    public static let nameBytes = 100
+    /// `passenger.phone`: the longest international number (15 digits) with room for spacing.
+    public static let phoneBytes = 32
+    /// `passenger.pickup_code`.
+    public static let pickupCodeBytes = 16
 }
 
 extension InboundTopic {
@@ -275,9 +307,9 @@ extension InboundMessage {
     }
 
     /// Texts shown to the driver: bounded; line breaks and other control characters refused.
-    static func checkText(_ text: String?, field: String) -> String? {
+    static func checkText(_ text: String?, field: String, limit: Int = InboundLimits.textBytes) -> String? {
         guard let text else { return nil }
-        if text.utf8.count > InboundLimits.textBytes { return "\(field) is longer than \(InboundLimits.textBytes) bytes" }
+        if text.utf8.count > limit { return "\(field) is longer than \(limit) bytes" }
         if text.unicodeScalars.contains(where: isControl) { return "\(field) contains control characters" }
         return nil
     }
@@ -308,7 +340,23 @@ extension InboundMessage {
         if let reason = checkPassengers(offer.passengers, field: "passengers") { return reason }
         if let reason = checkTime(offer.meetingTime, field: "meeting_time", now: now) { return reason }
         if let reason = checkTime(offer.t, field: "t", now: now) { return reason }
+        if let dropoff = offer.dropoff {
+            if let reason = checkCoordinate(lat: dropoff.lat, lon: dropoff.lon, field: "dropoff") { return reason }
+            if let reason = checkText(dropoff.address, field: "dropoff.address") { return reason }
+        }
+        if let passenger = offer.passenger, let reason = check(passenger) { return reason }
         return checkText(offer.note, field: "note")
+    }
+
+    static func check(_ passenger: Passenger) -> String? {
+        if let reason = checkText(passenger.name, field: "passenger.name", limit: InboundLimits.nameBytes) { return reason }
+        if let phone = passenger.phone {
+            if phone.utf8.count > InboundLimits.phoneBytes { return "passenger.phone is longer than \(InboundLimits.phoneBytes) bytes" }
+            guard phone.contains(where: \.isNumber), phone.unicodeScalars.allSatisfy({ "0123456789+-() ".unicodeScalars.contains($0) }) else {
+                return "passenger.phone may hold only digits, spaces and + - ( )"
+            }
+        }
+        return checkText(passenger.pickupCode, field: "passenger.pickup_code", limit: InboundLimits.pickupCodeBytes)
     }
 
     static func check(_ update: JobUpdate) -> String? {
@@ -449,13 +497,16 @@ public struct RideSummary: Sendable, Equatable, Codable {
     /// The last fix when the passengers got in and out; nil without a fix.
     public var pickupFix: Fix?
     public var dropFix: Fix?
+    /// From arriving at the pickup to the passengers on board; nil when the arrival is not known.
+    public var waitingMs: Int64?
 
-    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupFix: Fix?, dropFix: Fix?) {
+    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupFix: Fix?, dropFix: Fix?, waitingMs: Int64? = nil) {
         self.job = job
         self.passengers = passengers
         self.pickupTime = pickupTime
         self.dropTime = dropTime
         self.pickupFix = pickupFix
         self.dropFix = dropFix
+        self.waitingMs = waitingMs
     }
 }

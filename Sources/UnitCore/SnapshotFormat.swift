@@ -7,21 +7,28 @@
 /// Tests/Fixtures/release-038dd7a/snapshots) plus the version, `"v":1`; without `v` it is 1.
 /// A release that changes the shape writes the next version and keeps reading every earlier one. A
 /// snapshot of a version this release does not know fails to decode, and the unit sets it aside.
+///
+/// Version 2 is version 1 plus optional keys, each absent when it has no value: the job's
+/// `dropoff` and `passenger`, the ride start's `arrivedAt`, and the snapshot's `freeSeats` and
+/// `reminder`. A version 1 snapshot therefore reads as the same state with none of them.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
-    static let formatVersion = 1
+    static let formatVersion = 2
+    /// Every format this release reads.
+    static let readableVersions = 1...2
 
     private enum CodingKeys: String, CodingKey {
         case version = "v"
-        case state, panic, answeredOffers
+        case state, panic, answeredOffers, freeSeats, reminder
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 1
-        guard version == Self.formatVersion else {
+        guard Self.readableVersions.contains(version) else {
             throw DecodingError.dataCorruptedError(
-                forKey: .version, in: container, debugDescription: "snapshot format \(version); this release reads format \(Self.formatVersion)")
+                forKey: .version, in: container,
+                debugDescription: "snapshot format \(version); this release reads formats \(Self.readableVersions.lowerBound) to \(Self.readableVersions.upperBound)")
         }
         // The walking skeleton stored the state's name (`{"state":"off_duty"}`): an updated unit
         // starts where it was.
@@ -37,6 +44,12 @@ extension UnitSnapshot: Codable {
         }
         panic = try container.decodeIfPresent(Panic.self, forKey: .panic)
         answeredOffers = try container.decodeIfPresent([AnsweredOffer].self, forKey: .answeredOffers) ?? []
+        // Read back from the disk: a count no taxi has is refused rather than trusted.
+        freeSeats = try container.decodeIfPresent(Int.self, forKey: .freeSeats)
+        if let freeSeats, !(0...99).contains(freeSeats) {
+            throw DecodingError.dataCorruptedError(forKey: .freeSeats, in: container, debugDescription: "free seats \(freeSeats) out of range")
+        }
+        reminder = try container.decodeIfPresent(Reminder.self, forKey: .reminder)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -45,6 +58,8 @@ extension UnitSnapshot: Codable {
         try container.encode(state, forKey: .state)
         try container.encodeIfPresent(panic, forKey: .panic)
         try container.encode(answeredOffers, forKey: .answeredOffers)
+        try container.encodeIfPresent(freeSeats, forKey: .freeSeats)
+        try container.encodeIfPresent(reminder, forKey: .reminder)
     }
 }
 
@@ -108,7 +123,7 @@ extension DriverState: Codable {
 
 extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
-        case id, pickup, passengers, meetingTime, shared, note, addedPickups
+        case id, pickup, passengers, meetingTime, shared, note, addedPickups, dropoff, passenger
     }
 
     public init(from decoder: any Decoder) throws {
@@ -120,7 +135,9 @@ extension Job: Codable {
             meetingTime: try container.decodeIfPresent(Int64.self, forKey: .meetingTime),
             shared: try container.decode(Bool.self, forKey: .shared),
             note: try container.decodeIfPresent(String.self, forKey: .note),
-            addedPickups: try container.decode([StoredPlace].self, forKey: .addedPickups).map(\.place))
+            addedPickups: try container.decode([StoredPlace].self, forKey: .addedPickups).map(\.place),
+            dropoff: try container.decodeIfPresent(StoredPlace.self, forKey: .dropoff)?.place,
+            passenger: try container.decodeIfPresent(StoredPassenger.self, forKey: .passenger)?.passenger)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -132,6 +149,8 @@ extension Job: Codable {
         try container.encode(shared, forKey: .shared)
         try container.encodeIfPresent(note, forKey: .note)
         try container.encode(addedPickups.map(StoredPlace.init), forKey: .addedPickups)
+        try container.encodeIfPresent(dropoff.map(StoredPlace.init), forKey: .dropoff)
+        try container.encodeIfPresent(passenger.map(StoredPassenger.init), forKey: .passenger)
     }
 }
 
@@ -157,18 +176,38 @@ extension PendingOffer: Codable {
 
 extension RideStart: Codable {
     private enum CodingKeys: String, CodingKey {
-        case time, fix
+        case time, fix, arrivedAt
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(time: try container.decode(Int64.self, forKey: .time), fix: try container.decodeIfPresent(StoredFix.self, forKey: .fix)?.fix)
+        self.init(
+            time: try container.decode(Int64.self, forKey: .time), fix: try container.decodeIfPresent(StoredFix.self, forKey: .fix)?.fix,
+            arrivedAt: try container.decodeIfPresent(Int64.self, forKey: .arrivedAt))
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(time, forKey: .time)
         try container.encodeIfPresent(fix.map(StoredFix.init), forKey: .fix)
+        try container.encodeIfPresent(arrivedAt, forKey: .arrivedAt)
+    }
+}
+
+extension Reminder: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case job, at
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(job: try container.decode(String.self, forKey: .job), at: try container.decode(Int64.self, forKey: .at))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(job, forKey: .job)
+        try container.encode(at, forKey: .at)
     }
 }
 
@@ -233,6 +272,33 @@ private struct StoredPlace: Codable {
         try container.encode(place.lat, forKey: .lat)
         try container.encode(place.lon, forKey: .lon)
         try container.encodeIfPresent(place.address, forKey: .address)
+    }
+}
+
+/// A job's passenger inside the snapshot (format 2).
+private struct StoredPassenger: Codable {
+    var passenger: Passenger
+
+    init(_ passenger: Passenger) {
+        self.passenger = passenger
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case name, phone, pickupCode
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        passenger = Passenger(
+            name: try container.decodeIfPresent(String.self, forKey: .name), phone: try container.decodeIfPresent(String.self, forKey: .phone),
+            pickupCode: try container.decodeIfPresent(String.self, forKey: .pickupCode))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(passenger.name, forKey: .name)
+        try container.encodeIfPresent(passenger.phone, forKey: .phone)
+        try container.encodeIfPresent(passenger.pickupCode, forKey: .pickupCode)
     }
 }
 

@@ -67,6 +67,7 @@ public struct Step: Sendable, Equatable {
 
     public var replies: [JobReply] { messages.compactMap { if case .reply(let reply) = $0 { reply } else { nil } } }
     public var told: [String] { driver.compactMap { if case .told(let text) = $0 { text } else { nil } } }
+    public var reminded: Bool { driver.contains { if case .reminder = $0 { true } else { false } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
 
@@ -92,11 +93,13 @@ public enum OutgoingMessage: Sendable, Equatable {
     case zone(ZoneChange, at: Int64)
     /// The last valid fix again, flagged stale, `ageMs` old by the unit clock; on `pos`.
     case stalePosition(Fix, ageMs: Int64)
+    /// A finished ride, on `ride`; the shell adds the distance it measured over the stored fixes.
+    case ride(RideSummary)
 
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos: true
+        case .reply, .event, .sos, .ride: true
         case .zone, .stalePosition: false
         }
     }
@@ -122,4 +125,6 @@ public enum DriverNotice: Sendable, Equatable {
     case told(String)
     /// The driver's input makes no sense now; nothing else happened.
     case refused(DriverRefusal)
+    /// An accepted reservation's meeting is near: rings, unlike what the driver is merely told.
+    case reminder(String)
 }

@@ -18,12 +18,14 @@ public struct Job: Sendable, Equatable {
     public var meetingTime: Int64?
     public var shared: Bool
     public var note: String?
-    /// Further pickups added by `job/update` (shared rides).
+    /// Further pickups added by `job/update` (shared rides), in the order they were added.
     public var addedPickups: [Place]
+    public var dropoff: Place?
+    public var passenger: Passenger?
 
     public init(
         id: String, pickup: Place, passengers: Int = 1, meetingTime: Int64? = nil, shared: Bool = false, note: String? = nil,
-        addedPickups: [Place] = []
+        addedPickups: [Place] = [], dropoff: Place? = nil, passenger: Passenger? = nil
     ) {
         self.id = id
         self.pickup = pickup
@@ -32,12 +34,14 @@ public struct Job: Sendable, Equatable {
         self.shared = shared
         self.note = note
         self.addedPickups = addedPickups
+        self.dropoff = dropoff
+        self.passenger = passenger
     }
 
     public init(_ offer: JobOffer) {
         self.init(
             id: offer.job, pickup: offer.pickup, passengers: offer.passengers ?? 1, meetingTime: offer.meetingTime,
-            shared: offer.shared ?? false, note: offer.note)
+            shared: offer.shared ?? false, note: offer.note, dropoff: offer.dropoff, passenger: offer.passenger)
     }
 }
 
@@ -58,10 +62,25 @@ public struct PendingOffer: Sendable, Equatable {
 public struct RideStart: Sendable, Equatable {
     public var time: Int64
     public var fix: Fix?
+    /// When the taxi arrived at the pickup, for the waiting time; nil in a ride restored from a
+    /// format 1 snapshot, which did not keep it.
+    public var arrivedAt: Int64?
 
-    public init(time: Int64, fix: Fix?) {
+    public init(time: Int64, fix: Fix?, arrivedAt: Int64? = nil) {
         self.time = time
         self.fix = fix
+        self.arrivedAt = arrivedAt
+    }
+}
+
+/// A reservation's reminder: due `at` (unit clock) while the taxi is on the way to `job`'s pickup.
+public struct Reminder: Sendable, Equatable {
+    public var job: String
+    public var at: Int64
+
+    public init(job: String, at: Int64) {
+        self.job = job
+        self.at = at
     }
 }
 
@@ -150,11 +169,21 @@ public struct UnitSnapshot: Sendable, Equatable {
     public var panic: Panic?
     /// Most recent last, at most `UnitSettings.answeredOfferMemory` entries.
     public var answeredOffers: [AnsweredOffer]
+    /// Free seats as the driver set them by hand (minibus taxis fill up in the street); nil: the
+    /// configured seats.
+    public var freeSeats: Int?
+    /// The accepted reservation's reminder, not yet given.
+    public var reminder: Reminder?
 
-    public init(state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = []) {
+    public init(
+        state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = [], freeSeats: Int? = nil,
+        reminder: Reminder? = nil
+    ) {
         self.state = state
         self.panic = panic
         self.answeredOffers = answeredOffers
+        self.freeSeats = freeSeats
+        self.reminder = reminder
     }
 }
 
@@ -173,10 +202,12 @@ public struct UnitSettings: Sendable, Equatable {
     /// How many finished offers are remembered for redeliveries. Brokers redeliver within a session
     /// or after a reconnect, so a few dozen cover any realistic gap.
     public var answeredOfferMemory: Int
+    /// An accepted reservation rings this long before its meeting time; 0: never.
+    public var reminderMin: Int
 
     public init(
         positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
-        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64
+        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10
     ) {
         self.positions = positions
         self.offerTimeoutS = offerTimeoutS
@@ -185,6 +216,7 @@ public struct UnitSettings: Sendable, Equatable {
         self.noShowRadiusM = noShowRadiusM
         self.seats = seats
         self.answeredOfferMemory = answeredOfferMemory
+        self.reminderMin = reminderMin
     }
 }
 
@@ -193,6 +225,8 @@ public enum TimerID: Sendable, Hashable, Codable {
     case offerDeadline(job: String)
     /// Sends the last valid fix, marked stale, when no fix has been valid for the reporting interval.
     case heartbeat
+    /// Rings the driver before an accepted reservation's meeting time.
+    case reminder(job: String)
 }
 
 /// What the retained `status` says, minus what only the shell knows (online, zone, clock).
@@ -256,10 +290,15 @@ public struct UnitStateMachine: Sendable {
         return UnitStatus(state: state.name, pauseReason: pauseReason, job: state.job?.id, seatsLeft: seatsLeft)
     }
 
+    /// The seats jobs may fill: the driver's count when set by hand, never more than configured.
+    public var seats: Int {
+        max(0, min(snapshot.freeSeats ?? settings.seats, settings.seats))
+    }
+
     /// Seats minus passengers on board.
     public var seatsLeft: Int {
-        if case .onBoard(let job, _) = state { return job.passengers >= settings.seats ? 0 : settings.seats - max(0, job.passengers) }
-        return settings.seats
+        if case .onBoard(let job, _) = state { return job.passengers >= seats ? 0 : seats - max(0, job.passengers) }
+        return seats
     }
 
     public mutating func handle(_ event: UnitEvent) -> Step {
@@ -289,17 +328,24 @@ public struct UnitStateMachine: Sendable {
             return Step(messages: [.reply(JobReply(job: job, re: problem.topic, reply: .invalid, reason: problem.reason, t: now))], notes: [description])
         case .timerFired(.heartbeat, let now):
             return positions.heartbeatDue(now: now, state: reportingState)
+        case .timerFired(.reminder(let job), let now):
+            return remind(job: job, now: now)
         case .timerFired(.offerDeadline(let job), let now):
             guard case .offered(let offer) = state, offer.job.id == job else {
                 return .note("offer deadline for \(job) no longer pending")
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
         case .resumed(let now):
-            guard case .offered(let offer) = state else { return Step() }
-            if offer.deadline <= now {
-                return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
+            var step = Step()
+            if let reminder = snapshot.reminder {
+                // Given at most once: a reminder due while the unit was down rings now.
+                step = reminder.at <= now ? remind(job: reminder.job, now: now) : Step(timers: [.start(.reminder(job: reminder.job), fireAt: reminder.at)])
             }
-            return Step(timers: [.start(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)])
+            guard case .offered(let offer) = state else { return step }
+            if offer.deadline <= now {
+                return step + answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
+            }
+            return step + Step(timers: [.start(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)])
         }
     }
 
@@ -341,7 +387,16 @@ public struct UnitStateMachine: Sendable {
             return refuse(.finishJobFirst)
 
         case (.accept, .offered(let offer)):
-            return answerOffer(.accept, reason: nil, now: now, then: .enRoute(offer.job), tell: "Job \(offer.job.id) accepted, sent. Go to \(offer.job.pickup.label)")
+            var reminder: Reminder?
+            if let meeting = offer.job.meetingTime, settings.reminderMin > 0 {
+                let at = meeting.saturatingSubtract(Int64(settings.reminderMin.saturatingMultiply(60_000)))
+                if at > now { reminder = Reminder(job: offer.job.id, at: at) }
+            }
+            snapshot.reminder = reminder
+            var step = answerOffer(
+                .accept, reason: nil, now: now, then: .enRoute(offer.job), tell: "Job \(offer.job.id) accepted, sent. Go to \(offer.job.pickup.label)")
+            if let reminder { step.timers.append(.start(.reminder(job: reminder.job), fireAt: reminder.at)) }
+            return step
         case (.reject(let reason), .offered(let offer)):
             return answerOffer(.reject, reason: reason, now: now, then: .available, tell: "Job \(offer.job.id) refused, sent")
         case (.accept, _), (.reject, _):
@@ -352,12 +407,12 @@ public struct UnitStateMachine: Sendable {
         case (.arrived, _):
             return refuse(.notOnTheWay)
 
-        case (.passengersOnBoard(let count), .atPickup(let job, _)):
+        case (.passengersOnBoard(let count), .atPickup(let job, let arrivedAt)):
             var job = job
             let passengers = count ?? job.passengers
-            guard passengers <= settings.seats else { return refuse(.notEnoughSeats(seats: settings.seats)) }
+            guard passengers <= seats else { return refuse(.notEnoughSeats(seats: seats)) }
             job.passengers = passengers
-            let start = RideStart(time: now, fix: lastFix)
+            let start = RideStart(time: now, fix: lastFix, arrivedAt: arrivedAt)
             return transition(to: .onBoard(job, since: start), now: now, tell: "\(passengers) on board")
         case (.passengersOnBoard, _):
             return refuse(.notAtPickup)
@@ -379,9 +434,12 @@ public struct UnitStateMachine: Sendable {
 
         case (.clear, .onBoard(let job, let since)):
             let ride = RideSummary(
-                job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix)
+                job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix,
+                waitingMs: since.arrivedAt.map { max(0, since.time.saturatingSubtract($0)) })
             var step = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
             step.ride = ride
+            // After the `completed` event: the dispatcher's record of the ride, for distance fares.
+            step.messages.append(.ride(ride))
             return step
         case (.clear, _):
             return refuse(.noPassenger)
@@ -397,7 +455,31 @@ public struct UnitStateMachine: Sendable {
             return transition(to: .available, now: now, tell: "Available")
         case (.resume, _):
             return refuse(.notPaused)
+
+        case (.seats(let count), _):
+            // Without a count, one seat fewer (a passenger got in), round to all seats after none.
+            let free = count ?? (seats == 0 ? settings.seats : seats - 1)
+            guard (0...max(0, settings.seats)).contains(free) else { return refuse(.notEnoughSeats(seats: settings.seats)) }
+            snapshot.freeSeats = free == settings.seats ? nil : free
+            return Step(snapshot: snapshot, status: status, driver: [.told("Free seats \(seatsLeft)")])
+
+        case (.details, _):
+            // Paging is the terminal's: the machine only says when there is nothing to page through.
+            return state.job == nil ? refuse(.noJob) : Step()
         }
+    }
+
+    /// Rings the driver before the reservation's meeting time, once.
+    private mutating func remind(job id: String, now: Int64) -> Step {
+        guard let reminder = snapshot.reminder, reminder.job == id else { return .note("reminder for \(id) no longer due") }
+        guard case .enRoute(let job) = state, job.id == reminder.job else {
+            // Only a snapshot read back from the disk can hold a reminder for another state.
+            snapshot.reminder = nil
+            return Step(snapshot: snapshot, notes: ["reminder for \(id) dropped: not on the way to its pickup"])
+        }
+        snapshot.reminder = nil
+        let meeting = job.meetingTime.map { " in \(max(0, $0.saturatingSubtract(now)) / 60_000) min" } ?? ""
+        return Step(snapshot: snapshot, driver: [.reminder("Reminder: job \(job.id), meet at \(job.pickup.label)\(meeting)")])
     }
 
     // MARK: Dispatcher
@@ -425,8 +507,8 @@ public struct UnitStateMachine: Sendable {
             return remember(JobReply(job: offer.job, reply: .busy, reason: state.name.rawValue, t: receivedAt))
         }
         let job = Job(offer)
-        guard job.passengers <= settings.seats else {
-            return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(settings.seats) seats", t: receivedAt))
+        guard job.passengers <= seats else {
+            return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(seats) seats", t: receivedAt))
         }
         let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt.saturatingAdd(windowMs))
         var step = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, windowMs: windowMs))
@@ -471,8 +553,8 @@ public struct UnitStateMachine: Sendable {
             passengers = passengers.saturatingAdd(added.passengers ?? 1)
             told.append("extra pickup at \(added.place.label)")
         }
-        guard passengers <= settings.seats else {
-            let reason = "\(passengers) passengers exceed \(settings.seats) seats"
+        guard passengers <= seats else {
+            let reason = "\(passengers) passengers exceed \(seats) seats"
             return Step(
                 messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now))],
                 notes: ["update for job \(job.id) refused: \(reason)"])
@@ -497,10 +579,16 @@ public struct UnitStateMachine: Sendable {
     private mutating func transition(to next: DriverState, now: Int64, reason: String? = nil, tell: String) -> Step {
         let from = state
         snapshot.state = next
+        var cancelled: [TimerChange] = []
+        // A reminder is for the way to the pickup: arriving, a cancel or anything else ends it.
+        if let reminder = snapshot.reminder, !(next.name == .enRoute && next.job?.id == reminder.job) {
+            snapshot.reminder = nil
+            cancelled.append(.cancel(.reminder(job: reminder.job)))
+        }
         let job = next.job?.id ?? from.job?.id
         let step = Step(
             snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],
-            status: status, driver: [.told(tell)])
+            timers: cancelled, status: status, driver: [.told(tell)])
         return from.name == next.name ? step : step + positions.stateChanged(to: reportingState)
     }
 

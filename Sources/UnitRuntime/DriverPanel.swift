@@ -5,30 +5,54 @@ import UnitCore
 /// performs this as an observer: the core knows nothing of screens.
 struct DriverPanel {
     private(set) var notice: DriverView.Notice?
+    private(set) var noticeDetail: String?
     private(set) var noticeSerial = 0
     /// Set by the dispatcher's `sos/ack`, cleared by the driver's next input.
     private(set) var sosAcknowledged = false
+    /// The job detail page shown instead of the job's screen; nil: the job's screen.
+    private(set) var page: Int?
 
     /// Notes what one step means for the driver: `event` was handled in `before` and produced `step`.
-    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step) {
+    /// `seatsLeft`: the free seats after the step.
+    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int) {
+        // Pages belong to one job in one state: anything else starts from the job's screen again.
+        if before.name != after.name || before.job?.id != after.job?.id { page = nil }
         switch event {
         case .driver(let input, _):
             sosAcknowledged = false
             // SOS says nothing on the screen, whatever the state machine tells the log.
             if case .sos = input { return }
+            if case .details = input, let job = after.job, step.refusals.isEmpty {
+                // The next page, and after the last one the job's screen again.
+                let count = DriverView.detailPages(of: job, distance: { _ in nil }).count
+                let next = (page ?? -1) + 1
+                page = next < count ? next : nil
+                // The driver is reading: a notice would hide the page's last row.
+                notice = nil
+                noticeDetail = nil
+                return
+            }
+            page = nil
             if !step.replies.isEmpty {
                 raise(.sent)
             } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))
+            } else if case .seats = input {
+                raise(.freeSeats(seatsLeft))
             }
         case .inbound(.sosAck, _):
             sosAcknowledged = true
-        case .inbound(.cancel, _):
-            if before.job != nil, after.job == nil { raise(.cancelled) }
-        case .inbound(.update, _):
-            if before.job != after.job, after.job != nil { raise(.updated) }
+        case .inbound(.cancel(let cancel), _):
+            if before.job != nil, after.job == nil { raise(.cancelled, detail: cancel.reason) }
+        case .inbound(.update(let update), _):
+            if before.job != after.job, after.job != nil {
+                // The added pickup's address is what the driver must act on; else the note.
+                raise(.updated, detail: update.addPickup.map { "+ " + $0.place.label } ?? update.note)
+            }
         case .timerFired, .resumed:
-            if step.replies.contains(where: { $0.reply == .timeout }) {
+            if step.reminded, let meeting = after.job?.meetingTime {
+                raise(.reminder(meetingTime: meeting))
+            } else if step.replies.contains(where: { $0.reply == .timeout }) {
                 raise(.timedOut)
             }
         case .gps, .inbound(.offer, _), .malformed:
@@ -36,8 +60,9 @@ struct DriverPanel {
         }
     }
 
-    private mutating func raise(_ notice: DriverView.Notice) {
+    private mutating func raise(_ notice: DriverView.Notice, detail: String? = nil) {
         self.notice = notice
+        noticeDetail = detail
         noticeSerial += 1
     }
 
@@ -49,8 +74,8 @@ struct DriverPanel {
     ) -> DriverView {
         func pickup(_ job: Job) -> DriverView.Pickup {
             DriverView.Pickup(
-                address: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", distanceM: distance(job.pickup),
-                passengers: job.passengers, meetingTime: job.meetingTime)
+                address: job.pickup.label, distanceM: distance(job.pickup), passengers: job.passengers, meetingTime: job.meetingTime,
+                passengerName: job.passenger?.name, pickupCode: job.passenger?.pickupCode, stops: job.addedPickups.count)
         }
         let mode: DriverView.Mode
         switch state {
@@ -60,10 +85,12 @@ struct DriverPanel {
         case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline.saturatingSubtract(unitClockAheadMs))
         case .enRoute(let job): mode = .enRoute(pickup(job))
         case .atPickup(let job, _): mode = .atPickup(pickup(job))
-        case .onBoard(let job, _): mode = .onBoard(passengers: job.passengers)
+        case .onBoard(let job, _):
+            mode = .onBoard(passengers: job.passengers, dropoff: job.dropoff.map { DriverView.Stop(address: $0.label, distanceM: distance($0)) })
         }
         return DriverView(
-            mode: mode, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice,
-            noticeSerial: noticeSerial, sosAcknowledged: sosAcknowledged)
+            mode: mode, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice, noticeDetail: noticeDetail,
+            noticeSerial: noticeSerial, sosAcknowledged: sosAcknowledged,
+            details: state.job.map { DriverView.detailPages(of: $0, distance: distance) } ?? [], page: page)
     }
 }

@@ -70,7 +70,7 @@ final class StepPerformer {
             switch message {
             case .zone(let change, _):
                 logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
-            case .reply, .event, .sos, .stalePosition:
+            case .reply, .event, .sos, .stalePosition, .ride:
                 break
             }
         }
@@ -83,7 +83,7 @@ final class StepPerformer {
         }
         for notice in step.driver {
             switch notice {
-            case .told(let text):
+            case .told(let text), .reminder(let text):
                 logger.info("driver: \(text)")
                 performed.told.append(text)
             case .refused(let refusal):
@@ -139,7 +139,8 @@ final class StepPerformer {
     ) throws -> Commit {
         try store.write(durability) { transaction in
             var commit = Commit(queued: !messages.isEmpty)
-            for message in messages {
+            // The ride message waits for the ride's row below: it carries the distance measured there.
+            for message in messages where message.topic != RideMessage.topic {
                 let id = try message.enqueue(in: transaction)
                 if message.messageClass == .alarm { commit.alarmID = id }
             }
@@ -156,10 +157,23 @@ final class StepPerformer {
             if let ride = step.ride {
                 let record = try transaction.insertRide(ride)
                 logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(clamping: Int64(roundingChecked: record.distanceM) ?? 0))"])
+                // Without a fix at either end nothing was measured: the message says so by leaving it out.
+                let measured = ride.pickupFix != nil && ride.dropFix != nil ? record.distanceM : nil
+                for case .ride(let summary) in step.messages {
+                    try rideMessage(summary, distanceM: measured, now: now).enqueue(in: transaction)
+                }
             }
             // The same commit marks what the broker acknowledged and packs what goes next.
             if outbox.pack(in: transaction, at: now) { commit.queued = true }
             return commit
+        }
+    }
+
+    /// `ride`, on the event lane (QoS 1 like every unit message but the telemetry).
+    private func rideMessage(_ ride: RideSummary, distanceM: Double?, now: Int64) -> UnstoredMessage {
+        let unit = self.unit
+        return UnstoredMessage(topic: RideMessage.topic, messageClass: .event, createdAt: now) { seq, id in
+            try Array(JSONEncoder.wire.encode(RideMessage(ride, distanceM: distanceM, unit: unit, seq: seq, id: id)))
         }
     }
 
@@ -183,6 +197,9 @@ final class StepPerformer {
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
                 try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change)))
             }
+        case .ride(let ride):
+            // Kept in memory only when the commit failed; the retry has no ride row to measure on.
+            return rideMessage(ride, distanceM: nil, now: now)
         case .stalePosition(let fix, let ageMs):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
                 try PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)]).json()

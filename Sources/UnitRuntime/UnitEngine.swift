@@ -421,7 +421,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let performed = performer.perform(step, now: clockMs()) { publishStatus() }
         if let id = performed.storedAlarmID { machine.alarmStored(messageID: id) }
         if let recorded = step.fixes.last { lastFix = (recorded.fix, .now) }
-        panel.stepped(event, before: before, after: machine.state, step: step)
+        panel.stepped(event, before: before, after: machine.state, step: step, seatsLeft: machine.seatsLeft)
         return performed.told
     }
 

@@ -23,9 +23,12 @@ enum Booking {
         var meetingTime: Int64?
         var shares: String?
         var note: String?
+        /// As in `job/offer`.
+        var dropoff: Place?
+        var passenger: Passenger?
 
         enum CodingKeys: String, CodingKey {
-            case id, pickup, passengers, shares, note
+            case id, pickup, passengers, shares, note, dropoff, passenger
             case meetingTime = "meeting_time"
         }
     }
@@ -43,7 +46,7 @@ enum Booking {
                 PassengerRequest(
                     id: booking.id, pickup: Coordinate(lat: booking.pickup.lat, lon: booking.pickup.lon), address: booking.pickup.address,
                     passengers: booking.passengers ?? 1, meetingTime: booking.meetingTime, sharesRideOf: booking.shares,
-                    note: booking.note))
+                    note: booking.note, dropoff: booking.dropoff, passenger: booking.passenger))
         case cancelTopic:
             return .withdraw(request: try JSONDecoder().decode(Cancel.self, from: Data(payload)).id)
         default:

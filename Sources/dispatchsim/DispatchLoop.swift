@@ -129,7 +129,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
     private var subscriptions: [String] {
         let base = "\(options.topicPrefix)/\(options.fleet)/+/"
         let booking = Booking.topics(fleet: options.fleet)
-        let shared = [booking.request, booking.cancel, base + UnitTopic.sos.rawValue]
+        let shared = [booking.request, booking.cancel, base + UnitTopic.sos.rawValue, base + RideMessage.topic]
         let everyInstance = Self.topicsRead.filter { $0 != .sos }.map { base + $0.rawValue }
         guard let group = options.shareGroup else { return everyInstance + shared }
         return everyInstance + shared.map { "$share/\(group)/\($0)" }
@@ -152,11 +152,14 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard levels.count > prefixLevels + 1 else { return }
         let unit = levels[prefixLevels]
         let name = levels[(prefixLevels + 1)...].joined(separator: "/")
-        guard let topic = UnitTopic(rawValue: name) else { return }
         let report: UnitReport
         do {
-            guard let decoded = try decode(topic, Data(message.payload)) else { return }
-            report = decoded
+            if name == RideMessage.topic {
+                report = .ride(try JSONDecoder().decode(RideMessage.self, from: Data(message.payload)))
+            } else {
+                guard let topic = UnitTopic(rawValue: name), let decoded = try decode(topic, Data(message.payload)) else { return }
+                report = decoded
+            }
         } catch {
             note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
             return
@@ -263,7 +266,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         let numbers: [String: Any] = [
             "requests": stats.requests, "offers": stats.offers, "accepted": stats.accepted, "rejected": stats.rejected,
             "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
-            "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "sos": stats.sos,
+            "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "sos": stats.sos,
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
             "offer_to_reply_transit_ms": stats.offerToReplyTransitMs,

@@ -47,7 +47,8 @@ struct ScenarioFile {
             let request = PassengerRequest(
                 id: id, pickup: Coordinate(lat: lat, lon: lon), address: table["address"]?.string,
                 passengers: table["passengers"]?.integer ?? 1, meetingTime: meetingTime,
-                sharesRideOf: table["shares"]?.string, note: table["note"]?.string)
+                sharesRideOf: table["shares"]?.string, note: table["note"]?.string, dropoff: Self.dropoff(table),
+                passenger: Self.passenger(table))
             inputs.append(ScheduledInput(atMs: atMs, input: .request(request)))
         }
         for (index, entry) in (root["cancel"]?.array ?? []).enumerated() {
@@ -80,6 +81,19 @@ struct ScenarioFile {
     private static func scheduleMs(_ value: ConfigValue) -> Int64? {
         guard let seconds = value.number, seconds >= 0, seconds <= Double(Self.longestRunS) else { return nil }
         return Int64(millisecondsOf: seconds)
+    }
+
+    /// `dropoff = [lat, lon]` with an optional `dropoff_address`.
+    private static func dropoff(_ table: [String: ConfigValue]) -> Place? {
+        guard case .array(let pair)? = table["dropoff"], pair.count == 2, let lat = pair[0].number, let lon = pair[1].number else { return nil }
+        return Place(lat: lat, lon: lon, address: table["dropoff_address"]?.string)
+    }
+
+    /// `passenger_name`, `passenger_phone`, `pickup_code`: any of them.
+    private static func passenger(_ table: [String: ConfigValue]) -> Passenger? {
+        let passenger = Passenger(
+            name: table["passenger_name"]?.string, phone: table["passenger_phone"]?.string, pickupCode: table["pickup_code"]?.string)
+        return passenger == Passenger() ? nil : passenger
     }
 
     /// `[[zones]]` from any TOML file (a unit's configuration or a fleet's zone list): id and

@@ -428,3 +428,35 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(RequestSchedule.merge(a, b)[0] == a[0])
     }
 }
+
+@Suite struct WholeJobDispatchTests {
+    @Test func offersCarryTheDropoffAndThePassenger() throws {
+        var harness = Harness()
+        harness.queue("T1")
+        let dropoff = Place(lat: 0.005, lon: 0.015, address: "Station")
+        let passenger = Passenger(name: "A. Rossi", phone: "+39 02 1234", pickupCode: "4711")
+        let actions = harness.feed(.request(PassengerRequest(id: "R1", pickup: inA, note: "ring", dropoff: dropoff, passenger: passenger)))
+        let offer = try #require(actions.compactMap { if case .send(_, .offer(let offer)) = $0 { offer } else { nil } }.first)
+        #expect(offer.dropoff == dropoff && offer.passenger == passenger && offer.note == "ring")
+    }
+
+    @Test func rideSummariesAreLoggedAndCountedOnce() {
+        var harness = Harness()
+        let ride: RideMessage = decoded(
+            #"{"unit":"T1","seq":1,"id":"r1","job":"R1","passengers":2,"pickup":{"t":1,"lat":0,"lon":0},"drop":{"t":2},"distance_m":5230,"waiting_s":95}"#)
+        let actions = harness.feed(.report(unit: "T1", .ride(ride)))
+        #expect(logs(actions) == "R1 ride summary from T1: 2 passengers, 5230 m, waited 95 s")
+        #expect(harness.feed(.report(unit: "T1", .ride(ride))).isEmpty)
+        #expect(harness.dispatcher.stats.rides == 1 && harness.dispatcher.stats.duplicatesDropped == 1)
+    }
+
+    @Test func generatedRequestsHaveADestinationAndAPassenger() throws {
+        let map = ZoneMap(zones: [squareA, squareB])
+        let inputs = try RequestSchedule.generate([ZoneDemand(zone: "A", rate: .every(seconds: 60))], zones: map, durationS: 300, seed: 7)
+        for case .request(let request) in inputs.map(\.input) {
+            let dropoff = try #require(request.dropoff)
+            #expect(map.zone(containing: Coordinate(lat: dropoff.lat, lon: dropoff.lon)) != nil)
+            #expect(request.passenger?.name != nil && request.passenger?.pickupCode?.count == 4)
+        }
+    }
+}

@@ -142,14 +142,17 @@ let halfPastTwo: Int64 = 1_795_271_400_000
 /// Every reason an input can be refused, with the longest values: 99 seats, a day's no-show wait.
 let everyRefusal: [DriverRefusal] = [
     .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
-    .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused,
+    .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused, .noJob,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.
 func worstCaseViews() -> [DriverView] {
-    let pickup = DriverView.Pickup(address: "A", distanceM: 9_949, passengers: 8, meetingTime: halfPastTwo + 9 * 3600_000 + 29 * 60_000)
+    let pickup = DriverView.Pickup(
+        address: "A", distanceM: 9_949, passengers: 8, meetingTime: halfPastTwo + 9 * 3600_000 + 29 * 60_000, passengerName: "N",
+        pickupCode: "C", stops: 9)
+    let stop = DriverView.Stop(address: "A", distanceM: 9_949)
     var modes: [DriverView.Mode] = [.offDuty, .available, .offered(pickup, deadline: halfPastTwo + 60_000), .enRoute(pickup),
-                                   .atPickup(pickup), .onBoard(passengers: 8)]
+                                   .atPickup(pickup), .onBoard(passengers: 8), .onBoard(passengers: 8, dropoff: stop)]
     var noMeeting = pickup
     noMeeting.meetingTime = nil
     modes += [.enRoute(noMeeting), .offered(noMeeting, deadline: halfPastTwo + 60_000)]
@@ -157,7 +160,14 @@ func worstCaseViews() -> [DriverView] {
     var meetingSoon = pickup
     meetingSoon.meetingTime = halfPastTwo + 99 * 60_000
     modes += [.enRoute(meetingSoon)]
-    let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut] + everyRefusal.map { .refused($0) }
+    var noPassenger = noMeeting
+    noPassenger.passengerName = nil
+    noPassenger.pickupCode = nil
+    modes += [.enRoute(noPassenger), .atPickup(noPassenger)]
+    let notices: [DriverView.Notice?] = [
+        nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99),
+    ]
+        + everyRefusal.map { .refused($0) }
     var views: [DriverView] = []
     for mode in modes {
         for online in [true, false] {
@@ -165,6 +175,14 @@ func worstCaseViews() -> [DriverView] {
                 views.append(DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, notice: notice, noticeSerial: 1, sosAcknowledged: true))
             }
         }
+    }
+    // Every detail page with two-digit page numbers (`10/10`) beside the heading; an added pickup numbered 10.
+    let details: [DriverView.DetailPage] = [
+        .passenger(name: "N", phone: "P", pickupCode: "C"), .pickup(number: 10, stop), .dropoff(stop), .note("N"),
+        .note("N"), .note("N"), .note("N"), .note("N"), .note("N"), .dropoff(stop),
+    ]
+    for page in details.indices {
+        views.append(DriverView(mode: .enRoute(pickup), online: true, notice: .updated, noticeDetail: "D", noticeSerial: 1, details: details, page: page))
     }
     return views
 }
@@ -247,5 +265,57 @@ func worstCaseViews() -> [DriverView] {
         #expect(labels == ["accept": "a", "reject": "r", "pob": "1-8", "clear": "c"])
         #expect(ScreenRenderer.keyLabels(for: ["ENTER": "pob", "x": "pause refuel"]) == ["pob": "ENTER", "pause": "x"])
         #expect(ScreenRenderer.keyLabels(for: ["1": "pob 1", "3": "pob 3"])["pob"] == "1", "not a range")
+    }
+}
+
+@Suite struct WholeJobScreenTests {
+    let pickup = DriverView.Pickup(
+        address: "Via Roma 12, Milano", distanceM: 1234, passengers: 2, meetingTime: nil, passengerName: "Anna Rossi", pickupCode: "4711",
+        stops: 1)
+
+    @Test func enRouteAndAtPickupShowWhoToLookForAndFurtherPickups() throws {
+        let r = try renderer()
+        #expect(r.render(DriverView(mode: .enRoute(pickup), online: true), now: 0, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "TO PICKUP           ", "Via Roma 12, Mila +1", "1.2 km  2 pax       ", "Anna Rossi     #4711",
+        ])
+        #expect(r.render(DriverView(mode: .atPickup(pickup), online: true), now: 0, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "AT PICKUP           ", "Passengers on board?", "Anna Rossi     #4711", "1-8=Aboard n=No-show",
+        ])
+        let dropoff = DriverView.Stop(address: "Aeroporto Linate", distanceM: 7_450)
+        #expect(r.render(DriverView(mode: .onBoard(passengers: 2, dropoff: dropoff), online: true), now: 0, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "ON BOARD            ", "2 passengers        ", "Aeroporto Lin 7.5 km", "c=Clear             ",
+        ])
+    }
+
+    @Test func detailPagesShowPassengerPickupsDropoffAndNoteInOrder() throws {
+        var job = Job(id: "J1", pickup: Place(lat: 45.46, lon: 9.19), note: "Two suitcases and a folding wheelchair, ring twice at the gate")
+        job.passenger = Passenger(name: "Anna Rossi", phone: "+39 02 1234 5678", pickupCode: "4711")
+        job.addedPickups = [Place(lat: 45.47, lon: 9.2, address: "Corso Buenos Aires 1"), Place(lat: 45.48, lon: 9.21)]
+        job.dropoff = Place(lat: 45.45, lon: 9.27, address: "Aeroporto di Milano Linate, Terminal 1")
+        let pages = DriverView.detailPages(of: job, distance: { _ in 2_500 })
+        #expect(pages.count == 5)
+        let r = try renderer()
+        func rows(_ page: Int) -> [String] {
+            r.render(DriverView(mode: .enRoute(pickup), online: true, details: pages, page: page), now: 0, utcOffsetS: 0, showNotice: true).screen.rows
+        }
+        #expect(rows(0) == ["PASSENGER        1/5", "Anna Rossi          ", "+39 02 1234 5678    ", "Code 4711           "])
+        #expect(rows(1) == ["PICKUP 2         2/5", "Corso Buenos Aires 1", "                    ", "2.5 km              "])
+        #expect(rows(2) == ["PICKUP 3         3/5", "45.48, 9.21         ", "                    ", "2.5 km              "])
+        #expect(rows(3) == ["DROP-OFF         4/5", "Aeroporto di Milano ", "Linate, Terminal 1  ", "2.5 km              "])
+        #expect(rows(4) == ["NOTE             5/5", "Two suitcases and a ", "folding wheelchair, ", "ring twice at the   "])
+        // A page number past the end shows the job's screen.
+        #expect(rows(5)[0] == "TO PICKUP           ")
+    }
+
+    @Test func theDispatchersWordsAreShownWithTheNotice() throws {
+        let r = try renderer()
+        let view = DriverView(mode: .available, seatsLeft: 4, online: true, notice: .cancelled, noticeDetail: "passenger withdrew", noticeSerial: 1)
+        let screen = r.render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(screen.rows[2...] == ["passenger withdrew  ", "JOB CANCELLED       "])
+        #expect(r.render(view, now: 0, utcOffsetS: 0, showNotice: false).screen.rows[2] == "Free seats 4        ")
+        let reminder = DriverView(mode: .enRoute(pickup), online: true, notice: .reminder(meetingTime: halfPastTwo), noticeSerial: 2)
+        let reminded = r.render(reminder, now: halfPastTwo - 600_000, utcOffsetS: 3600, showNotice: true).screen
+        #expect(reminded.rows[3] == "REMINDER 15:30      ")
+        #expect(reminded.lines[3].alert)
     }
 }

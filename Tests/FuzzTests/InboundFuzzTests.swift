@@ -94,7 +94,7 @@ import UnitCore
     }
 
     @Test func theMachineUnderRandomEventsWithExtremeValues() async {
-        let step = zip(Gen.int(in: 0...11), Gen.int64(in: .min ... .max), Gen.int(in: -5...200))
+        let step = zip(Gen.int(in: 0...13), Gen.int64(in: .min ... .max), Gen.int(in: -5...200))
         await propertyCheck(count: FuzzBudget.cases(6_000, "machine-random-events"), input: step.array(of: 1...40)) { steps in
             var machine = UnitStateMachine(settings: UnitSettings(seats: 4))
             var now = Self.now
@@ -114,11 +114,16 @@ import UnitCore
                 case 8: .driver(.sos, at: now)
                 case 9: .resumed(at: now)
                 case 10: .driver(.arrived, at: now)
+                case 12: .driver(.seats(small % 2 == 0 ? nil : small - 10), at: now)
+                case 13: .timerFired(.reminder(job: job), at: now)
                 default: .driver(.clear, at: now)
                 }
                 _ = machine.handle(event)
                 #expect(machine.seatsLeft >= 0 && machine.seatsLeft <= 4)
             }
+            // Whatever the machine holds, the store can read back.
+            let stored = try? JSONDecoder().decode(UnitSnapshot.self, from: JSONEncoder().encode(machine.snapshot))
+            #expect(stored == machine.snapshot)
             var restored = UnitStateMachine(restoring: machine.snapshot, settings: machine.settings)
             _ = restored.handle(.resumed(at: now))
         }

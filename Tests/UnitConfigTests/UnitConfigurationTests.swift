@@ -46,11 +46,13 @@ import UnitCore
     }
 
     @Test func jobRulesAndSeatsAreReadAndChecked() throws {
-        let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\n")
+        let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\nreminder_min = 0\n")
         #expect(config.unit.seats == 7)
-        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 2, arrivalRadiusM: 35, noShowWaitS: 0, noShowRadiusM: 50, seats: 7))
-        let bad = problems("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 0\n[job]\noffer_timeout_s = 0\nlate = 1\n")
-        #expect(bad.count == 3)
+        #expect(config.unitSettings == UnitSettings(
+            positions: PositionSettings(), offerTimeoutS: 2, arrivalRadiusM: 35, noShowWaitS: 0, noShowRadiusM: 50, seats: 7, reminderMin: 0))
+        let bad = problems("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 0\n[job]\noffer_timeout_s = 0\nlate = 1\nreminder_min = 1441\n")
+        #expect(bad.count == 4)
+        #expect(bad.contains { $0.hasPrefix("job.reminder_min") })
         #expect(bad.contains("unknown key job.late"))
         #expect(bad.contains { $0.hasPrefix("unit.seats") })
         #expect(bad.contains { $0.hasPrefix("job.offer_timeout_s") })

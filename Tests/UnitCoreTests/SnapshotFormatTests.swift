@@ -79,15 +79,16 @@ enum SnapshotGoldens {
         let expected = try #require(SnapshotGoldens.cases.first { $0.name == name }?.snapshot)
         let restored = try JSONDecoder().decode(UnitSnapshot.self, from: golden)
         #expect(restored == expected)
-        // The same tree with the format version added: that release's `JSONEncoder` wrote keys in
-        // hash order, different in every process.
+        // The same tree with the current format version (format 2 adds only optional keys, absent
+        // here): that release's `JSONEncoder` wrote keys in hash order, different in every process.
         let versioned = try SnapshotGoldens.tree(golden).mutableCopy() as? NSMutableDictionary
-        versioned?["v"] = 1
+        versioned?["v"] = 2
         #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == versioned)
     }
 
-    /// Format 1 as this release writes it (the store sorts keys), one state with every kind of value.
-    @Test func format1IsWrittenWithItsVersionAndTheKeysOfRelease038dd7a() throws {
+    /// A format 1 state as this release writes it (the store sorts keys), one state with every kind
+    /// of value: the keys of release 038dd7a, under format 2.
+    @Test func aFormat1StateIsWrittenWithTheKeysOfRelease038dd7a() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let snapshot = UnitSnapshot(
@@ -102,17 +103,39 @@ enum SnapshotGoldens {
             {"answeredOffers":[{"job":"J0","lastSentAt":4,"reply":{"job":"J0","re":"job/offer","reason":"r","reply":"reject","t":3}}],\
             "panic":{"messageID":"m","raisedAt":5},\
             "state":{"atPickup":{"_0":{"addedPickups":[{"lat":1,"lon":2}],"id":"J1","meetingTime":9,"note":"n","passengers":2,\
-            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":1}
+            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":2}
             """)
         let onBoard = UnitSnapshot(state: .onBoard(Job(id: "J2", pickup: Place(lat: 1, lon: 2)), since: RideStart(
             time: 8, fix: Fix(time: 6, latitude: 1.5, longitude: 2.5, speed: 3, track: 4, accuracy: 5))))
         #expect(String(decoding: try encoder.encode(onBoard), as: UTF8.self) == """
             {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"id":"J2","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},\
-            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":1}
+            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":2}
             """)
         for snapshot in SnapshotGoldens.cases.map(\.snapshot) + [snapshot, onBoard] {
             #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(snapshot)) == snapshot)
         }
+    }
+
+    /// Format 2: the job's drop-off and passenger, the ride's arrival, free seats set by hand and a
+    /// pending reminder, each under its own key and absent when it has no value.
+    @Test func format2KeepsTheWholeJobSeatsAndTheReminder() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let job = Job(
+            id: "J1", pickup: Place(lat: 1, lon: 2), meetingTime: 9, dropoff: Place(lat: 3, lon: 4, address: "D"),
+            passenger: Passenger(name: "N", phone: "+1", pickupCode: "C"))
+        let snapshot = UnitSnapshot(state: .enRoute(job), freeSeats: 2, reminder: Reminder(job: "J1", at: 5))
+        #expect(String(decoding: try encoder.encode(snapshot), as: UTF8.self) == """
+            {"answeredOffers":[],"freeSeats":2,"reminder":{"at":5,"job":"J1"},"state":{"enRoute":{"_0":{"addedPickups":[],\
+            "dropoff":{"address":"D","lat":3,"lon":4},"id":"J1","meetingTime":9,"passenger":{"name":"N","phone":"+1","pickupCode":"C"},\
+            "passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}},"v":2}
+            """)
+        let riding = UnitSnapshot(state: .onBoard(job, since: RideStart(time: 8, fix: nil, arrivedAt: 6)))
+        for value in [snapshot, riding, UnitSnapshot(state: .enRoute(Job(id: "J", pickup: Place(lat: 1, lon: 2), passenger: Passenger())))] {
+            #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(value)) == value)
+        }
+        // Read back from the disk, a seat count no taxi has is refused, not trusted.
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(UnitSnapshot.self, from: Data(#"{"v":2,"state":{"available":{}},"freeSeats":-1}"#.utf8)) }
     }
 
     /// A later release's snapshot, or one that is not a snapshot, fails to decode: the unit sets it
@@ -121,7 +144,7 @@ enum SnapshotGoldens {
         let decode = { (json: String) in try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
         #expect(try decode(#"{"v":1,"state":{"available":{}}}"#) == UnitSnapshot(state: .available))
         for refused in [
-            #"{"v":2,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
+            #"{"v":3,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
             #"{"state":{"enRoute":{}}}"#, #"{"state":{}}"#, #"{"state":{"offDuty":{},"available":{}}}"#, #"{"state":{"flying":{}}}"#,
             #"{"state":{"offDuty":null}}"#, #"{"state":{"paused":{"_0":"nap"}}}"#,
             #"{"state":{"available":{}},"answeredOffers":[{"job":"J","reply":{"job":"J","re":"job/offer","reply":"maybe","t":1}}]}"#,

@@ -116,6 +116,10 @@ enum Scenario {
         ("pause", .driver(.pause(.break), at: t), [.refused, .to(.paused), .refused, .refused, .refused, .refused, .refused]),
         ("resume", .driver(.resume, at: t), [.refused, .refused, .to(.available), .refused, .refused, .refused, .refused]),
         ("sos", .driver(.sos, at: t), [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
+        ("seats 2", .driver(.seats(2), at: t), [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
+        ("seats 9", .driver(.seats(9), at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
+        // Paging through the job's details is the terminal's; without a job there is nothing to show.
+        ("info", .driver(.details, at: t), [.refused, .refused, .refused, .ignored, .ignored, .ignored, .ignored]),
         ("offer J2", .inbound(.offer(Scenario.offer("J2")), receivedAt: t),
          [.stays(reply: .busy), .to(.offered), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy)]),
         // J1 is the setup's job: accepted in the job states, pending in `offered`, new elsewhere.
@@ -143,6 +147,8 @@ enum Scenario {
          [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("deadline J1", .timerFired(.offerDeadline(job: "J1"), at: t),
          [.ignored, .ignored, .ignored, .to(.available, reply: .timeout), .ignored, .ignored, .ignored]),
+        ("reminder without reservation", .timerFired(.reminder(job: "J1"), at: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("stale deadline", .timerFired(.offerDeadline(job: "J7"), at: t),
          [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("resumed before deadline", .resumed(at: t),

@@ -58,6 +58,59 @@ import UnitCore
         await unit.stop()
     }
 
+    /// The ride summary leaves through the outbox after the `completed` event, with the distance
+    /// measured over the stored fixes in the same commit as the ride's row.
+    @Test func clearSendsTheRideWithTheDistanceOfTheStoredRide() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        unit.fixes.fix(latitude: 46.90, longitude: 7.40)
+        try await unit.eventually("the first fix") { try await unit.status().gps.lastFixTime != nil }
+        unit.broker.receive(unit.topicBase + "job/offer", Self.offer)
+        try await unit.eventually("the offer") { try await unit.status().state == "offered" }
+        try await unit.press("accept")
+        try await unit.press("arrived")
+        try await unit.press("pob 2")
+        // About 1.1 km north in two steps.
+        for latitude in [46.905, 46.91] {
+            let before = try await unit.status().gps.lastFixTime
+            try await Task.sleep(for: .milliseconds(20))
+            unit.fixes.fix(latitude: latitude, longitude: 7.40)
+            try await unit.eventually("the fix at \(latitude)") { try await unit.status().gps.lastFixTime != before }
+        }
+        let answer = try await unit.press("clear")
+        #expect(answer.ok)
+        try await unit.eventually("the ride is published") { !unit.published(on: "ride").isEmpty }
+        let ride = try #require(unit.published(on: "ride").first).json
+        let stored = try #require(try unit.store.rides().last)
+        #expect(ride["job"] as? String == "J1" && ride["passengers"] as? Int == 2)
+        #expect(ride["distance_m"] as? Int == Int(stored.distanceM.rounded()))
+        #expect(stored.distanceM > 1000 && stored.distanceM < 1200, "\(stored.distanceM)")
+        #expect(ride["unit"] as? String == "T1" && ride["id"] is String && ride["seq"] as? Int == 1)
+        let order = Self.topics(unit.broker.published, below: unit.topicBase)
+        let completed = try #require(unit.broker.published.lastIndex { $0.topic == unit.topicBase + "event" })
+        #expect(completed < (order.firstIndex(of: "ride") ?? -1), "\(order)")
+        await unit.stop()
+    }
+
+    /// A ride without any fix: nothing was measured, and the message does not pretend it was.
+    @Test func aRideWithoutFixesHasNoDistance() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        unit.broker.receive(unit.topicBase + "job/offer", Self.offer)
+        try await unit.eventually("the offer") { try await unit.status().state == "offered" }
+        for input in ["accept", "arrived", "pob", "clear"] { try await unit.press(input) }
+        try await unit.eventually("the ride is published") { !unit.published(on: "ride").isEmpty }
+        let ride = try #require(unit.published(on: "ride").first).json
+        #expect(ride["distance_m"] == nil)
+        #expect((ride["pickup"] as? [String: Any])?["lat"] == nil && (ride["pickup"] as? [String: Any])?["t"] is Int)
+        #expect(try unit.store.rides().last?.distanceM == 0, "the local history keeps its 0")
+        await unit.stop()
+    }
+
     /// After an outage everything stored goes out in lane order: alarm, reply, event, the newest
     /// fix, then the history.
     @Test func afterAnOutageTheLanesGoOutInOrder() async throws {

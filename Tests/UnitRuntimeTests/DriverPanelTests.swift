@@ -1,0 +1,74 @@
+import DriverDisplay
+import Testing
+import UnitCore
+@testable import UnitRuntime
+
+/// What the engine hands the terminal after each step: detail pages, the dispatcher's words with a
+/// notice, reminders and seats.
+@Suite struct DriverPanelTests {
+    let t: Int64 = 1_800_000_000_000
+    var job: Job {
+        var job = Job(id: "J1", pickup: Place(lat: 46.5, lon: 7.5), note: "ring twice", dropoff: Place(lat: 46.6, lon: 7.6, address: "Airport"))
+        job.passenger = Passenger(name: "Anna")
+        return job
+    }
+
+    func view(_ panel: DriverPanel, _ state: DriverState) -> DriverView {
+        panel.view(state: state, seatsLeft: 4, zone: nil, online: true, waiting: 0, unitClockAheadMs: 0, distance: { _ in 100 })
+    }
+
+    @Test func oneKeyPagesThroughTheDetailsAndBackToTheJobScreen() {
+        var panel = DriverPanel()
+        let state = DriverState.enRoute(job)
+        let press = UnitEvent.driver(.details, at: t)
+        panel.stepped(.driver(.seats(3), at: t), before: state, after: state, step: Step(), seatsLeft: 3)
+        #expect(view(panel, state).notice == .freeSeats(3))
+        var pages: [Int?] = []
+        for _ in 0..<4 {
+            panel.stepped(press, before: state, after: state, step: Step(), seatsLeft: 4)
+            pages.append(view(panel, state).page)
+        }
+        #expect(pages == [0, 1, 2, nil])
+        #expect(view(panel, state).details.count == 3)
+        #expect(view(panel, state).notice == nil, "paging put the notice away")
+        // A change of state starts from the job's screen.
+        panel.stepped(press, before: state, after: state, step: Step(), seatsLeft: 4)
+        let arrived = DriverState.atPickup(job, arrivedAt: t)
+        panel.stepped(.driver(.arrived, at: t), before: state, after: arrived, step: Step(), seatsLeft: 4)
+        #expect(view(panel, arrived).page == nil)
+        // Refused (no job): no page.
+        panel.stepped(press, before: .available, after: .available, step: Step(driver: [.refused(.noJob)]), seatsLeft: 4)
+        #expect(view(panel, .available).page == nil && view(panel, .available).notice == .refused(.noJob))
+    }
+
+    @Test func theCancelsReasonAndTheUpdatesPickupOrNoteGoWithTheNotice() {
+        var panel = DriverPanel()
+        var updated = job
+        updated.addedPickups = [Place(lat: 1, lon: 2, address: "Market 3")]
+        let added = JobUpdate(job: "J1", addPickup: .init(lat: 1, lon: 2, address: "Market 3"), note: "second passenger")
+        panel.stepped(.inbound(.update(added), receivedAt: t), before: .enRoute(job), after: .enRoute(updated), step: Step(), seatsLeft: 4)
+        #expect(view(panel, .enRoute(updated)).noticeDetail == "+ Market 3")
+        var noted = job
+        noted.note = "gate B"
+        panel.stepped(.inbound(.update(JobUpdate(job: "J1", note: "gate B")), receivedAt: t), before: .enRoute(job), after: .enRoute(noted), step: Step(), seatsLeft: 4)
+        #expect(view(panel, .enRoute(noted)).noticeDetail == "gate B")
+        panel.stepped(.inbound(.cancel(JobCancel(job: "J1", reason: "passenger withdrew")), receivedAt: t), before: .enRoute(job), after: .available, step: Step(), seatsLeft: 4)
+        #expect(view(panel, .available).notice == .cancelled && view(panel, .available).noticeDetail == "passenger withdrew")
+        // A notice without words clears the last ones.
+        panel.stepped(.driver(.accept, at: t), before: .available, after: .available, step: Step(driver: [.refused(.noOffer)]), seatsLeft: 4)
+        #expect(view(panel, .available).noticeDetail == nil)
+    }
+
+    @Test func aReminderRaisesItsNoticeWithTheMeetingTime() {
+        var panel = DriverPanel()
+        var reservation = job
+        reservation.meetingTime = t + 600_000
+        let state = DriverState.enRoute(reservation)
+        panel.stepped(.timerFired(.reminder(job: "J1"), at: t), before: state, after: state, step: Step(driver: [.reminder("r")]), seatsLeft: 4)
+        #expect(view(panel, state).notice == .reminder(meetingTime: t + 600_000))
+        // After a restart, from `resumed`, the same.
+        var restarted = DriverPanel()
+        restarted.stepped(.resumed(at: t), before: state, after: state, step: Step(driver: [.reminder("r")]), seatsLeft: 4)
+        #expect(view(restarted, state).notice == .reminder(meetingTime: t + 600_000))
+    }
+}
