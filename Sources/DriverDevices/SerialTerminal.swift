@@ -64,6 +64,12 @@ public final class SerialTerminal: Sendable {
         screen.withLock { $0.presenter.renderer.catalogue.language }
     }
 
+    /// The driver's alert style: `false` silences the bell (alerts still blink).
+    public func setRingsBell(_ rings: Bool) {
+        screen.withLock { $0.presenter.ringsBell = rings }
+        line.wake()
+    }
+
     /// A fleet push changed the language: everything is drawn again in it.
     public func setCatalogue(_ catalogue: MessageCatalogue) {
         screen.withLock {

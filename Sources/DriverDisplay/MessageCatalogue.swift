@@ -68,6 +68,14 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalAlreadyPaused = "refusal.already_paused"
     case refusalPauseOnlyWhenAvailable = "refusal.pause_only_when_available"
     case refusalNotPaused = "refusal.not_paused"
+    case refusalLoginRequired = "refusal.login_required"
+    case refusalAlreadyLoggedIn = "refusal.already_logged_in"
+    case refusalOffDutyFirst = "refusal.off_duty_first"
+    case refusalWrongLogin = "refusal.wrong_login"
+    /// `{s}`: seconds before another login may be tried.
+    case refusalLoginLocked = "refusal.login_locked"
+    case refusalNotLoggedIn = "refusal.not_logged_in"
+    case refusalUnknownLanguage = "refusal.unknown_language"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -87,6 +95,13 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .alreadyPaused: (.refusalAlreadyPaused, [:])
         case .pauseOnlyWhenAvailable: (.refusalPauseOnlyWhenAvailable, [:])
         case .notPaused: (.refusalNotPaused, [:])
+        case .loginRequired: (.refusalLoginRequired, [:])
+        case .alreadyLoggedIn: (.refusalAlreadyLoggedIn, [:])
+        case .offDutyFirst: (.refusalOffDutyFirst, [:])
+        case .wrongLogin: (.refusalWrongLogin, [:])
+        case .loginLocked(let secondsLeft): (.refusalLoginLocked, ["s": "\(secondsLeft)"])
+        case .notLoggedIn: (.refusalNotLoggedIn, [:])
+        case .unknownLanguage: (.refusalUnknownLanguage, [:])
         }
     }
 }

@@ -121,6 +121,8 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
+    public var driver = DriverConfiguration()
+    public var privacy = PrivacyConfiguration()
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -130,7 +132,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input", "driver", "privacy"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -265,6 +267,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000)
         )
         jobSection.finish(into: &problems)
+        let driver = DriverConfiguration.read(root["driver"], problems: &problems)
+        let privacy = PrivacyConfiguration.read(root["privacy"], problems: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -280,6 +284,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.input = input
         self.fleet = fleet
         self.job = job
+        self.driver = driver
+        self.privacy = privacy
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
@@ -298,6 +304,9 @@ public struct UnitConfiguration: Sendable, Equatable {
         "unit": .only(["seats", "language"]),
         "store": .everyKeyExcept(["path"]),
         "fleet": .only(["rollback_after_s"]),
+        // Who may drive the taxi is the fleet's; so is what the taxi keeps to itself.
+        "driver": .everyKey,
+        "privacy": .everyKey,
     ]
 
     public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]
@@ -466,9 +475,10 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     public var unitSettings: UnitSettings {
         UnitSettings(
-            positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM),
+            positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM,
+                offDutyPositions: privacy.offDutyPositions),
             offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
-            noShowRadiusM: job.noShowRadiusM, seats: unit.seats)
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, requireLogin: driver.requireLogin)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -36,6 +36,11 @@ struct DriverPanel {
         }
     }
 
+    /// A login, logout or preference was refused (`DriverSession`: outside the state machine).
+    mutating func sessionRefused(_ refusal: DriverRefusal) {
+        raise(.refused(refusal))
+    }
+
     private mutating func raise(_ notice: DriverView.Notice) {
         self.notice = notice
         noticeSerial += 1

@@ -143,6 +143,7 @@ let halfPastTwo: Int64 = 1_795_271_400_000
 let everyRefusal: [DriverRefusal] = [
     .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused,
+    .loginRequired, .alreadyLoggedIn, .offDutyFirst, .wrongLogin, .loginLocked(secondsLeft: 86_400), .notLoggedIn, .unknownLanguage,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.

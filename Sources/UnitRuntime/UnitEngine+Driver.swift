@@ -1,0 +1,91 @@
+import DriverDisplay
+import FleetControl
+import Foundation
+import LocalCache
+import Logging
+import UnitConfig
+import UnitCore
+
+/// Who drives: login, logout and the driver's preferences (`DriverSession`), stored in the
+/// session's own tables, named in every message (`StepPerformer.driver`) and the status.
+extension UnitEngine {
+    static func restoringSession(store: LocalCache, configuration: UnitConfiguration, logger: Logger) -> DriverSession {
+        do {
+            return DriverSession(restoring: try store.driverSession(), lockout: configuration.driver.lockout)
+        } catch {
+            // Nobody logged in is the safe reading: the driver logs in again.
+            logger.error("cannot read the driver session; nobody is logged in", metadata: ["error": "\(error)"])
+            return DriverSession(lockout: configuration.driver.lockout)
+        }
+    }
+
+    /// Login, logout, `lang` and `alert`; nil when `text` is none of those (it is a `DriverInput`).
+    func sessionInput(_ text: String) -> Result<[String], DriverInput.ParseError>? {
+        SessionInput.parse(text).map { parsed in parsed.map { handleSession($0) } }
+    }
+
+    private func handleSession(_ input: SessionInput) -> [String] {
+        if case .language(let name) = input, !languageInstalled(name) { return refused(.unknownLanguage) }
+        let drivers = configuration.driver.drivers
+        let store = self.store
+        let outcome = session.handle(
+            input, state: machine.state.name, now: clockMs(),
+            verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
+            preferences: { (try? store.driverPreferences($0)) ?? DriverPreferences() })
+        if outcome.changesSession {
+            do {
+                try store.saveDriverSession(session.record)
+            } catch {
+                // The session holds until the next start; after it the driver logs in again.
+                logger.error("cannot store the driver session", metadata: ["error": "\(error)"])
+            }
+        }
+        switch outcome {
+        case .loggedIn(let driver):
+            driverChanged()
+            logger.notice("driver logged in", metadata: ["driver": "\(driver)"])
+            return ["Logged in: \(driver)"]
+        case .loggedOut(let driver):
+            driverChanged()
+            logger.notice("driver logged out", metadata: ["driver": "\(driver)"])
+            return ["Logged out: \(driver)"]
+        case .preferences(let driver, let preferences):
+            do {
+                try store.saveDriverPreferences(preferences, for: driver)
+            } catch {
+                logger.error("cannot store the driver's preferences", metadata: ["error": "\(error)"])
+                return ["NOT STORED: \(error)"]
+            }
+            applyDriverPreferences()
+            return ["Preferences of \(driver): language \(preferences.language ?? "-"), alert \(preferences.alert?.rawValue ?? "-")"]
+        case .refused(let refusal):
+            return refused(refusal)
+        }
+    }
+
+    private func refused(_ refusal: DriverRefusal) -> [String] {
+        logger.info("driver input refused: \(refusal)")
+        panel.sessionRefused(refusal)
+        return [refusal.description]
+    }
+
+    private func driverChanged() {
+        machine.driverLoggedIn = session.driver != nil
+        performer.driver = session.driver
+        applyDriverPreferences()
+        publishStatus()
+    }
+
+    /// The terminal in the logged-in driver's language and alert style, else the configuration's.
+    func applyDriverPreferences() {
+        let preferences = session.driver.flatMap { try? store.driverPreferences($0) } ?? DriverPreferences()
+        let catalogues = configuration.unit.catalogues
+        let shown = preferences.language.map { devices?.useLanguage($0, catalogues: catalogues) == true } ?? false
+        if !shown { devices?.useLanguage(configuration.unit.language, catalogues: catalogues) }
+        devices?.terminal?.setRingsBell((preferences.alert ?? .bell) == .bell)
+    }
+
+    private func languageInstalled(_ name: String) -> Bool {
+        (try? MessageCatalogue.load(language: name, directory: configuration.unit.catalogues)) != nil
+    }
+}
