@@ -31,6 +31,8 @@ public struct DriverView: Sendable, Equatable {
         /// Arrived: the driver is asked how many passengers boarded.
         case atPickup(Pickup)
         case onBoard(passengers: Int)
+        /// A driver types the id, then the PIN (shown as one `*` per digit).
+        case login(driver: String, pinLength: Int, onPIN: Bool)
     }
 
     /// Something the driver must notice, shown on the bottom row for a few seconds.

@@ -77,6 +77,13 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalNotLoggedIn = "refusal.not_logged_in"
     case refusalUnknownLanguage = "refusal.unknown_language"
 
+    /// The login screen (docs/terminal.md, "Logging in"). `{id}`: the driver id as typed;
+    /// `{pin}`: a `*` per digit.
+    case loginTitle = "login.title"
+    case loginDriver = "login.driver"
+    case loginPIN = "login.pin"
+    case loginHint = "login.hint"
+
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
 

@@ -64,7 +64,7 @@ public struct TerminalPresenter: Sendable {
         switch view.mode {
         case .offered(_, let deadline): return .offer(deadline: deadline)
         case .atPickup(let pickup): return .arrival(address: pickup.address)
-        case .offDuty, .available, .paused, .enRoute, .onBoard: break
+        case .offDuty, .available, .paused, .enRoute, .onBoard, .login: break
         }
         if showNotice, let notice = view.notice, notice.alerts { return .notice(serial: view.noticeSerial) }
         return nil

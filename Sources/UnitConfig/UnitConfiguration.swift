@@ -467,9 +467,16 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
     /// `taxiunitctl press` goes through.
     static func driverInputProblem(_ text: String) -> String? {
+        // Session words too (`login`, `logout`, `lang it`, `alert blink`), but never a PIN in a file.
+        switch SessionInput.parse(text) {
+        case .success(.login)?: return "a key cannot log a driver in; map it to \"login\" alone"
+        case .success?: return nil
+        case .failure(let problem)?: return problem.description
+        case nil: break
+        }
         switch DriverInput.parse(text) {
-        case .success: nil
-        case .failure(let problem): problem.description
+        case .success: return nil
+        case .failure(let problem): return problem.description
         }
     }
 

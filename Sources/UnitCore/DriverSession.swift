@@ -95,6 +95,8 @@ public struct DriverSessionRecord: Sendable, Equatable {
 /// (`taxiunitctl press`, terminal keys).
 public enum SessionInput: Sendable, Equatable {
     case login(driver: String, pin: String)
+    /// `login` alone (a terminal key): the terminal asks for the id and the PIN (`LoginEntry`).
+    case loginPrompt
     case logout
     /// `lang <name>`: the logged-in driver's language.
     case language(String)
@@ -131,6 +133,7 @@ public enum SessionInput: Sendable, Equatable {
         let rest = words.dropFirst()
         switch word {
         case "login":
+            if rest.isEmpty { return .success(.loginPrompt) }
             guard rest.count == 2, isDriverID(rest[rest.startIndex]) else {
                 return .failure(.badArgument(input: word, problem: "give a driver id (1-32 letters, digits, - or _) and a PIN"))
             }
@@ -178,6 +181,8 @@ public struct DriverSession: Sendable, Equatable {
     public enum Outcome: Sendable, Equatable {
         case loggedIn(String)
         case loggedOut(String)
+        /// The terminal may ask for the id and PIN now.
+        case promptLogin
         /// The logged-in driver changed a preference.
         case preferences(driver: String, DriverPreferences)
         case refused(DriverRefusal)
@@ -186,7 +191,7 @@ public struct DriverSession: Sendable, Equatable {
         public var changesSession: Bool {
             switch self {
             case .loggedIn, .loggedOut: true
-            case .preferences: false
+            case .preferences, .promptLogin: false
             case .refused(.wrongLogin), .refused(.loginLocked): true
             case .refused: false
             }
@@ -200,6 +205,12 @@ public struct DriverSession: Sendable, Equatable {
         preferences: (String) -> DriverPreferences
     ) -> Outcome {
         switch input {
+        case .loginPrompt:
+            guard driver == nil else { return .refused(.alreadyLoggedIn) }
+            guard state == .offDuty else { return .refused(.offDutyFirst) }
+            lockout.bound(at: now)
+            if let seconds = lockout.secondsLocked(at: now) { return .refused(.loginLocked(secondsLeft: seconds)) }
+            return .promptLogin
         case .login(let id, let pin):
             guard driver == nil else { return .refused(.alreadyLoggedIn) }
             guard state == .offDuty else { return .refused(.offDutyFirst) }
@@ -231,6 +242,66 @@ public struct DriverSession: Sendable, Equatable {
             var chosen = preferences(id)
             chosen.alert = style
             return .preferences(driver: id, chosen)
+        }
+    }
+}
+
+/// The id and PIN being typed on the terminal's keys: printable keys type, `erase` takes the last
+/// character back (on an empty PIN, back to the id; on an empty id, the entry is cancelled),
+/// `enter` moves from the id to the PIN and submits the PIN. Pure; the shell drops an entry left
+/// untouched for `idleMs`.
+public struct LoginEntry: Sendable, Equatable {
+    public private(set) var driver = ""
+    public private(set) var pin = ""
+    public private(set) var onPIN = false
+    /// Unit clock of the last key, ms.
+    public private(set) var lastKeyAt: Int64
+
+    public static let idleMs: Int64 = 60_000
+
+    public enum Key: Sendable, Equatable {
+        case character(Character)
+        case enter
+        case erase
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        case typing
+        case submit(SessionInput)
+        case cancelled
+    }
+
+    public init(at now: Int64) {
+        lastKeyAt = now
+    }
+
+    public func expired(at now: Int64) -> Bool { now.saturatingSubtract(lastKeyAt) >= Self.idleMs }
+
+    public mutating func type(_ key: Key, at now: Int64) -> Outcome {
+        lastKeyAt = now
+        switch key {
+        case .character(let character):
+            if onPIN {
+                if character.isASCII, character.isNumber, pin.count < 12 { pin.append(character) }
+            } else if driver.count < 32, SessionInput.isDriverID(String(character)) {
+                driver.append(character)
+            }
+            return .typing
+        case .erase:
+            if onPIN {
+                if pin.isEmpty { onPIN = false } else { pin.removeLast() }
+            } else {
+                if driver.isEmpty { return .cancelled }
+                driver.removeLast()
+            }
+            return .typing
+        case .enter:
+            if !onPIN {
+                if !driver.isEmpty { onPIN = true }
+                return .typing
+            }
+            guard SessionInput.isPIN(pin) else { return .typing }
+            return .submit(.login(driver: driver, pin: pin))
         }
     }
 }

@@ -48,9 +48,10 @@ struct DriverPanel {
 
     /// `distance`: metres from the taxi's last fix, nil without one. `unitClockAheadMs`: the unit
     /// clock minus the system clock, which the terminal counts down on.
+    /// `login`: the id and PIN being typed, shown instead of the off-duty screen.
     func view(
         state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, unitClockAheadMs: Int64,
-        distance: (Place) -> Double?
+        login: LoginEntry? = nil, distance: (Place) -> Double?
     ) -> DriverView {
         func pickup(_ job: Job) -> DriverView.Pickup {
             DriverView.Pickup(
@@ -67,8 +68,9 @@ struct DriverPanel {
         case .atPickup(let job, _): mode = .atPickup(pickup(job))
         case .onBoard(let job, _): mode = .onBoard(passengers: job.passengers)
         }
+        let shown = login.map { DriverView.Mode.login(driver: $0.driver, pinLength: $0.pin.count, onPIN: $0.onPIN) } ?? mode
         return DriverView(
-            mode: mode, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice,
+            mode: shown, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice,
             noticeSerial: noticeSerial, sosAcknowledged: sosAcknowledged)
     }
 }

@@ -1,3 +1,4 @@
+import DriverDevices
 import DriverDisplay
 import FleetControl
 import Foundation
@@ -58,9 +59,40 @@ extension UnitEngine {
             }
             applyDriverPreferences()
             return ["Preferences of \(driver): language \(preferences.language ?? "-"), alert \(preferences.alert?.rawValue ?? "-")"]
+        case .promptLogin:
+            // Only a terminal has keys to type on; `taxiunitctl press` gives `login <id> <pin>`.
+            guard devices?.terminal != nil else { return ["login needs a driver id and a PIN: login <id> <pin>"] }
+            loginEntry = LoginEntry(at: clockMs())
+            return ["Type the driver id, ENTER, the PIN, ENTER"]
         case .refused(let refusal):
             return refused(refusal)
         }
+    }
+
+    /// A terminal key while a login is typed: true when the entry took it. The PIN is passed on,
+    /// never logged.
+    func typeLogin(_ press: DriverPress) -> Bool {
+        guard var entry = loginEntry, let typed = press.typed else { return false }
+        let now = clockMs()
+        guard !entry.expired(at: now), machine.state.name == .offDuty else {
+            loginEntry = nil
+            return false
+        }
+        let key: LoginEntry.Key = switch typed {
+        case "\n": .enter
+        case "\u{8}": .erase
+        default: .character(typed)
+        }
+        switch entry.type(key, at: now) {
+        case .typing:
+            loginEntry = entry
+        case .cancelled:
+            loginEntry = nil
+        case .submit(let input):
+            loginEntry = nil
+            _ = handleSession(input)
+        }
+        return true
     }
 
     private func refused(_ refusal: DriverRefusal) -> [String] {

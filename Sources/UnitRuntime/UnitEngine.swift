@@ -80,6 +80,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     var panel = DriverPanel()
     /// Who drives (UnitEngine+Driver.swift), restored from its own table.
     var session: DriverSession
+    /// The id and PIN being typed on the terminal, while it asks for them.
+    var loginEntry: LoginEntry?
     private var shownView: DriverView?
 
     var outbox: OutboxPump { performer.outbox }
@@ -291,6 +293,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .healthProbe(let probe):
             probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? outbox.depth().total) ?? -1))
         case .driver(let press):
+            // A login being typed takes the terminal's keys; other keys only mean something mapped.
+            if typeLogin(press) || press.input.isEmpty { return .running }
             if case .failure(let problem) = driverInput(press.input) {
                 logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
             }
@@ -431,7 +435,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
-            unitClockAheadMs: unitClockAheadMs, distance: { place in fix?.distance(to: place.coordinate) })
+            unitClockAheadMs: unitClockAheadMs, login: loginEntry, distance: { place in fix?.distance(to: place.coordinate) })
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

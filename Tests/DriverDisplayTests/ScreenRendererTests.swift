@@ -158,6 +158,7 @@ func worstCaseViews() -> [DriverView] {
     var meetingSoon = pickup
     meetingSoon.meetingTime = halfPastTwo + 99 * 60_000
     modes += [.enRoute(meetingSoon)]
+    modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
     let notices: [DriverView.Notice?] = [nil, .cancelled, .updated, .sent, .timedOut] + everyRefusal.map { .refused($0) }
     var views: [DriverView] = []
     for mode in modes {
@@ -191,6 +192,15 @@ func worstCaseViews() -> [DriverView] {
             #expect(rendered.screen.lines.count == 4)
             for line in rendered.screen.lines { #expect(line.text.count == 20) }
         }
+    }
+
+    @Test func theLoginScreenShowsTheIdAndOneStarPerDigit() throws {
+        let r = try renderer("en")
+        let typingID = r.render(DriverView(mode: .login(driver: "D-04", pinLength: 0, onPIN: false)), now: 0, utcOffsetS: 0, showNotice: false)
+        #expect(typingID.screen.rows == ["LOGIN               ", "Driver D-04_        ", "PIN                 ", "ENTER=OK LEFT=Erase "])
+        let typingPIN = r.render(DriverView(mode: .login(driver: "D-0417", pinLength: 4, onPIN: true)), now: 0, utcOffsetS: 0, showNotice: false)
+        #expect(typingPIN.screen.rows[1...2] == ["Driver D-0417       ", "PIN ****_           "])
+        #expect(!typingPIN.screen.rows.joined().contains("2468"))
     }
 
     /// Each reason has a text of its own, and the worst cases above cover every one of them.

@@ -100,6 +100,39 @@ import Testing
         rig.stop()
     }
 
+    /// The terminal's own keys: `l` asks, the id and PIN are typed, ENTER after each; LEFT erases.
+    @Test func aLoginTypedOnTheTerminal() async throws {
+        let credential = try #require(DriverRoster.hash(pin: Self.pin, rounds: 1000))
+        let rig = try await Rig(extraTOML: "[driver]\nrequire_login = true\ndrivers = { \"D-42\" = \"\(credential.text)\" }\n")
+        try await rig.screen.waitFor("off duty") { $0.rows[0].hasPrefix("OFF DUTY") }
+        try await rig.screen.press("d")
+        try await rig.screen.waitFor("duty refused") { $0.rows[3].hasPrefix("Log in first") }
+        try await rig.screen.press("l")
+        try await rig.screen.waitFor("the login screen") { $0.rows[0].hasPrefix("LOGIN") && $0.rows[1].hasPrefix("Driver _") }
+        // "1" would be `pob 1` and "d" duty elsewhere: here they are typed.
+        for key in ["D", "-", "4", "2", "9"] { try await rig.screen.press(key) }
+        try await rig.pair.type(Array("\u{1b}[D".utf8))
+        try await Task.sleep(for: .milliseconds(60))
+        try await rig.screen.press("\r")
+        try await rig.screen.waitFor("the PIN field") { $0.rows[1].hasPrefix("Driver D-42 ") && $0.rows[2].hasPrefix("PIN _") }
+        for key in ["1", "1", "1", "1"] { try await rig.screen.press(key) }
+        let typed = try await rig.screen.waitFor("four stars") { $0.rows[2].hasPrefix("PIN ****_") }
+        #expect(!typed.rows.joined().contains("1111"))
+        try await rig.screen.press("\r")
+        try await rig.screen.waitFor("refused, back off duty") { $0.rows[0].hasPrefix("OFF DUTY") && $0.rows[3].hasPrefix("Wrong driver or PIN") }
+        #expect(try rig.unit.status().state == "off_duty")
+        try await rig.screen.press("l")
+        for key in ["D", "-", "4", "2", "\r"] + Self.pin.map(String.init) + ["\r"] { try await rig.screen.press(key) }
+        try await rig.waitForStatus("logged in") { $0["driver"] as? String == "D-42" }
+        try await rig.screen.press("d")
+        try await rig.screen.waitFor("on duty") { $0.rows[0].hasPrefix("AVAILABLE") }
+        try await rig.screen.press("d")
+        try await rig.screen.press("o")
+        try await rig.waitForStatus("logged out") { $0["driver"] == nil }
+        #expect(!rig.unit.log.contains(Self.pin))
+        rig.stop()
+    }
+
     @Test func wrongPINsLockTheTerminalAndTheLockSurvivesARestart() async throws {
         let credential = try #require(DriverRoster.hash(pin: Self.pin, rounds: 1000))
         let rig = try await Rig(extraTOML: "[driver]\nfree_tries = 2\nlock_s = 60\ndrivers = { \"42\" = \"\(credential.text)\" }\n")

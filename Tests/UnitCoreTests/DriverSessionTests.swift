@@ -102,7 +102,7 @@ import UnitCore
         #expect(SessionInput.parse(text) == .success(input))
     }
 
-    @Test(arguments: ["login", "login 42", "login 42 12", "login 42 12a4", "login 4/2 1234", "login 42 1234 5", "logout now", "lang", "lang ../x",
+    @Test(arguments: ["login 42", "login 42 12", "login 42 12a4", "login 4/2 1234", "login 42 1234 5", "logout now", "lang", "lang ../x",
                       "lang EN", "alert loud", "login \(String(repeating: "9", count: 33)) 1234", "login 42 1234567890123"])
     func wrongSessionWordsAreRefusedWithoutEchoingThePIN(text: String) throws {
         let result = try #require(SessionInput.parse(text))
@@ -124,5 +124,56 @@ import UnitCore
         #expect(machine.state == .available)
         var free = UnitStateMachine()
         #expect(free.handle(.driver(.duty, at: 0)).refusals.isEmpty)
+    }
+}
+
+@Suite struct LoginEntryTests {
+    func type(_ entry: inout LoginEntry, _ text: String, at now: Int64 = 0) -> [LoginEntry.Outcome] {
+        text.map { character in
+            switch character {
+            case "\n": entry.type(.enter, at: now)
+            case "<": entry.type(.erase, at: now)
+            default: entry.type(.character(character), at: now)
+            }
+        }
+    }
+
+    @Test func theIdThenThePINAreTypedAndSubmitted() {
+        var entry = LoginEntry(at: 0)
+        #expect(type(&entry, "D-0x<41 7").allSatisfy { $0 == .typing })
+        #expect(entry.driver == "D-0417", "a space is no id character")
+        // ENTER on an empty PIN or a short one does nothing; letters are no digits.
+        #expect(type(&entry, "\n\n12a\n").allSatisfy { $0 == .typing })
+        #expect(entry.onPIN && entry.pin == "12")
+        #expect(type(&entry, "46\n").last == .submit(.login(driver: "D-0417", pin: "1246")))
+    }
+
+    @Test func eraseGoesBackAndCancelsOnAnEmptyId() {
+        var entry = LoginEntry(at: 0)
+        _ = type(&entry, "42\n1<")
+        #expect(entry.onPIN && entry.pin.isEmpty)
+        _ = type(&entry, "<")
+        #expect(!entry.onPIN && entry.driver == "42")
+        #expect(type(&entry, "<<<").last == .cancelled)
+    }
+
+    @Test func fieldsAreBoundedAndAnIdleEntryExpires() {
+        var entry = LoginEntry(at: 0)
+        _ = type(&entry, String(repeating: "9", count: 100) + "\n" + String(repeating: "1", count: 100), at: 1000)
+        #expect(entry.driver.count == 32 && entry.pin.count == 12)
+        #expect(!entry.expired(at: 1000 + LoginEntry.idleMs - 1))
+        #expect(entry.expired(at: 1000 + LoginEntry.idleMs))
+    }
+
+    @Test func aLoginPromptIsOnlyOfferedWhenALoginCouldBeTried() {
+        var session = DriverSession(lockout: PINLockout(freeTries: 1))
+        let prompt = { (session: inout DriverSession, state: StateName) in
+            session.handle(.loginPrompt, state: state, now: 0, verify: DriverSessionTests.verify, preferences: { _ in DriverPreferences() })
+        }
+        #expect(prompt(&session, .available) == .refused(.offDutyFirst))
+        #expect(prompt(&session, .offDuty) == .promptLogin)
+        _ = session.handle(.login(driver: "42", pin: "0000"), state: .offDuty, now: 0, verify: DriverSessionTests.verify, preferences: { _ in DriverPreferences() })
+        #expect(prompt(&session, .offDuty) == .refused(.loginLocked(secondsLeft: 30)))
+        #expect(SessionInput.parse("login") == .success(.loginPrompt))
     }
 }
