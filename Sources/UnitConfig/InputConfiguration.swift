@@ -39,6 +39,7 @@ public struct InputConfiguration: Sendable, Equatable {
         var keys = [
             "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
             "d": "duty", "p": "pause", "u": "resume", "l": "login", "o": "logout",
+            "g": "lang next", "b": "alert next",
         ]
         for count in 1...8 { keys["\(count)"] = "pob \(count)" }
         return keys

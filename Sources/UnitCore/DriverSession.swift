@@ -20,6 +20,12 @@ public struct DriverPreferences: Sendable, Equatable, Codable {
         self.language = language
         self.alert = alert
     }
+
+    /// The language after `current` among `installed`, in name order, round the end; nil when none is.
+    public static func language(after current: String, installed: [String]) -> String? {
+        let names = Set(installed).sorted()
+        return names.first { $0 > current } ?? names.first
+    }
 }
 
 /// What the driver list says of a driver id and PIN.
@@ -102,6 +108,9 @@ public enum SessionInput: Sendable, Equatable {
     case language(String)
     /// `alert bell|blink`.
     case alert(AlertStyle)
+    /// `lang next`, `alert next` (terminal keys): the next installed language, the other alert style.
+    case nextLanguage
+    case nextAlert
 
     public static let words = ["login", "logout", "lang", "alert"]
 
@@ -141,6 +150,10 @@ public enum SessionInput: Sendable, Equatable {
             return .success(.login(driver: String(rest[rest.startIndex]), pin: String(rest[rest.startIndex + 1])))
         case "logout":
             return rest.isEmpty ? .success(.logout) : .failure(.unexpectedArgument(input: word))
+        case "lang" where rest.count == 1 && rest.first?.lowercased() == "next":
+            return .success(.nextLanguage)
+        case "alert" where rest.count == 1 && rest.first?.lowercased() == "next":
+            return .success(.nextAlert)
         case "lang":
             guard rest.count == 1, let name = rest.first, isLanguage(name) else {
                 return .failure(.badArgument(input: word, problem: "give one language name, e.g. en, it, zu"))
@@ -199,10 +212,11 @@ public struct DriverSession: Sendable, Equatable {
     }
 
     /// `state`: the unit's; a shift starts and ends off duty. `verify` is asked only when a
-    /// login may be tried; `preferences` gives the logged-in driver's stored ones.
+    /// login may be tried; `preferences` gives the logged-in driver's stored ones. `installed`: the
+    /// catalogues `lang next` goes through, from `unitLanguage` for a driver who chose none.
     public mutating func handle(
         _ input: SessionInput, state: StateName, now: Int64, verify: (String, String) -> LoginVerdict,
-        preferences: (String) -> DriverPreferences
+        preferences: (String) -> DriverPreferences, installed: [String] = [], unitLanguage: String = "en"
     ) -> Outcome {
         switch input {
         case .loginPrompt:
@@ -236,6 +250,19 @@ public struct DriverSession: Sendable, Equatable {
             guard let id = driver else { return .refused(.notLoggedIn) }
             var chosen = preferences(id)
             chosen.language = name
+            return .preferences(driver: id, chosen)
+        case .nextLanguage:
+            guard let id = driver else { return .refused(.notLoggedIn) }
+            var chosen = preferences(id)
+            guard let next = DriverPreferences.language(after: chosen.language ?? unitLanguage, installed: installed) else {
+                return .refused(.unknownLanguage)
+            }
+            chosen.language = next
+            return .preferences(driver: id, chosen)
+        case .nextAlert:
+            guard let id = driver else { return .refused(.notLoggedIn) }
+            var chosen = preferences(id)
+            chosen.alert = (chosen.alert ?? .bell) == .bell ? .blink : .bell
             return .preferences(driver: id, chosen)
         case .alert(let style):
             guard let id = driver else { return .refused(.notLoggedIn) }

@@ -32,7 +32,8 @@ extension UnitEngine {
         let outcome = session.handle(
             input, state: machine.state.name, now: clockMs(),
             verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
-            preferences: { (try? store.driverPreferences($0)) ?? DriverPreferences() })
+            preferences: { (try? store.driverPreferences($0)) ?? DriverPreferences() },
+            installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language)
         if outcome.changesSession {
             do {
                 try store.saveDriverSession(session.record)
@@ -115,6 +116,13 @@ extension UnitEngine {
         let shown = preferences.language.map { devices?.useLanguage($0, catalogues: catalogues) == true } ?? false
         if !shown { devices?.useLanguage(configuration.unit.language, catalogues: catalogues) }
         devices?.terminal?.setRingsBell((preferences.alert ?? .bell) == .bell)
+    }
+
+    /// The catalogues in `[unit] catalogues` that load.
+    private func installedLanguages() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: configuration.unit.catalogues)) ?? []
+        return files.filter { $0.hasSuffix(".toml") }.map { String($0.dropLast(5)) }
+            .filter { SessionInput.isLanguage($0) && languageInstalled($0) }
     }
 
     private func languageInstalled(_ name: String) -> Bool {

@@ -157,8 +157,14 @@ import Testing
         #expect(try rig.press("lang it") == "Nobody logged in")
         _ = try rig.press("login 42 \(Self.pin)")
         #expect(try rig.press("lang xx") == "No such language installed")
-        #expect(try rig.press("lang it").hasPrefix("Preferences of 42: language it"))
-        try await rig.screen.waitFor("Italian") { $0.rows[0].hasPrefix("FUORI SERVIZIO") }
+        #expect(try rig.press("lang zu").hasPrefix("Preferences of 42: language zu"))
+        try await rig.screen.waitFor("isiZulu") { $0.rows[0].hasPrefix("ANGISEBENZI") }
+        // The terminal's language key goes round the installed catalogues: zu → en → it.
+        try await rig.screen.press("g")
+        try await rig.screen.waitFor("English by the key") { $0.rows[0].hasPrefix("OFF DUTY") }
+        try await rig.screen.press("g")
+        try await rig.screen.waitFor("Italian by the key") { $0.rows[0].hasPrefix("FUORI SERVIZIO") }
+        try await rig.screen.press("b")
         #expect(try rig.press("logout") == "Logged out: 42")
         try await rig.screen.waitFor("the unit's English again") { $0.rows[0].hasPrefix("OFF DUTY") }
         // Another driver has no preference: English.
@@ -168,6 +174,7 @@ import Testing
         _ = try rig.press("logout")
         _ = try rig.press("login 42 \(Self.pin)")
         try await rig.screen.waitFor("Italian again at login") { $0.rows[0].hasPrefix("FUORI SERVIZIO") }
+        #expect(try rig.press("alert next") == "Preferences of 42: language it, alert bell", "the b key had chosen blink")
         rig.stop()
     }
 

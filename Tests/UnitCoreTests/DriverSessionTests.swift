@@ -177,3 +177,22 @@ import UnitCore
         #expect(SessionInput.parse("login") == .success(.loginPrompt))
     }
 }
+
+@Suite struct PreferenceKeysTests {
+    @Test func langNextGoesRoundTheInstalledCataloguesInNameOrder() {
+        #expect(DriverPreferences.language(after: "en", installed: ["zu", "it", "en"]) == "it")
+        #expect(DriverPreferences.language(after: "zu", installed: ["zu", "it", "en"]) == "en")
+        #expect(DriverPreferences.language(after: "de", installed: ["zu", "it", "en"]) == "en")
+        #expect(DriverPreferences.language(after: "en", installed: []) == nil)
+        var session = DriverSession()
+        _ = session.handle(.login(driver: "42", pin: "1234"), state: .offDuty, now: 0, verify: DriverSessionTests.verify, preferences: { _ in DriverPreferences() })
+        let next = session.handle(
+            .nextLanguage, state: .available, now: 0, verify: DriverSessionTests.verify, preferences: { _ in DriverPreferences(alert: .blink) },
+            installed: ["en", "it", "zu"], unitLanguage: "it")
+        #expect(next == .preferences(driver: "42", DriverPreferences(language: "zu", alert: .blink)))
+        let toggled = session.handle(.nextAlert, state: .available, now: 0, verify: DriverSessionTests.verify, preferences: { _ in DriverPreferences() })
+        #expect(toggled == .preferences(driver: "42", DriverPreferences(alert: .blink)))
+        #expect(SessionInput.parse("lang NEXT") == .success(.nextLanguage))
+        #expect(SessionInput.parse("alert next") == .success(.nextAlert))
+    }
+}
