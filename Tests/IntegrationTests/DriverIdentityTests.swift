@@ -134,8 +134,12 @@ import Testing
     }
 
     @Test func wrongPINsLockTheTerminalAndTheLockSurvivesARestart() async throws {
-        let credential = try #require(DriverRoster.hash(pin: Self.pin, rounds: 1000))
-        let rig = try await Rig(extraTOML: "[driver]\nfree_tries = 2\nlock_s = 60\ndrivers = { \"42\" = \"\(credential.text)\" }\n")
+        // The fleet's tool, the PIN on standard input.
+        let (hashed, code) = try runCommand("/bin/sh", ["-c", "echo \(Self.pin) | '\(Corpus.binary("taxiunitctl"))' hash-pin --rounds 1000"])
+        #expect(code == 0)
+        let credential = hashed.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(credential.hasPrefix("pbkdf2-sha256$1000$") && !credential.contains(Self.pin))
+        let rig = try await Rig(extraTOML: "[driver]\nfree_tries = 2\nlock_s = 60\ndrivers = { \"42\" = \"\(credential)\" }\n")
         #expect(try rig.press("login 42 0000") == "Wrong driver or PIN")
         #expect(try rig.press("login 43 0000").hasPrefix("Too many wrong logins; wait"))
         // The terminal says so in the driver's language.
