@@ -183,14 +183,24 @@ import Testing
     }
 
     @Test func offDutyPositionsStayOnTheUnit() async throws {
-        let rig = try await Rig(withGPS: true, extraTOML: "[privacy]\noff_duty_positions = false\n")
+        let scratch = try ScratchDirectory()
+        let signer = try FleetSigner(in: scratch)
+        let rig = try await Rig(scratch: scratch, withGPS: true, extraTOML: signer.fleetSection() + "[privacy]\noff_duty_positions = false\n")
         try await rig.unit.waitForStatus("gpsd connected") { $0.gps.connected }
         // Fixes come every 50 ms and the policy reports every 0.5 s: none must reach the broker.
         try await Task.sleep(for: .seconds(3))
         #expect(rig.jsons("pos").isEmpty, "positions while off duty")
         #expect(try rig.unit.status().storedPositions == 0, "nor kept in the history")
+        // The fleet's signed `report` is still answered, with the fix the unit kept in memory.
+        let topic = rig.unit.topicBase + "cmd"
+        let expires = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+        try rig.recorder.publish(topic, try signer.sign(#"{"id":"r1","cmd":"report","expires_at":\#(expires)}"#, topic: topic))
+        try await rig.recorder.waitFor("the report") { _ in rig.jsons("cmd/reply").contains { $0["id"] as? String == "r1" } }
+        let reply = try #require(rig.jsons("cmd/reply").first { $0["id"] as? String == "r1" })
+        #expect(reply["result"] as? String == "ok" && reply["position"] != nil, "\(reply)")
+        try await rig.recorder.waitFor("the reported position") { _ in rig.jsons("pos").count == 1 }
         _ = try rig.press("duty")
-        try await rig.recorder.waitFor("positions once on duty") { _ in !rig.jsons("pos").isEmpty }
+        try await rig.recorder.waitFor("positions once on duty") { _ in rig.jsons("pos").count > 1 }
         _ = try rig.press("duty")
         try await Task.sleep(for: .seconds(1))
         let stopped = rig.jsons("pos").count
