@@ -103,6 +103,7 @@ extension UnitEngine {
     }
 
     private func driverChanged() {
+        loginEntry = nil
         machine.driverLoggedIn = session.driver != nil
         performer.driver = session.driver
         applyDriverPreferences()

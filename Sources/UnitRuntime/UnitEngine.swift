@@ -435,7 +435,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
-            unitClockAheadMs: unitClockAheadMs, login: loginEntry, distance: { place in fix?.distance(to: place.coordinate) })
+            unitClockAheadMs: unitClockAheadMs, login: machine.state.name == .offDuty ? loginEntry : nil, distance: { place in fix?.distance(to: place.coordinate) })
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)
