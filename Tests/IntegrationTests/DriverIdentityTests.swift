@@ -58,7 +58,7 @@ import Testing
     @Test func theFleetsDriverListDecidesWhoMayDriveAndTheDriverIsNamedEverywhere() async throws {
         let scratch = try ScratchDirectory()
         let signer = try FleetSigner(in: scratch)
-        let rig = try await Rig(scratch: scratch, extraTOML: signer.fleetSection() + "[driver]\nrequire_login = true\nfree_tries = 3\n")
+        let rig = try await Rig(scratch: scratch, extraTOML: signer.fleetSection() + "[driver]\nrequire_login = true\nfree_tries = 5\n")
         // No driver, no duty.
         #expect(try rig.press("duty") == "Log in first")
         #expect(try rig.unit.status().state == "off_duty")
@@ -67,7 +67,17 @@ import Testing
         // The fleet pushes its list: PBKDF2 hashes only.
         let credential = try #require(DriverRoster.hash(pin: Self.pin, rounds: 1000))
         let topic = "taxi/\(rig.unit.fleet)/config"
-        let document = #"{"version":1,"settings":{"driver":{"drivers":{"42":"\#(credential.text)"}}}}"#
+        // A hostile list is refused whole, with reasons, and changes nothing.
+        let hostile = #"{"version":1,"settings":{"driver":{"drivers":{"42":"plain:\#(Self.pin)","../x":"\#(credential.text)","7":7}}}}"#
+        try rig.recorder.publish(topic, try signer.sign(hostile, topic: topic), retain: true)
+        try await rig.recorder.waitFor("the hostile list rejected") { _ in
+            rig.jsons("config/ack").contains { $0["version"] as? Int == 1 && $0["result"] as? String == "rejected" }
+        }
+        let errors = rig.jsons("config/ack").first { $0["version"] as? Int == 1 }?["errors"] as? [String] ?? []
+        #expect(errors.count == 3, "\(errors)")
+        #expect(!errors.joined().contains(Self.pin), "a rejection does not echo what looks like a PIN")
+        #expect(try rig.press("login 42 \(Self.pin)") == "Wrong driver or PIN")
+        let document = #"{"version":2,"settings":{"driver":{"drivers":{"42":"\#(credential.text)"}}}}"#
         #expect(!document.contains(Self.pin))
         try rig.recorder.publish(topic, try signer.sign(document, topic: topic), retain: true)
         try await rig.recorder.waitFor("the config applied") { _ in
