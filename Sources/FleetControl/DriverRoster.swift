@@ -18,7 +18,11 @@ public enum DriverRoster {
     public static let defaultRounds = 210_000
 
     public static func verify(driver id: String, pin: String, in drivers: [String: DriverConfiguration.Credential]) -> LoginVerdict {
-        guard let credential = drivers[id] else { return .unknownDriver }
+        guard let credential = drivers[id] else {
+            // As slow as a known id, so that timing does not tell which ids are on the list.
+            if let decoy = drivers.values.first { _ = derive(pin: pin, salt: decoy.salt, rounds: decoy.rounds) }
+            return .unknownDriver
+        }
         guard let derived = derive(pin: pin, salt: credential.salt, rounds: credential.rounds) else { return .wrongPIN }
         // Compared in constant time.
         return safeCompare(derived, credential.hash) ? .accepted : .wrongPIN
