@@ -62,6 +62,8 @@ let package = Package(
         .target(name: "FleetControl", dependencies: [
             "UnitCore", "UnitConfig",
             .product(name: "Crypto", package: "swift-crypto"),
+            // PBKDF2 for the drivers' PIN hashes.
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
 
         // Heartbeats of the adapters' library threads, read by the systemd watchdog.

@@ -51,6 +51,10 @@ start gpsfake -q -P "$gpsd_port" -c 0.5 "$root/demo/manhattan-midtown.nmea" > "$
 # A PTY pair joined by socat is the serial cable: the unit opens one end, your console the other.
 start socat "pty,raw,echo=0,link=$work/unit-tty" "pty,raw,echo=0,link=$work/console-tty"
 
+# The demo's driver: D-0417, PIN 2468, on the unit as a fleet would put it there: a salted
+# PBKDF2-SHA256 hash (docs/protocol.md, "Drivers").
+pin_hash=$(python3 -c 'import base64, hashlib, os; s = os.urandom(16); print("pbkdf2-sha256$210000$" + base64.b64encode(s).decode() + "$" + base64.b64encode(hashlib.pbkdf2_hmac("sha256", b"2468", s, 210000)).decode())')
+
 cat > "$work/taxiunitd.toml" <<CONF
 [unit]
 id = "T042"
@@ -69,6 +73,9 @@ socket = "$work/control.sock"
 interval_s = 5
 [input.serial]
 device = "$work/unit-tty"
+[driver]
+require_login = true
+drivers = { "D-0417" = "$pin_hash" }
 CONF
 # The unit gets the dispatcher's zones, as a fleet's units do: its screen and status name the zone.
 cat "$root/demo/zones.toml" >> "$work/taxiunitd.toml"
@@ -87,7 +94,7 @@ tmux set-hook -t "$session" pane-exited "kill-session -t $session"
 tmux split-window -h -t "$session:0.0" "tail -n +1 -f $work/dispatchsim.log"
 tmux split-window -v -t "$session:0.0" -l 30 "$mqtt_view"
 tmux set -t "$session" pane-border-status top
-tmux select-pane -t "$session:0.0" -T "unit T042's 20x4 terminal: d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  Ctrl-L repaint  Ctrl-C stop"
+tmux select-pane -t "$session:0.0" -T "unit T042's 20x4 terminal: l login (D-0417, PIN 2468)  o logout  g language  d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  Ctrl-L repaint  Ctrl-C stop"
 tmux select-pane -t "$session:0.1" -T "MQTT traffic"
 tmux select-pane -t "$session:0.2" -T "dispatchsim: a request a minute"
 tmux select-pane -t "$session:0.0"

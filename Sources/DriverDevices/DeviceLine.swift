@@ -12,10 +12,14 @@ public struct DriverPress: Sendable, Equatable {
     public var input: String
     /// Where it came from, for the log: `button KEY_F1`, `terminal a`.
     public var source: String
+    /// The terminal key itself, mapped or not, for typing a login: a printable character, `\n`
+    /// for ENTER, `\u{8}` for LEFT (erase). nil for buttons and other keys.
+    public var typed: Character?
 
-    public init(input: String, source: String) {
+    public init(input: String, source: String, typed: Character? = nil) {
         self.input = input
         self.source = source
+        self.typed = typed
     }
 }
 

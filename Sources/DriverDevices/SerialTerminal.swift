@@ -64,6 +64,12 @@ public final class SerialTerminal: Sendable {
         screen.withLock { $0.presenter.renderer.catalogue.language }
     }
 
+    /// The driver's alert style: `false` silences the bell (alerts still blink).
+    public func setRingsBell(_ rings: Bool) {
+        screen.withLock { $0.presenter.ringsBell = rings }
+        line.wake()
+    }
+
     /// A fleet push changed the language: everything is drawn again in it.
     public func setCatalogue(_ catalogue: MessageCatalogue) {
         screen.withLock {
@@ -142,8 +148,17 @@ public final class SerialTerminal: Sendable {
         for key in pressed {
             if key == .redraw {
                 screen.withLock { $0.presenter.invalidate() }
-            } else if let mapped = keys[key] {
-                sink.yield(DriverPress(input: mapped.input, source: "terminal \(mapped.name)"))
+            } else {
+                let typed: Character? = switch key {
+                case .character(let character): character
+                case .enter: "\n"
+                case .left: "\u{8}"
+                case .up, .down, .right, .function, .redraw: nil
+                }
+                let mapped = keys[key]
+                // Unmapped keys matter only while a login is typed; the engine ignores them otherwise.
+                guard mapped != nil || typed != nil else { continue }
+                sink.yield(DriverPress(input: mapped?.input ?? "", source: "terminal \(mapped?.name ?? "key")", typed: typed))
             }
         }
     }

@@ -78,6 +78,8 @@ public struct DriverView: Sendable, Equatable {
         case atPickup(Pickup)
         /// `dropoff`: where the ride goes, when the booking said.
         case onBoard(passengers: Int, dropoff: Stop? = nil)
+        /// A driver types the id, then the PIN (shown as one `*` per digit).
+        case login(driver: String, pinLength: Int, onPIN: Bool)
     }
 
     /// Something the driver must notice, shown on the bottom row for a few seconds.

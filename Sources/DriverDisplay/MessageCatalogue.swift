@@ -80,6 +80,21 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalPauseOnlyWhenAvailable = "refusal.pause_only_when_available"
     case refusalNotPaused = "refusal.not_paused"
     case refusalNoJob = "refusal.no_job"
+    case refusalLoginRequired = "refusal.login_required"
+    case refusalAlreadyLoggedIn = "refusal.already_logged_in"
+    case refusalOffDutyFirst = "refusal.off_duty_first"
+    case refusalWrongLogin = "refusal.wrong_login"
+    /// `{s}`: seconds before another login may be tried.
+    case refusalLoginLocked = "refusal.login_locked"
+    case refusalNotLoggedIn = "refusal.not_logged_in"
+    case refusalUnknownLanguage = "refusal.unknown_language"
+
+    /// The login screen (docs/terminal.md, "Logging in"). `{id}`: the driver id as typed;
+    /// `{pin}`: a `*` per digit.
+    case loginTitle = "login.title"
+    case loginDriver = "login.driver"
+    case loginPIN = "login.pin"
+    case loginHint = "login.hint"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -100,6 +115,13 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .pauseOnlyWhenAvailable: (.refusalPauseOnlyWhenAvailable, [:])
         case .notPaused: (.refusalNotPaused, [:])
         case .noJob: (.refusalNoJob, [:])
+        case .loginRequired: (.refusalLoginRequired, [:])
+        case .alreadyLoggedIn: (.refusalAlreadyLoggedIn, [:])
+        case .offDutyFirst: (.refusalOffDutyFirst, [:])
+        case .wrongLogin: (.refusalWrongLogin, [:])
+        case .loginLocked(let secondsLeft): (.refusalLoginLocked, ["s": "\(secondsLeft)"])
+        case .notLoggedIn: (.refusalNotLoggedIn, [:])
+        case .unknownLanguage: (.refusalUnknownLanguage, [:])
         }
     }
 }

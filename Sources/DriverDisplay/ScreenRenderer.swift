@@ -127,6 +127,12 @@ public struct ScreenRenderer: Sendable {
                 layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
             }
             layout.row(hints([("clear", .hintClear)]))
+        case .login(let driver, let pinLength, let onPIN):
+            layout.row(title(view.mode))
+            // The id as typed (cut, like any data); the cursor mark shows which field takes keys.
+            layout.row(catalogue.text(.loginDriver, ["id": driver + (onPIN ? "" : "_")]), isData: true)
+            layout.row(catalogue.text(.loginPIN, ["pin": String(repeating: "*", count: min(max(pinLength, 0), 12)) + (onPIN ? "_" : "")]))
+            layout.row(catalogue.text(.loginHint))
         }
     }
 
@@ -171,6 +177,7 @@ public struct ScreenRenderer: Sendable {
         case .enRoute: catalogue.text(.stateEnRoute)
         case .atPickup: catalogue.text(.stateAtPickup)
         case .onBoard: catalogue.text(.stateOnBoard)
+        case .login: catalogue.text(.loginTitle)
         }
     }
 

@@ -16,6 +16,8 @@ public struct TerminalPresenter: Sendable {
     public let noticeDurationMs: Int64
     /// An unanswered offer rings again this often.
     public let offerRingIntervalMs: Int64
+    /// false: the driver chose silent alerts (`alert blink`); alerts only blink.
+    public var ringsBell = true
 
     /// What the terminal shows now; nil when unknown (just opened, or the driver pressed Ctrl-L).
     private var painted: Screen?
@@ -51,7 +53,7 @@ public struct TerminalPresenter: Sendable {
         let showNotice = noticeSeen.map { $0.serial == view.noticeSerial && now.saturatingSubtract($0.at) < noticeDurationMs } ?? false
         let screen = renderer.render(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice).screen
         var bytes = paint(screen)
-        if let alert = alert(view, showNotice: showNotice), shouldRing(alert, now: now) {
+        if ringsBell, let alert = alert(view, showNotice: showNotice), shouldRing(alert, now: now) {
             lastRing = (alert, now)
             bytes.append(Self.bell)
         }
@@ -62,7 +64,7 @@ public struct TerminalPresenter: Sendable {
         switch view.mode {
         case .offered(_, let deadline): return .offer(deadline: deadline)
         case .atPickup(let pickup): return .arrival(address: pickup.address)
-        case .offDuty, .available, .paused, .enRoute, .onBoard: break
+        case .offDuty, .available, .paused, .enRoute, .onBoard, .login: break
         }
         if showNotice, let notice = view.notice, notice.alerts { return .notice(serial: view.noticeSerial) }
         return nil

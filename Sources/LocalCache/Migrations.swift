@@ -130,6 +130,21 @@ extension LocalCache {
             ALTER TABLE fleet_config ADD COLUMN trial_started_at INTEGER;
             ALTER TABLE fleet_config ADD COLUMN trial_window_s REAL;
             """),
+        // Who is logged in and the wrong-PIN lockout (one row), and each driver's terminal
+        // preferences. Not in the snapshot: the snapshot's format is the state machine's.
+        ("v8-driver-session", """
+            CREATE TABLE driver_session (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                driver TEXT,
+                failures INTEGER NOT NULL DEFAULT 0,
+                locked_until INTEGER
+            );
+            CREATE TABLE driver_preferences (
+                driver TEXT PRIMARY KEY,
+                language TEXT,
+                alert TEXT
+            );
+            """),
     ]
 
     static var migrator: DatabaseMigrator {

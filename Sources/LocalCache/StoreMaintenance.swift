@@ -43,24 +43,15 @@ extension LocalCache {
         }
     }
 
-    /// Privacy: positions created before `cutoff` (unit clock, ms) leave the history, and undelivered
-    /// ones are dropped and counted. Alarms, replies and events are never dropped.
+    /// Privacy (`[store] retention_days`): positions and rides older than `cutoff` (unit clock, ms)
+    /// leave the history, and undelivered positions are dropped and counted. Alarms, replies and
+    /// events are never dropped. Returns the undelivered positions dropped.
     @discardableResult
     public func dropPositions(createdBefore cutoff: Int64) throws -> Int {
         try write { transaction in
-            let db = transaction.db
-            try db.execute(sql: "DELETE FROM positions WHERE created_at < ?", arguments: [cutoff])
-            try db.execute(sql: "DELETE FROM position_queue WHERE created_at < ?", arguments: [cutoff])
-            var dropped = db.changesCount
-            dropped += try Int.fetchOne(
-                db,
-                sql: "SELECT COALESCE(SUM(points), 0) FROM outbox WHERE class = ? AND created_at < ? AND \(Self.undelivered)",
-                arguments: [MessageClass.position.rawValue, cutoff])!
-            try db.execute(
-                sql: "DELETE FROM outbox WHERE class = ? AND created_at < ? AND \(Self.undelivered)",
-                arguments: [MessageClass.position.rawValue, cutoff])
-            try Self.add(dropped, to: .dropped, db)
-            return dropped
+            try transaction.db.execute(sql: "DELETE FROM positions WHERE created_at < ?", arguments: [cutoff])
+            try transaction.deleteRides(droppedBefore: cutoff)
+            return try transaction.dropQueuedPositions(createdBefore: cutoff)
         }
     }
 
@@ -150,5 +141,28 @@ extension LocalCache {
         }
         outcome.dropped += dropped
         return dropped > 0
+    }
+}
+
+extension LocalCache.Transaction {
+    /// Undelivered positions (still queued, or packed in the outbox and not acknowledged) created
+    /// before `cutoff`: dropped and counted as dropped. Returns how many points.
+    @discardableResult
+    public func dropQueuedPositions(createdBefore cutoff: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM position_queue WHERE created_at < ?", arguments: [cutoff])
+        var dropped = db.changesCount
+        let undelivered = "class = ? AND created_at < ? AND \(LocalCache.undelivered)"
+        dropped += try Int.fetchOne(
+            db, sql: "SELECT COALESCE(SUM(points), 0) FROM outbox WHERE \(undelivered)", arguments: [MessageClass.position.rawValue, cutoff]) ?? 0
+        try db.execute(sql: "DELETE FROM outbox WHERE \(undelivered)", arguments: [MessageClass.position.rawValue, cutoff])
+        try LocalCache.add(dropped, to: .dropped, db)
+        return dropped
+    }
+
+    /// Rides that ended before `cutoff` (unit clock, ms). Returns how many.
+    @discardableResult
+    public func deleteRides(droppedBefore cutoff: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM rides WHERE drop_time < ?", arguments: [cutoff])
+        return db.changesCount
     }
 }

@@ -152,6 +152,8 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
+    public var driver = DriverConfiguration()
+    public var privacy = PrivacyConfiguration()
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -161,7 +163,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input", "driver", "privacy"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -317,6 +319,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             reminderMin: jobSection.integer("reminder_min", default: 10, in: 0...1440)
         )
         jobSection.finish(into: &problems)
+        let driver = DriverConfiguration.read(root["driver"], problems: &problems)
+        let privacy = PrivacyConfiguration.read(root["privacy"], problems: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -332,6 +336,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.input = input
         self.fleet = fleet
         self.job = job
+        self.driver = driver
+        self.privacy = privacy
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
@@ -353,6 +359,9 @@ public struct UnitConfiguration: Sendable, Equatable {
         "unit": .only(["seats", "language"]),
         "store": .everyKeyExcept(["path"]),
         "fleet": .only(["rollback_after_s"]),
+        // Who may drive the taxi is the fleet's; so is what the taxi keeps to itself.
+        "driver": .everyKey,
+        "privacy": .everyKey,
     ]
 
     public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]
@@ -555,17 +564,25 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
     /// `taxiunitctl press` goes through.
     static func driverInputProblem(_ text: String) -> String? {
+        // Session words too (`login`, `logout`, `lang it`, `alert blink`), but never a PIN in a file.
+        switch SessionInput.parse(text) {
+        case .success(.login)?: return "a key cannot log a driver in; map it to \"login\" alone"
+        case .success?: return nil
+        case .failure(let problem)?: return problem.description
+        case nil: break
+        }
         switch DriverInput.parse(text) {
-        case .success: nil
-        case .failure(let problem): problem.description
+        case .success: return nil
+        case .failure(let problem): return problem.description
         }
     }
 
     public var unitSettings: UnitSettings {
         UnitSettings(
-            positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM),
+            positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM,
+                offDutyPositions: privacy.offDutyPositions),
             offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
-            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin)
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, requireLogin: driver.requireLogin)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -34,10 +34,13 @@ public enum DriverInput: Sendable, Equatable, Codable {
         case badArgument(input: String, problem: String)
         case unexpectedArgument(input: String)
 
+        /// The state machine's words and the driver session's (`SessionInput`).
+        private static var known: String { (DriverInput.words + SessionInput.words).joined(separator: ", ") }
+
         public var description: String {
             switch self {
-            case .empty: "no input given; known: \(DriverInput.words.joined(separator: ", "))"
-            case .unknown(let word): "unknown input \"\(word)\"; known: \(DriverInput.words.joined(separator: ", "))"
+            case .empty: "no input given; known: \(Self.known)"
+            case .unknown(let word): "unknown input \"\(word)\"; known: \(Self.known)"
             case .badArgument(let input, let problem): "\(input): \(problem)"
             case .unexpectedArgument(let input): "\(input) takes no argument"
             }

@@ -25,6 +25,20 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case notPaused
     /// Job details asked for with no job.
     case noJob
+    /// `[driver] require_login`: on duty only with a driver logged in.
+    case loginRequired
+    /// Login while a driver is logged in.
+    case alreadyLoggedIn
+    /// Login or logout while on duty: a shift starts and ends off duty.
+    case offDutyFirst
+    /// Unknown driver or wrong PIN (the same refusal for both).
+    case wrongLogin
+    /// Too many wrong logins: none are tried for this long.
+    case loginLocked(secondsLeft: Int)
+    /// Logout or a preference with nobody logged in.
+    case notLoggedIn
+    /// A language with no catalogue installed.
+    case unknownLanguage
 
     public var description: String {
         switch self {
@@ -41,6 +55,13 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .pauseOnlyWhenAvailable: "Pause only when available"
         case .notPaused: "Not paused"
         case .noJob: "No job to show"
+        case .loginRequired: "Log in first"
+        case .alreadyLoggedIn: "A driver is logged in; log out first"
+        case .offDutyFirst: "Go off duty first"
+        case .wrongLogin: "Wrong driver or PIN"
+        case .loginLocked(let secondsLeft): "Too many wrong logins; wait \(secondsLeft) s"
+        case .notLoggedIn: "Nobody logged in"
+        case .unknownLanguage: "No such language installed"
         }
     }
 }

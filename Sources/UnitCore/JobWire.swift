@@ -464,17 +464,20 @@ public struct Envelope<Body: Encodable & Sendable>: Encodable, Sendable {
     public var unit: String
     public var seq: Int64
     public var id: String
+    /// The driver logged in when the message was made; omitted with nobody logged in.
+    public var driver: String?
     public var body: Body
 
-    public init(_ body: Body, unit: String, seq: Int64, id: String) {
+    public init(_ body: Body, unit: String, seq: Int64, id: String, driver: String? = nil) {
         self.body = body
         self.unit = unit
         self.seq = seq
         self.id = id
+        self.driver = driver
     }
 
     enum CodingKeys: String, CodingKey {
-        case unit, seq, id
+        case unit, seq, id, driver
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -482,6 +485,7 @@ public struct Envelope<Body: Encodable & Sendable>: Encodable, Sendable {
         try container.encode(unit, forKey: .unit)
         try container.encode(seq, forKey: .seq)
         try container.encode(id, forKey: .id)
+        try container.encodeIfPresent(driver, forKey: .driver)
         try body.encode(to: encoder)
     }
 }

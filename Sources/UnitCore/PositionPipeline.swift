@@ -4,10 +4,14 @@ public struct PositionSettings: Sendable, Equatable {
     public var reporting: ReportingPolicy
     public var zones: [Zone]
     public var zoneHysteresisM: Double
+    /// `[privacy] off_duty_positions`: false keeps an off-duty taxi's fixes to itself (see `isPrivate`).
+    public var offDutyPositions: Bool
 
     public init(
-        maxHorizontalErrorM: Double = 50, reporting: ReportingPolicy = ReportingPolicy(), zones: [Zone] = [], zoneHysteresisM: Double = 30
+        maxHorizontalErrorM: Double = 50, reporting: ReportingPolicy = ReportingPolicy(), zones: [Zone] = [], zoneHysteresisM: Double = 30,
+        offDutyPositions: Bool = true
     ) {
+        self.offDutyPositions = offDutyPositions
         self.maxHorizontalErrorM = maxHorizontalErrorM
         self.reporting = reporting
         self.zones = zones
@@ -48,6 +52,10 @@ public struct PositionPipeline: Sendable {
         }
         clock.fixAccepted(fixTimeS: report.time, at: sample)
         let now = clock.reading(at: sample).milliseconds
+        // Off duty and private: the fix sets the clock and is the state machine's last fix (an SOS
+        // still carries it), but it is neither reported, stored, matched to zones nor repeated by
+        // the heartbeat later.
+        if isPrivate(state) { return (fix, Step()) }
         lastValid = (fix, now)
         let report = settings.reporting.shouldReport(fix, lastReported: lastReported, state: state)
         if report { lastReported = fix }
@@ -75,12 +83,18 @@ public struct PositionPipeline: Sendable {
     public mutating func heartbeatDue(now: Int64, state: String) -> Step {
         guard let lastValid else { return Step() }
         let interval = intervalMs(state)
+        if isPrivate(state) { return Step(timers: [.start(.heartbeat, fireAt: now.saturatingAdd(interval))]) }
         guard now.saturatingSubtract(lastValid.arrivedAt) >= interval else {
             return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(interval))])
         }
         return Step(
             messages: [.stalePosition(lastValid.fix, ageMs: max(0, now.saturatingSubtract(lastValid.fix.time)))],
             timers: [.start(.heartbeat, fireAt: now.saturatingAdd(interval))])
+    }
+
+    /// No position leaves the unit in this state (`[privacy] off_duty_positions = false` while off duty).
+    public func isPrivate(_ state: String) -> Bool {
+        !settings.offDutyPositions && state == StateName.offDuty.rawValue
     }
 
     private func intervalMs(_ state: String) -> Int64 {

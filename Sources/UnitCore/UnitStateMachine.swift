@@ -204,11 +204,14 @@ public struct UnitSettings: Sendable, Equatable {
     public var answeredOfferMemory: Int
     /// An accepted reservation rings this long before its meeting time; 0: never.
     public var reminderMin: Int
+    /// `[driver] require_login`: on duty only with a driver logged in (`UnitStateMachine.driverLoggedIn`).
+    public var requireLogin: Bool
 
     public init(
         positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
-        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10
+        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, requireLogin: Bool = false
     ) {
+        self.requireLogin = requireLogin
         self.positions = positions
         self.offerTimeoutS = offerTimeoutS
         self.arrivalRadiusM = arrivalRadiusM
@@ -264,6 +267,8 @@ public struct UnitStateMachine: Sendable {
     public var settings: UnitSettings
     public private(set) var positions: PositionPipeline
     public private(set) var lastFix: Fix?
+    /// Whether a driver is logged in (`DriverSession`, kept by the shell in its own table).
+    public var driverLoggedIn = false
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
     public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil) {
@@ -378,6 +383,7 @@ public struct UnitStateMachine: Sendable {
             return Step(snapshot: snapshot, messages: [.sos(alarm)]) + positions.stateChanged(to: reportingState)
 
         case (.duty, .offDuty):
+            if settings.requireLogin, !driverLoggedIn { return refuse(.loginRequired) }
             return transition(to: .available, now: now, tell: "On duty, available")
         case (.duty, .available), (.duty, .paused):
             return transition(to: .offDuty, now: now, tell: "Off duty")

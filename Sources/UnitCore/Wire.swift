@@ -96,13 +96,19 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var outbox: OutboxDepth?
     /// What the unit set aside because it could not use it (kind → count); omitted when nothing was.
     public var aside: [String: Int]?
+    /// The driver logged in; omitted with nobody logged in.
+    public var driver: String?
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, t, outbox, aside
+        case online, unit, state, reason, job, zone, t, outbox, aside, driver
         case seatsLeft = "seats_left"
     }
 
-    public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil) {
+    public init(
+        online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil,
+        driver: String? = nil
+    ) {
+        self.driver = driver
         self.aside = aside?.isEmpty == true ? nil : aside
         self.online = online
         self.unit = unit
@@ -154,13 +160,16 @@ public struct ZoneEventMessage: Sendable, Equatable, Codable {
     public var zone: String?
     /// The zone left; omitted when the taxi was in none.
     public var zoneLeft: String?
+    /// The driver logged in; omitted with nobody logged in.
+    public var driver: String?
 
     enum CodingKeys: String, CodingKey {
-        case type, unit, seq, id, t, zone
+        case type, unit, seq, id, t, zone, driver
         case zoneLeft = "zone_left"
     }
 
-    public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange) {
+    public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange, driver: String? = nil) {
+        self.driver = driver
         self.unit = unit
         self.seq = seq
         self.id = id

@@ -43,15 +43,20 @@ public struct DriverDeviceSet: Sendable {
         try MessageCatalogue.load(language: configuration.unit.language, directory: configuration.unit.catalogues)
     }
 
-    /// A fleet configuration changed `[unit] language`: the terminal repaints in it. A catalogue that
-    /// cannot be loaded leaves the current one in place.
-    public func useLanguage(of configuration: UnitConfiguration) {
-        guard let terminal, terminal.language != configuration.unit.language else { return }
+    /// The terminal repaints in `language` (a fleet push changed `[unit] language`, or the
+    /// logged-in driver's own). A catalogue that cannot be loaded leaves the current one in place;
+    /// returns whether the terminal now shows `language`.
+    @discardableResult
+    public func useLanguage(_ language: String, catalogues: String) -> Bool {
+        guard let terminal else { return false }
+        guard terminal.language != language else { return true }
         do {
-            terminal.setCatalogue(try Self.catalogue(configuration))
-            logger.notice("terminal language changed", metadata: ["language": "\(configuration.unit.language)"])
+            terminal.setCatalogue(try MessageCatalogue.load(language: language, directory: catalogues))
+            logger.notice("terminal language changed", metadata: ["language": "\(language)"])
+            return true
         } catch {
             logger.error("cannot load the new terminal language; keeping the current one", metadata: ["problems": "\(error)"])
+            return false
         }
     }
 

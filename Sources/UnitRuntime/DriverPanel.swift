@@ -60,6 +60,11 @@ struct DriverPanel {
         }
     }
 
+    /// A login, logout or preference was refused (`DriverSession`: outside the state machine).
+    mutating func sessionRefused(_ refusal: DriverRefusal) {
+        raise(.refused(refusal))
+    }
+
     private mutating func raise(_ notice: DriverView.Notice, detail: String? = nil) {
         self.notice = notice
         noticeDetail = detail
@@ -68,9 +73,10 @@ struct DriverPanel {
 
     /// `distance`: metres from the taxi's last fix, nil without one. `unitClockAheadMs`: the unit
     /// clock minus the system clock, which the terminal counts down on.
+    /// `login`: the id and PIN being typed, shown instead of the off-duty screen.
     func view(
         state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, unitClockAheadMs: Int64,
-        distance: (Place) -> Double?
+        login: LoginEntry? = nil, distance: (Place) -> Double?
     ) -> DriverView {
         func pickup(_ job: Job) -> DriverView.Pickup {
             DriverView.Pickup(
@@ -88,8 +94,9 @@ struct DriverPanel {
         case .onBoard(let job, _):
             mode = .onBoard(passengers: job.passengers, dropoff: job.dropoff.map { DriverView.Stop(address: $0.label, distanceM: distance($0)) })
         }
+        let shown = login.map { DriverView.Mode.login(driver: $0.driver, pinLength: $0.pin.count, onPIN: $0.onPIN) } ?? mode
         return DriverView(
-            mode: mode, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice, noticeDetail: noticeDetail,
+            mode: shown, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice, noticeDetail: noticeDetail,
             noticeSerial: noticeSerial, sosAcknowledged: sosAcknowledged,
             details: state.job.map { DriverView.detailPages(of: $0, distance: distance) } ?? [], page: page)
     }

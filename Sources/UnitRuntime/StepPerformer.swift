@@ -24,6 +24,8 @@ final class StepPerformer {
     var upkeep: StoreUpkeep
     private let logger: Logger
     private let unit: String
+    /// The driver logged in (`DriverSession`): named in every reply, event and alarm made meanwhile.
+    var driver: String?
     /// Starts the timer that commits the held fixes when the window closes.
     private let closeCommitWindow: (Duration) -> Void
 
@@ -179,23 +181,23 @@ final class StepPerformer {
 
     /// A message for the dispatcher with its topic and class; numbered and given an id when stored.
     private func unstored(_ message: OutgoingMessage, now: Int64) -> UnstoredMessage {
-        let unit = self.unit
+        let unit = self.unit, driver = self.driver
         switch message {
         case .reply(let reply):
             return UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id, driver: driver)))
             }
         case .event(let transition):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id)))
+                try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id, driver: driver)))
             }
         case .sos(let alarm):
             return UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id)))
+                try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id, driver: driver)))
             }
         case .zone(let change, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change)))
+                try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change, driver: driver)))
             }
         case .ride(let ride):
             // Kept in memory only when the commit failed; the retry has no ride row to measure on.

@@ -92,10 +92,12 @@ extension UnitEngine {
             log(ack)
             outbox.want()
         case .use(let next, let reconnect):
-            if next.unit.language != configuration.unit.language { devices?.useLanguage(of: next) }
             configuration = next
+            // The logged-in driver's language stays; a driver without one sees the fleet's.
+            applyDriverPreferences()
             inboundFlow.setRate(perSecond: next.mqtt.inboundPerS)
             machine.settings = next.unitSettings
+            session.configure(lockout: next.driver.lockout)
             outbox.maxInFlight = next.mqtt.maxInflight
             outbox.batchMax = next.mqtt.batchMax
             outbox.topicBase = next.unitTopicBase
@@ -171,7 +173,8 @@ extension UnitEngine {
             try transaction.rememberCommand(command.id, expiresAt: command.expiresAt, now: now)
             switch command.action {
             case .report:
-                guard let fix = lastFix?.fix else {
+                // The state machine's last fix: off duty and private it is in no other place.
+                guard let fix = machine.lastFix else {
                     answer.result = .failed
                     answer.errors = ["no fix yet"]
                     break
@@ -184,7 +187,11 @@ extension UnitEngine {
             case .status, .reconnect:
                 break
             case .purge(let days):
-                answer.deleted = try transaction.deletePositions(before: now - Int64(days) * 86_400_000)
+                // The history, the rides, and what still waits to be sent (docs/protocol.md, "Privacy").
+                let cutoff = now.saturatingSubtract(Int64(days) * 86_400_000)
+                answer.deleted = try transaction.deletePositions(before: cutoff)
+                try transaction.deleteRides(droppedBefore: cutoff)
+                try transaction.dropQueuedPositions(createdBefore: cutoff)
             }
             try enqueueReply(answer, in: transaction)
         }

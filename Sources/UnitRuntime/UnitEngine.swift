@@ -79,7 +79,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private var publishedAside: [String: Int]?
     private var stopping = false
     let devices: DriverDeviceSet?
-    private var panel = DriverPanel()
+    var panel = DriverPanel()
+    /// Who drives (UnitEngine+Driver.swift), restored from its own table.
+    var session: DriverSession
+    /// The id and PIN being typed on the terminal, while it asks for them.
+    var loginEntry: LoginEntry?
     private var shownView: DriverView?
 
     var outbox: OutboxPump { performer.outbox }
@@ -144,6 +148,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
             try store.setAsideValue(forKey: Self.snapshotKey, kind: .snapshot, reason: reason, at: startedAt)
         }
         machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil)
+        session = Self.restoringSession(store: store, configuration: configuration, logger: logger)
+        machine.driverLoggedIn = session.driver != nil
         let outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
             maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger,
@@ -158,6 +164,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             commitWindow: PositionCommitWindow(window: .milliseconds(configuration.store.positionCommitMs)),
             upkeep: StoreUpkeep(store: store, settings: configuration.store, logger: logger), unit: configuration.unit.id, logger: logger
         ) { [inbox] closesIn in inbox.post(.commitWindowClosed, after: closesIn) }
+        performer.driver = session.driver
         gpsd.deliverEvents { [inbox] event in
             let isSample = if case .sample = event { true } else { false }
             inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [], droppable: isSample)
@@ -223,7 +230,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         startFleetControl()
         // Re-arm the restored offer's deadline, or answer `timeout` if it passed while we were down.
         // The fleet's config in force may have set another language than the local file.
-        devices?.useLanguage(of: configuration)
+        applyDriverPreferences()
         step(.resumed(at: clockMs()))
         _ = outbox.batchHandled(at: clockMs())
         refreshDriverView()
@@ -290,6 +297,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .healthProbe(let probe):
             probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? outbox.depth().total) ?? -1))
         case .driver(let press):
+            // A login being typed takes the terminal's keys; other keys only mean something mapped.
+            if typeLogin(press) || press.input.isEmpty { return .running }
             if case .failure(let problem) = driverInput(press.input) {
                 logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
             }
@@ -388,12 +397,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// The retained status. Published after a step's messages were handed to the broker: its
     /// outbox count is a store query that a driver's reply must not wait for.
-    private func publishStatus(online: Bool = true) {
+    func publishStatus(online: Bool = true) {
         let depth = online ? performer.upkeep.refreshDepth(outbox.depth) : nil
         // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
         let aside = online ? lastAsideCounts : nil
         let status = StatusMessage(
-            online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside)
+            online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside,
+            driver: online ? session.driver : nil)
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
@@ -410,7 +420,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
     /// Returns what the driver was told.
     private func driverInput(_ text: String) -> Result<[String], DriverInput.ParseError> {
-        DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
+        if let session = sessionInput(text) { return session }
+        return DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
     }
 
     /// Feeds one event to the state machine, performs its step and notes what the driver should see.
@@ -437,7 +448,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
         let view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
-            unitClockAheadMs: unitClockAheadMs, distance: { place in fix?.distance(to: place.coordinate) })
+            unitClockAheadMs: unitClockAheadMs, login: machine.state.name == .offDuty ? loginEntry : nil, distance: { place in fix?.distance(to: place.coordinate) })
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

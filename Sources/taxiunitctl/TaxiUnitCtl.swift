@@ -16,7 +16,7 @@ struct TaxiUnitCtl: ParsableCommand {
             0 done; 1 the daemon refused the request; 2 health found a problem; 3 taxiunitd is not \
             running; 4 not permitted to use the control socket.
             """,
-        subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, GenKey.self, SignConfig.self]
+        subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, GenKey.self, SignConfig.self, HashPIN.self]
     )
 
     struct Connection: ParsableArguments {

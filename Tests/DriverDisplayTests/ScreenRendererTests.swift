@@ -143,6 +143,7 @@ let halfPastTwo: Int64 = 1_795_271_400_000
 let everyRefusal: [DriverRefusal] = [
     .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused, .noJob,
+    .loginRequired, .alreadyLoggedIn, .offDutyFirst, .wrongLogin, .loginLocked(secondsLeft: 86_400), .notLoggedIn, .unknownLanguage,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.
@@ -164,6 +165,7 @@ func worstCaseViews() -> [DriverView] {
     noPassenger.passengerName = nil
     noPassenger.pickupCode = nil
     modes += [.enRoute(noPassenger), .atPickup(noPassenger)]
+    modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
     let notices: [DriverView.Notice?] = [
         nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99),
     ]
@@ -208,6 +210,15 @@ func worstCaseViews() -> [DriverView] {
             #expect(rendered.screen.lines.count == 4)
             for line in rendered.screen.lines { #expect(line.text.count == 20) }
         }
+    }
+
+    @Test func theLoginScreenShowsTheIdAndOneStarPerDigit() throws {
+        let r = try renderer("en")
+        let typingID = r.render(DriverView(mode: .login(driver: "D-04", pinLength: 0, onPIN: false)), now: 0, utcOffsetS: 0, showNotice: false)
+        #expect(typingID.screen.rows == ["LOGIN               ", "Driver D-04_        ", "PIN                 ", "ENTER=OK LEFT=Erase "])
+        let typingPIN = r.render(DriverView(mode: .login(driver: "D-0417", pinLength: 4, onPIN: true)), now: 0, utcOffsetS: 0, showNotice: false)
+        #expect(typingPIN.screen.rows[1...2] == ["Driver D-0417       ", "PIN ****_           "])
+        #expect(!typingPIN.screen.rows.joined().contains("2468"))
     }
 
     /// Each reason has a text of its own, and the worst cases above cover every one of them.

@@ -55,6 +55,20 @@ import Testing
         #expect(!terminal.blinking[0].contains(true))
     }
 
+    /// The driver's `alert blink`: the same alerts blink, and the bell never rings.
+    @Test func silentAlertsBlinkWithoutTheBell() throws {
+        var terminal = VirtualTerminal(columns: 20, rows: 4)
+        var presenter = try presenter()
+        presenter.ringsBell = false
+        let offer = DriverView(mode: .offered(pickup, deadline: 60_000), online: true)
+        terminal.apply(presenter.present(offer, now: 0, utcOffsetS: 0))
+        terminal.apply(presenter.present(offer, now: 10_000, utcOffsetS: 0))
+        #expect(terminal.blinking[0].allSatisfy { $0 })
+        terminal.apply(presenter.present(DriverView(mode: .atPickup(pickup), online: true), now: 11_000, utcOffsetS: 0))
+        #expect(terminal.blinking.contains { $0.contains(true) })
+        #expect(terminal.bells == 0)
+    }
+
     @Test func cancellationUpdateAndArrivalAlertOnce() throws {
         var terminal = VirtualTerminal(columns: 20, rows: 4)
         var presenter = try presenter()

@@ -1,0 +1,54 @@
+import GRDB
+import UnitCore
+
+/// The logged-in driver, the lockout and the drivers' preferences (tables `driver_session` and
+/// `driver_preferences`). What is read back is checked like any outside input: a value out of
+/// range reads as absent rather than failing the start.
+extension LocalCache {
+    public func driverSession() throws -> DriverSessionRecord {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT driver, failures, locked_until FROM driver_session WHERE id = 1") else {
+                return DriverSessionRecord()
+            }
+            let driver: String? = row["driver"]
+            let failures: Int64 = row["failures"] ?? 0
+            return DriverSessionRecord(
+                driver: driver.flatMap { SessionInput.isDriverID($0) ? $0 : nil }, failures: Int(clamping: min(max(failures, 0), 1000)),
+                lockedUntil: row["locked_until"])
+        }
+    }
+
+    public func saveDriverSession(_ record: DriverSessionRecord) throws {
+        try write(.full) { transaction in
+            try transaction.db.execute(
+                sql: """
+                    INSERT INTO driver_session (id, driver, failures, locked_until) VALUES (1, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET driver = excluded.driver, failures = excluded.failures, locked_until = excluded.locked_until
+                    """,
+                arguments: [record.driver, record.failures, record.lockedUntil])
+        }
+    }
+
+    public func driverPreferences(_ driver: String) throws -> DriverPreferences {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT language, alert FROM driver_preferences WHERE driver = ?", arguments: [driver]) else {
+                return DriverPreferences()
+            }
+            let language: String? = row["language"]
+            let alert: String? = row["alert"]
+            return DriverPreferences(
+                language: language.flatMap { SessionInput.isLanguage($0) ? $0 : nil }, alert: alert.flatMap(AlertStyle.init(rawValue:)))
+        }
+    }
+
+    public func saveDriverPreferences(_ preferences: DriverPreferences, for driver: String) throws {
+        try write(.full) { transaction in
+            try transaction.db.execute(
+                sql: """
+                    INSERT INTO driver_preferences (driver, language, alert) VALUES (?, ?, ?)
+                    ON CONFLICT(driver) DO UPDATE SET language = excluded.language, alert = excluded.alert
+                    """,
+                arguments: [driver, preferences.language, preferences.alert?.rawValue])
+        }
+    }
+}

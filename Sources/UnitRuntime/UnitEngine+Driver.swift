@@ -1,0 +1,132 @@
+import DriverDevices
+import DriverDisplay
+import FleetControl
+import Foundation
+import LocalCache
+import Logging
+import UnitConfig
+import UnitCore
+
+/// Who drives: login, logout and the driver's preferences (`DriverSession`), stored in the
+/// session's own tables, named in every message (`StepPerformer.driver`) and the status.
+extension UnitEngine {
+    static func restoringSession(store: LocalCache, configuration: UnitConfiguration, logger: Logger) -> DriverSession {
+        do {
+            return DriverSession(restoring: try store.driverSession(), lockout: configuration.driver.lockout)
+        } catch {
+            // Nobody logged in is the safe reading: the driver logs in again.
+            logger.error("cannot read the driver session; nobody is logged in", metadata: ["error": "\(error)"])
+            return DriverSession(lockout: configuration.driver.lockout)
+        }
+    }
+
+    /// Login, logout, `lang` and `alert`; nil when `text` is none of those (it is a `DriverInput`).
+    func sessionInput(_ text: String) -> Result<[String], DriverInput.ParseError>? {
+        SessionInput.parse(text).map { parsed in parsed.map { handleSession($0) } }
+    }
+
+    private func handleSession(_ input: SessionInput) -> [String] {
+        if case .language(let name) = input, !languageInstalled(name) { return refused(.unknownLanguage) }
+        let drivers = configuration.driver.drivers
+        let store = self.store
+        let outcome = session.handle(
+            input, state: machine.state.name, now: clockMs(),
+            verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
+            preferences: { (try? store.driverPreferences($0)) ?? DriverPreferences() },
+            installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language)
+        if outcome.changesSession {
+            do {
+                try store.saveDriverSession(session.record)
+            } catch {
+                // The session holds until the next start; after it the driver logs in again.
+                logger.error("cannot store the driver session", metadata: ["error": "\(error)"])
+            }
+        }
+        switch outcome {
+        case .loggedIn(let driver):
+            driverChanged()
+            logger.notice("driver logged in", metadata: ["driver": "\(driver)"])
+            return ["Logged in: \(driver)"]
+        case .loggedOut(let driver):
+            driverChanged()
+            logger.notice("driver logged out", metadata: ["driver": "\(driver)"])
+            return ["Logged out: \(driver)"]
+        case .preferences(let driver, let preferences):
+            do {
+                try store.saveDriverPreferences(preferences, for: driver)
+            } catch {
+                logger.error("cannot store the driver's preferences", metadata: ["error": "\(error)"])
+                return ["NOT STORED: \(error)"]
+            }
+            applyDriverPreferences()
+            return ["Preferences of \(driver): language \(preferences.language ?? "-"), alert \(preferences.alert?.rawValue ?? "-")"]
+        case .promptLogin:
+            // Only a terminal has keys to type on; `taxiunitctl press` gives `login <id> <pin>`.
+            guard devices?.terminal != nil else { return ["login needs a driver id and a PIN: login <id> <pin>"] }
+            loginEntry = LoginEntry(at: clockMs())
+            return ["Type the driver id, ENTER, the PIN, ENTER"]
+        case .refused(let refusal):
+            return refused(refusal)
+        }
+    }
+
+    /// A terminal key while a login is typed: true when the entry took it. The PIN is passed on,
+    /// never logged.
+    func typeLogin(_ press: DriverPress) -> Bool {
+        guard var entry = loginEntry, let typed = press.typed else { return false }
+        let now = clockMs()
+        guard !entry.expired(at: now), machine.state.name == .offDuty else {
+            loginEntry = nil
+            return false
+        }
+        let key: LoginEntry.Key = switch typed {
+        case "\n": .enter
+        case "\u{8}": .erase
+        default: .character(typed)
+        }
+        switch entry.type(key, at: now) {
+        case .typing:
+            loginEntry = entry
+        case .cancelled:
+            loginEntry = nil
+        case .submit(let input):
+            loginEntry = nil
+            _ = handleSession(input)
+        }
+        return true
+    }
+
+    private func refused(_ refusal: DriverRefusal) -> [String] {
+        logger.info("driver input refused: \(refusal)")
+        panel.sessionRefused(refusal)
+        return [refusal.description]
+    }
+
+    private func driverChanged() {
+        loginEntry = nil
+        machine.driverLoggedIn = session.driver != nil
+        performer.driver = session.driver
+        applyDriverPreferences()
+        publishStatus()
+    }
+
+    /// The terminal in the logged-in driver's language and alert style, else the configuration's.
+    func applyDriverPreferences() {
+        let preferences = session.driver.flatMap { try? store.driverPreferences($0) } ?? DriverPreferences()
+        let catalogues = configuration.unit.catalogues
+        let shown = preferences.language.map { devices?.useLanguage($0, catalogues: catalogues) == true } ?? false
+        if !shown { devices?.useLanguage(configuration.unit.language, catalogues: catalogues) }
+        devices?.terminal?.setRingsBell((preferences.alert ?? .bell) == .bell)
+    }
+
+    /// The catalogues in `[unit] catalogues` that load.
+    private func installedLanguages() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: configuration.unit.catalogues)) ?? []
+        return files.filter { $0.hasSuffix(".toml") }.map { String($0.dropLast(5)) }
+            .filter { SessionInput.isLanguage($0) && languageInstalled($0) }
+    }
+
+    private func languageInstalled(_ name: String) -> Bool {
+        (try? MessageCatalogue.load(language: name, directory: configuration.unit.catalogues)) != nil
+    }
+}
