@@ -96,10 +96,31 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var outbox: OutboxDepth?
     /// What the unit set aside because it could not use it (kind → count); omitted when nothing was.
     public var aside: [String: Int]?
+    /// The birth facts (docs/protocol.md, "status"): what this unit speaks and runs, set by the shell.
+    /// `SoftwareVersion.wireProtocol`.
+    public var wireProtocol: Int?
+    /// `SoftwareVersion.software`, what `taxiunitd --version` prints.
+    public var software: String?
+    /// Version of the fleet's config document in force per scope (`fleet`, `unit`); a scope without one is absent.
+    public var configVersions: [String: Int]?
+    /// Seconds since the daemon started.
+    public var uptimeS: Int64?
+    /// Ms since the last valid fix was received; omitted before the first.
+    public var fixAgeMs: Int64?
+    /// `persistent`, or `volatile` when the store could not be opened and an in-memory one is in use.
+    public var store: StoreMode?
+
+    public enum StoreMode: String, Sendable, Codable {
+        case persistent, volatile
+    }
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, t, outbox, aside
+        case online, unit, state, reason, job, zone, t, outbox, aside, software, store
         case seatsLeft = "seats_left"
+        case wireProtocol = "protocol"
+        case configVersions = "config_versions"
+        case uptimeS = "uptime_s"
+        case fixAgeMs = "fix_age_ms"
     }
 
     public init(online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil) {

@@ -122,7 +122,7 @@ extension UnitEngine {
     private func enqueue(_ ack: ConfigAck, in transaction: LocalCache.Transaction, at now: Int64) throws {
         let unit = configuration.unit.id
         try transaction.enqueue(topic: UnitTopic.configAck.rawValue, messageClass: .event, createdAt: now) { seq, id in
-            try Array(JSONEncoder.wire.encode(ConfigAckMessage(ack, unit: unit, seq: seq, messageID: id, t: now)))
+            try Array(JSONEncoder.wire.encode(ConfigAckMessage(ack, unit: unit, seq: seq, id: id, t: now)))
         }
     }
 
@@ -140,7 +140,7 @@ extension UnitEngine {
     private func handleCommand(_ message: MQTTMessage) {
         let now = clockMs()
         let reply = { (result: CommandReplyMessage.Result, id: String?, name: String?) in
-            CommandReplyMessage(unit: self.configuration.unit.id, seq: 0, messageID: "", t: now, id: id, cmd: name, result: result)
+            CommandReplyMessage(unit: self.configuration.unit.id, seq: 0, id: "", t: now, cmdID: id, cmd: name, result: result)
         }
         do {
             switch fleetCommands.admit(message.payload, topic: message.topic, now: now) {
@@ -196,8 +196,8 @@ extension UnitEngine {
         try transaction.enqueue(topic: UnitTopic.cmdReply.rawValue, messageClass: .event, createdAt: reply.t) { seq, id in
             var numbered = reply
             numbered.seq = seq
-            numbered.messageID = id
-            return try Array(JSONEncoder.wire.encode(numbered))
+            numbered.id = id
+            return try numbered.json()
         }
     }
 }

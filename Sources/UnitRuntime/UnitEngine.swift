@@ -379,8 +379,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let depth = online ? performer.upkeep.refreshDepth(outbox.depth) : nil
         // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
         let aside = online ? lastAsideCounts : nil
-        let status = StatusMessage(
+        var status = StatusMessage(
             online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside)
+        if online { addBirthFacts(to: &status) }
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,

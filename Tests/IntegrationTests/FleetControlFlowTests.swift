@@ -52,9 +52,9 @@ import Testing
         @discardableResult
         func waitForReply(_ id: String, timeoutS: Double = 20) async throws -> [String: Any] {
             try await recorder.waitFor("reply to \(id)", timeoutS: timeoutS) { messages in
-                messages.contains { $0.topic == unit.topicBase + "cmd/reply" && $0.json?["id"] as? String == id }
+                messages.contains { $0.topic == unit.topicBase + "cmd/reply" && $0.json?["cmd_id"] as? String == id }
             }
-            return replies.last { $0["id"] as? String == id }!
+            return replies.last { $0["cmd_id"] as? String == id }!
         }
 
         func config() throws -> ControlStatus.Config { try #require(try unit.status().config) }
@@ -79,7 +79,7 @@ import Testing
         #expect(ack["scope"] as? String == "fleet")
         #expect(ack["unit"] as? String == setup.unit.unitID)
         #expect(ack["seq"] as? Int == 1)
-        #expect(ack["message_id"] is String)
+        #expect(ack["id"] is String && ack["message_id"] == nil)
         #expect(ack["errors"] == nil)
         #expect(try setup.config().versions == ["fleet": 1])
         #expect(try setup.remoteSettings()["reporting"] as? [String: Int] == ["interval_s": 30])
@@ -251,7 +251,7 @@ import Testing
         let expiredReply = try await setup.waitForReply("c2")
         #expect(expiredReply["result"] as? String == "expired")
         #expect(try setup.unit.status().storedPositions > 0, "an expired purge deletes nothing")
-        #expect(setup.replies.filter { $0["id"] as? String == "c1" }.count == 1, "the replayed report got no second reply")
+        #expect(setup.replies.filter { $0["cmd_id"] as? String == "c1" }.count == 1, "the replayed report got no second reply")
         #expect(setup.unit.log.contains("replayed command ignored"))
 
         let purge = try setup.command(#"{"id":"c3","cmd":"purge","days":0,"expires_at":\#(Setup.inAMinute)}"#)
@@ -265,6 +265,8 @@ import Testing
         let dump = try #require(try await setup.waitForReply("c4")["status"] as? [String: Any])
         #expect(dump["unit"] as? String == setup.unit.unitID)
         #expect(dump["config"] is [String: Any])
+        #expect(dump["stored_positions"] is Int && (dump["gps"] as? [String: Any])?["last_fix_age_s"] is Double, "snake_case: \(dump)")
+        #expect(try ContractCheck.problems(in: setup.recorder.messages).isEmpty)
 
         try setup.recorder.publish(setup.commandTopic, try setup.command(#"{"id":"c5","cmd":"fly","expires_at":\#(Setup.inAMinute)}"#))
         #expect(try await setup.waitForReply("c5")["result"] as? String == "unknown")
@@ -276,7 +278,7 @@ import Testing
         try setup.recorder.publish(setup.commandTopic, purge)
         try setup.recorder.publish(setup.commandTopic, try setup.command(#"{"id":"c6","cmd":"status","expires_at":\#(Setup.inAMinute)}"#))
         try await setup.waitForReply("c6")
-        #expect(setup.replies.filter { $0["id"] as? String == "c3" }.count == 1)
+        #expect(setup.replies.filter { $0["cmd_id"] as? String == "c3" }.count == 1)
         setup.unit.stop()
         positions.stop()
     }
