@@ -184,8 +184,8 @@ final class StepPerformer {
                 try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change)))
             }
         case .stalePosition(let fix, let ageMs):
-            return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                try PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)]).json()
+            return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
+                try LivePositionMessage(point: PositionPoint(fix, staleAgeMs: ageMs), seq: seq).json()
             }
         }
     }

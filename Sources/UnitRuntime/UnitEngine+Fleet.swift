@@ -164,7 +164,6 @@ extension UnitEngine {
 
     private func execute(_ command: FleetCommand, reply: CommandReplyMessage, now: Int64) throws {
         var answer = reply
-        let unit = configuration.unit.id
         // Read before the write transaction: the status reads the store itself.
         if command.action == .status { answer.status = currentStatus() }
         try store.write(.full) { transaction in
@@ -177,8 +176,8 @@ extension UnitEngine {
                     break
                 }
                 let point = PositionPoint(fix)
-                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                    try PositionMessage(unit: unit, seq: seq, id: id, points: [point]).json()
+                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
+                    try LivePositionMessage(point: point, seq: seq).json()
                 }
                 answer.position = point
             case .status, .reconnect:

@@ -57,6 +57,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private let control: ControlDesk
     var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
+    var positionFeeds = PositionFeeds()
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil) {
         // Monotonic, for `health`: only a change of state moves it.
         didSet { if broker.connected { brokerDownSince = nil } else if oldValue.connected { brokerDownSince = .now } }
@@ -353,6 +354,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionStarted(session)
             subscribeInbound()
             publishStatus()
+            publishLastPositionOnConnect()
             subscribeToFleet()
             outbox.want()
         case .connectFailed(let reason):
@@ -409,6 +411,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let performed = performer.perform(step, now: clockMs()) { publishStatus() }
         if let id = performed.storedAlarmID { machine.alarmStored(messageID: id) }
         if let recorded = step.fixes.last { lastFix = (recorded.fix, .now) }
+        publishPositionFeeds(step.fixes)
         panel.stepped(event, before: before, after: machine.state, step: step)
         return performed.told
     }

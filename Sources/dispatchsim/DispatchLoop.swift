@@ -100,7 +100,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         case .connected:
             if scheduleStartMs == nil { scheduleStartMs = nowMs() + 1000 }
             let base = "\(options.topicPrefix)/\(options.fleet)/+/"
-            for topic in Self.topicsRead {
+            for topic in UnitReport.topicsRead {
                 try? connection.subscribe(base + topic.rawValue, qos: 1)
             }
             let booking = Booking.topics(fleet: options.fleet)
@@ -140,39 +140,13 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard let topic = UnitTopic(rawValue: name) else { return }
         let report: UnitReport
         do {
-            guard let decoded = try Self.decode(topic, Data(message.payload)) else { return }
+            guard let decoded = try UnitReport.decode(topic, Data(message.payload)) else { return }
             report = decoded
         } catch {
             note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
             return
         }
         perform(dispatcher.handle(.report(unit: unit, report), now: nowMs()))
-    }
-
-    /// The `id` every unit message but `status` carries beside its body.
-    private struct MessageID: Decodable {
-        var id: String
-    }
-
-    /// What a dispatcher reads of the units' topics (the fleet configuration ones are not its business).
-    private static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos]
-
-    private static func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
-        let decoder = JSONDecoder()
-        switch topic {
-        case .status:
-            do {
-                return .status(try decoder.decode(StatusMessage.self, from: data))
-            } catch {
-                guard let will = try? decoder.decode(OfflineStatusMessage.self, from: data), !will.online else { throw error }
-                return .offline
-            }
-        case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
-        case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
-        case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
-        case .pos: return .position(try decoder.decode(PositionMessage.self, from: data))
-        case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
-        }
     }
 
     private func perform(_ actions: [DispatchAction]) {

@@ -3,6 +3,7 @@ import Foundation
 import MQTTLink
 import TestHarness
 import Testing
+import UnitCore
 
 /// Fleet configuration and commands on the real parts: mosquitto, the daemon, taxiunitctl signing.
 @Suite(.serialized) struct FleetControlFlowTests {
@@ -242,7 +243,7 @@ import Testing
         #expect(reply["cmd"] as? String == "report")
         let point = try #require(reply["position"] as? [String: Any])
         try await positions.waitFor("the reported position") { messages in
-            messages.contains { ($0.json?["points"] as? [[String: Any]])?.first?["t"] as? Int == point["t"] as? Int }
+            messages.contains { (try? JSONDecoder().decode(LivePositionMessage.self, from: Data($0.payload)))?.point.t == (point["t"] as? Int).map(Int64.init) }
         }
 
         try setup.recorder.publish(setup.commandTopic, report)

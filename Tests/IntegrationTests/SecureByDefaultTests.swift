@@ -402,7 +402,7 @@ final class Account: @unchecked Sendable {
         let fleetTopic = "taxi/\(unit.fleet)/config"
         try recorder.publish(fleetTopic, try commands.sign(#"{"version":1,"settings":{}}"#, topic: fleetTopic))
         let messages = try await recorder.waitFor("two replies and an ack") { $0.count == 3 }
-        let replies = Dictionary(uniqueKeysWithValues: messages.filter { $0.topic.hasSuffix("cmd/reply") }.compactMap(\.json).map { ($0["id"] as? String ?? "?", $0) })
+        let replies = Dictionary(uniqueKeysWithValues: messages.filter { $0.topic.hasSuffix("cmd/reply") }.compactMap(\.json).map { ($0["cmd_id"] as? String ?? "?", $0) })
         #expect(replies["by-config-key"]?["result"] as? String == "rejected")
         #expect(replies["by-config-key"]?["reason"] as? String == "signature")
         #expect(replies["by-command-key"]?["result"] as? String == "ok")
