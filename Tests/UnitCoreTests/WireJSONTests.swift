@@ -52,6 +52,18 @@ import Testing
         }
     }
 
+    /// What a dispatcher reads from the network: a bad id, a short row, an overflowing time offset
+    /// are refused, never trapped on.
+    @Test func hostileLivePayloadsAreRefused() {
+        for payload in [
+            #"{"id":"zzzzzzzzz","p":[9223372036854775807,1,2]}"#,
+            #"{"id":"9us6zcw3l","p":[0,1]}"#, #"{"id":"9us6zcw3l","p":[null,1,2]}"#, #"{"id":"9us6zcw3l","p":[0,null,2]}"#,
+            #"{"id":"9us6zcw3l","p":[0,1,2,3,4,5,6]}"#, #"{"id":"9US6ZCW3L","p":[0,1,2]}"#, #"{"id":"9us6zcw3l"}"#, #"{"p":[0,1,2]}"#,
+        ] {
+            #expect(throws: (any Error).self, "\(payload)") { try JSONDecoder().decode(LivePositionMessage.self, from: Data(payload.utf8)) }
+        }
+    }
+
     @Test func absentOptionalsAndTheHeartbeatFields() throws {
         let fix = Fix(time: 1_795_000_000_000, latitude: -33.8688, longitude: 151.2093, speed: nil, track: nil, accuracy: nil)
         try Self.expectSameBytes(LivePositionMessage(point: PositionPoint(fix), seq: 7))
