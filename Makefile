@@ -91,7 +91,8 @@ install-files:
 # own --help (ArgumentParser's generate-manual plugin, `man-pages`), the maintainer scripts and the
 # conffile list from packaging/. `deb-package` assembles it from BUILT without building anything
 # (the tests package their own build with it).
-DEB_VERSION ?= 0.$(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+# The one version: UnitCore's SoftwareVersion, which `taxiunitd --version` and the status print.
+DEB_VERSION ?= $(shell sed -n 's/^ *public static let software = "\(.*\)"$$/\1/p' Sources/UnitCore/SoftwareVersion.swift)
 DEB_ARCH ?= $(shell dpkg --print-architecture)
 DEB_OUT ?= build
 # xz for boards; the tests package uncompressed.

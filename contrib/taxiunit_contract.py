@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The taxiunitd wire contract for dispatcher teams: schema validation of payloads and the
-backfill decoder (docs/protocol.md, "Backfill batches").
+position decoders (docs/protocol.md, "pos" and "Backfill batches").
 
     python3 contrib/taxiunit_contract.py validate MESSAGES.jsonl   # {"topic": ..., "payload": ...} per line
     python3 contrib/taxiunit_contract.py vectors contrib/backfill-vectors.json
@@ -18,7 +18,7 @@ SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "do
 
 # Topic suffix below {prefix}/{fleet}/{unit}/ -> payload schema in taxiunit.schema.json's $defs.
 UNIT_TOPICS = {
-    "status": "status", "pos": "pos", "job/offer": "job_offer", "job/cancel": "job_cancel", "job/update": "job_update",
+    "status": "status", "pos": "pos", "pos/last": "pos_last", "job/offer": "job_offer", "job/cancel": "job_cancel", "job/update": "job_update",
     "job/reply": "job_reply", "event": "event", "sos": "sos", "sos/ack": "sos_ack", "config": "config",
     "config/ack": "config_ack", "cmd": "cmd", "cmd/reply": "cmd_reply", "telemetry": "telemetry",
     "ride": "ride",
@@ -28,9 +28,15 @@ COLUMNS = ("t", "lat", "lon", "spd", "hdg", "acc")
 SCALES = (1, 1e7, 1e7, 100, 10, 10)
 
 
+OWNTRACKS_SCHEMA_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "owntracks-location.schema.json")
+
+
 def schema_name(topic):
-    """The payload schema of a topic: {prefix}/{fleet}/config, or {prefix}/{fleet}/{unit}/{suffix}."""
+    """The payload schema of a topic: {prefix}/{fleet}/config, {prefix}/{fleet}/{unit}/{suffix}, or an
+    OwnTracks location on owntracks/... (the [owntracks] feed's default topic)."""
     levels = topic.split("/")
+    if levels[0] == "owntracks":
+        return "owntracks_location"
     if len(levels) == 3 and levels[2] == "config":
         return "config"
     if len(levels) >= 4:
@@ -62,6 +68,8 @@ class Contract:
         for name in self.bundle["$defs"]:
             schema = {"$schema": self.bundle["$schema"], "$ref": f"#/$defs/{name}", "$defs": self.bundle["$defs"]}
             self.validators[name] = jsonschema.Draft202012Validator(schema)
+        with open(OWNTRACKS_SCHEMA_PATH, encoding="utf-8") as file:
+            self.validators["owntracks_location"] = jsonschema.Draft202012Validator(json.load(file))
 
     def problems(self, topic, payload):
         """What is wrong with one message, as lines; empty when it conforms."""
@@ -108,13 +116,50 @@ def decode_backfill(rows):
     return points
 
 
+def live_id_time(message_id):
+    """The time in a live position's id (9 lowercase base-36 digits of time * 16 + seq % 16), ms."""
+    if len(message_id) != 9 or any(c not in "0123456789abcdefghijklmnopqrstuvwxyz" for c in message_id):
+        raise ValueError(f"not a live position id: {message_id!r}")
+    return int(message_id, 36) // 16
+
+
+def decode_live(message):
+    """A live `pos` message ({"id", "p"[, "age", "stale"]}) -> its point as a dict: the row is a
+    backfill row whose time counts from the id's."""
+    row = list(message["p"])
+    if not row or not isinstance(row[0], int) or isinstance(row[0], bool):
+        raise ValueError("a live row starts with the time offset")
+    row[0] += live_id_time(message["id"])
+    point = decode_backfill([row])[0]
+    for key in ("stale", "age"):
+        if key in message:
+            point[key] = message[key]
+    return point
+
+
+def decode_positions(message):
+    """Any `pos` payload -> its points: live, backfill, or protocol 1's live objects."""
+    if "p" in message:
+        return [decode_live(message)]
+    if message.get("backfill") is True:
+        return decode_backfill(message["points"])
+    return [dict(point) for point in message["points"]]
+
+
 def check_vectors(path):
-    """Every vector's rows decode to its points, each within half a unit of its column."""
+    """Every vector's rows (or live payload) decode to its points, each within half a unit of its column."""
     with open(path, encoding="utf-8") as file:
         vectors = json.load(file)
     failures = []
     for vector in vectors:
-        decoded = decode_backfill(vector["rows"])
+        if "live" in vector:
+            message = strict_json(vector["live"]["payload"])
+            decoded = [decode_live(message)]
+            for key in ("stale", "age"):
+                if decoded[0].get(key) != vector["points"][0].get(key):
+                    failures.append(f"{vector['name']}: {key} {decoded[0].get(key)}, expected {vector['points'][0].get(key)}")
+        else:
+            decoded = decode_backfill(vector["rows"])
         expected = vector["points"]
         if len(decoded) != len(expected):
             failures.append(f"{vector['name']}: {len(decoded)} points, expected {len(expected)}")

@@ -1,10 +1,11 @@
+import Foundation
 import UnitCore
 
 /// The dispatcher's side of docs/protocol.md, in the units' own wire types (UnitCore), so the
 /// reference dispatcher and the units cannot drift apart.
 
 /// One unit message as the dispatcher sees it. Messages with an `id` (everything but `status`)
-/// may arrive more than once; the dispatcher counts each `id` once.
+/// may arrive more than once; the dispatcher counts each (unit, `id`) once.
 public enum UnitReport: Sendable, Equatable {
     case status(StatusMessage)
     /// The last will, `{"online":false}`.
@@ -12,9 +13,86 @@ public enum UnitReport: Sendable, Equatable {
     case event(id: String, Transition)
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
-    case position(PositionMessage)
+    case position(ReceivedPosition)
     /// A finished ride (`ride`).
     case ride(RideMessage)
+}
+
+/// A `pos` message decoded, whichever of its forms it came in.
+public struct ReceivedPosition: Sendable, Equatable {
+    public var id: String
+    /// Oldest first.
+    public var points: [PositionPoint]
+    public var backfill: Bool
+
+    public init(id: String, points: [PositionPoint], backfill: Bool) {
+        self.id = id
+        self.points = points
+        self.backfill = backfill
+    }
+}
+
+/// What is not the dispatcher's to decode, or not a payload of protocol 1 or 2.
+public struct UndecodablePayload: Error, CustomStringConvertible {
+    public var description: String
+}
+
+extension UnitReport {
+    /// The topics a dispatcher reads (the fleet configuration ones are not its business).
+    public static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos, .posLast]
+
+    /// The `id` every unit message but `status` carries beside its body.
+    private struct MessageID: Decodable {
+        var id: String
+    }
+
+    /// A protocol 1 live position (`points` of objects): rows written before a unit was upgraded
+    /// are sent as they were (docs/protocol.md, "Versions").
+    private struct ProtocolOneLivePosition: Decodable {
+        var id: String
+        var points: [PositionPoint]
+    }
+
+    /// Tells the three `pos` forms apart by their shape: `p` (live), `backfill` (rows), `points` of
+    /// objects (protocol 1).
+    private struct PositionShape: Decodable {
+        var p: [Int64?]?
+        var backfill: Bool?
+    }
+
+    /// A unit message; nil for topics a dispatcher does not read.
+    public static func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
+        let decoder = JSONDecoder()
+        switch topic {
+        case .status:
+            do {
+                return .status(try decoder.decode(StatusMessage.self, from: data))
+            } catch {
+                guard let will = try? decoder.decode(OfflineStatusMessage.self, from: data), !will.online else { throw error }
+                return .offline
+            }
+        case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
+        case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
+        case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
+        case .pos, .posLast: return .position(try decodePosition(data, decoder))
+        case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
+        }
+    }
+
+    private static func decodePosition(_ data: Data, _ decoder: JSONDecoder) throws -> ReceivedPosition {
+        let shape = try decoder.decode(PositionShape.self, from: data)
+        if shape.p != nil {
+            let live = try decoder.decode(LivePositionMessage.self, from: data)
+            return ReceivedPosition(id: live.id, points: [live.point], backfill: false)
+        }
+        if shape.backfill == true {
+            let batch = try decoder.decode(BackfillMessage.self, from: data)
+            guard let points = PositionBatch.decode(batch.points) else { throw UndecodablePayload(description: "backfill rows that do not decode") }
+            return ReceivedPosition(id: batch.id, points: points, backfill: true)
+        }
+        let old = try decoder.decode(ProtocolOneLivePosition.self, from: data)
+        return ReceivedPosition(id: old.id, points: old.points, backfill: false)
+    }
 }
 
 /// Everything the dispatcher sends, one case per topic.

@@ -95,7 +95,8 @@ public struct Dispatcher: Sendable {
 
     private var taxis: [String: Taxi] = [:]
     private var requests: [String: OpenRequest] = [:]
-    private var seenMessageIDs: Set<String> = []
+    /// Per unit: a live position's short id is unique per unit only (docs/protocol.md, "pos").
+    private var seenMessageIDs: [String: Set<String>] = [:]
     private var replyProbes: [ProbeKey: ReplyProbe] = [:]
 
     public init(zones: ZoneMap, settings: DispatchSettings = DispatchSettings()) {
@@ -296,17 +297,17 @@ public struct Dispatcher: Sendable {
             taxis[unit, default: Taxi()].online = false
             return [.log(.init(level: .info, text: "\(unit) offline"))] + reconcile(unit)
         case .event(let id, let transition):
-            guard firstArrival(id) else { return [] }
+            guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {
                 replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t
                 completeProbe(ProbeKey(job: job, unit: unit))
             }
             return apply(state: transition.to, zone: nil, at: transition.t, to: unit) + reconcile(unit)
         case .reply(let id, let reply):
-            guard firstArrival(id) else { return [] }
+            guard firstArrival(id, from: unit) else { return [] }
             return handle(reply, from: unit, now: now)
         case .position(let position):
-            guard firstArrival(position.id), let last = position.points.last, taxis[unit]?.reportsZone != true,
+            guard firstArrival(position.id, from: unit), let last = position.points.last, taxis[unit]?.reportsZone != true,
                   let zone = zones.zone(containing: Coordinate(lat: last.lat, lon: last.lon))?.id,
                   zone != taxis[unit]?.zone else { return [] }
             taxis[unit, default: Taxi()].zone = zone
@@ -318,7 +319,7 @@ public struct Dispatcher: Sendable {
             let waited = ride.waitingS.map { ", waited \($0) s" } ?? ""
             return [.log(.init(level: .info, text: "\(ride.job) ride summary from \(unit): \(ride.passengers) passengers, \(distance)\(waited)"))]
         case .sos(let id, let alarm):
-            guard firstArrival(id) else { return [] }
+            guard firstArrival(id, from: unit) else { return [] }
             stats.sos += 1
             let place = alarm.fix.map { " at \($0.lat), \($0.lon)" } ?? ", position unknown"
             let job = alarm.job.map { " on \($0)" } ?? ""
@@ -329,9 +330,9 @@ public struct Dispatcher: Sendable {
         }
     }
 
-    /// QoS 1 and the units' outboxes deliver at least once: everything with an id counts once.
-    private mutating func firstArrival(_ id: String) -> Bool {
-        if seenMessageIDs.insert(id).inserted { return true }
+    /// QoS 1 and the units' outboxes deliver at least once: everything with an id counts once per unit.
+    private mutating func firstArrival(_ id: String, from unit: String) -> Bool {
+        if seenMessageIDs[unit, default: []].insert(id).inserted { return true }
         stats.duplicatesDropped += 1
         return false
     }

@@ -116,6 +116,15 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var textfile: String?
     }
 
+    /// `[owntracks]`: each reported fix also as an OwnTracks `location` (docs/protocol.md, "OwnTracks").
+    public struct OwnTracks: Sendable, Equatable {
+        public var enabled: Bool
+        /// Tracker id, the initials a map shows: 1–2 letters or digits.
+        public var tid: String
+        /// With `{fleet}` and `{unit}` in it, replaced when published.
+        public var topic: String
+    }
+
     /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
     public struct Fleet: Sendable, Equatable {
         /// Ed25519 public keys, 32 raw bytes each, allowed to sign config documents (and commands
@@ -149,6 +158,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var zones: [Zone]
     public var log: Log
     public var telemetry: Telemetry
+    public var ownTracks: OwnTracks
     public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
@@ -163,7 +173,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input", "driver", "privacy"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -281,6 +291,19 @@ public struct UnitConfiguration: Sendable, Equatable {
             telemetrySection.reject("textfile must be an absolute path ending in .prom (node_exporter reads only those), found \"\(textfile)\"")
         }
         telemetrySection.finish(into: &problems)
+        var ownTracksSection = SectionReader(path: "owntracks", value: root["owntracks"], problems: &problems)
+        let ownTracks = OwnTracks(
+            enabled: ownTracksSection.bool("enabled", default: false),
+            tid: ownTracksSection.string("tid", default: String(unit.id.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.suffix(2))) ?? "",
+            topic: ownTracksSection.string("topic", default: "owntracks/{fleet}/{unit}") ?? "")
+        if ownTracks.enabled || ownTracksSection.has("tid"), !(1...2).contains(ownTracks.tid.count) || !ownTracks.tid.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+            ownTracksSection.reject("tid must be 1 or 2 letters or digits (the initials a map shows), found \"\(LogExcerpt.of(ownTracks.tid, limit: 20))\"")
+        }
+        if ownTracks.topic.contains(where: { "+#\u{0}".contains($0) }) || ownTracks.topic.hasPrefix("/") || ownTracks.topic.hasSuffix("/")
+            || ownTracks.topic.contains("//") || ownTracks.topic.utf8.count > 256 {
+            ownTracksSection.reject("topic must be an MQTT topic of at most 256 bytes without wildcards or empty levels, found \"\(LogExcerpt.of(ownTracks.topic, limit: 80))\"")
+        }
+        ownTracksSection.finish(into: &problems)
 
         let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
         var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
@@ -333,6 +356,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.zones = zones
         self.log = log
         self.telemetry = telemetry
+        self.ownTracks = ownTracks
         self.input = input
         self.fleet = fleet
         self.job = job

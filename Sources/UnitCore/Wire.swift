@@ -17,6 +17,8 @@ public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
 public enum UnitTopic: String, Sendable, Codable, CaseIterable {
     case status
     case pos
+    /// The newest fix, retained (QoS 0), so a dispatcher that starts sees every unit at once.
+    case posLast = "pos/last"
     /// Fleet → unit: this unit's configuration document (retained), and commands.
     case config
     case cmd
@@ -64,17 +66,117 @@ public struct PositionPoint: Sendable, Equatable, Codable {
     }
 }
 
-public struct PositionMessage: Sendable, Equatable, Codable {
-    public var unit: String
-    public var seq: Int64
+/// A live `pos` message (docs/protocol.md, "pos"): the newest fix, alone, in at most 64 bytes. The
+/// point is a backfill row (`PositionBatch`) whose time is counted from the time in the message's
+/// short id; the unit and the sequence number are left out (the topic names the unit, `t` orders).
+public struct LivePositionMessage: Sendable, Equatable {
+    /// `LivePositionID`: the dedup key, unique per unit.
     public var id: String
-    public var points: [PositionPoint]
+    /// As sent: a speed, course or error estimate that is not finite is unknown (nil).
+    public var point: PositionPoint
 
-    public init(unit: String, seq: Int64, id: String, points: [PositionPoint]) {
-        self.unit = unit
-        self.seq = seq
+    /// The message for `point`; `seq`, the message's number on `pos`, tells apart the ids of
+    /// messages made for the same millisecond.
+    public init(point: PositionPoint, seq: Int64) {
+        var point = point
+        point.spd = point.spd.flatMap { $0.isFinite ? $0 : nil }
+        point.hdg = point.hdg.flatMap { $0.isFinite ? $0 : nil }
+        point.acc = point.acc.flatMap { $0.isFinite ? $0 : nil }
+        self.point = point
+        id = LivePositionID.make(time: Self.idTime(of: point), seq: seq)
+    }
+
+    /// A received message, as decoded.
+    public init(id: String, point: PositionPoint) {
         self.id = id
-        self.points = points
+        self.point = point
+    }
+
+    /// A fresh fix's own time, so its time column is 0; a heartbeat's (stale) the unit clock it was
+    /// sent at, fix time plus age, so that every heartbeat of one fix has its own id.
+    static func idTime(of point: PositionPoint) -> Int64 {
+        point.stale == true ? point.t.saturatingAdd(max(0, point.age ?? 0)) : point.t
+    }
+
+    /// The point's row, its time relative to the id's (0 for a fresh fix).
+    var row: PositionBatch.Row {
+        var differences = PositionBatch.Differences()
+        var row = differences.next(point)
+        row.t = point.t.saturatingSubtract(LivePositionID.time(of: id) ?? 0)
+        return row
+    }
+}
+
+/// The id of a live position: 9 lowercase base-36 digits of `time × 16 + seq mod 16`, `time` in
+/// ms since the epoch (held within 1970…2171). Read back with `int(id, 36) // 16`.
+public enum LivePositionID {
+    static let length = 9
+    /// 36⁹ / 16 − 1.
+    static let maxTime: Int64 = 6_347_497_291_775
+    private static let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+
+    public static func make(time: Int64, seq: Int64) -> String {
+        var value = min(max(time, 0), maxTime) * 16 + (seq & 15)
+        var digits = [UInt8](repeating: UInt8(ascii: "0"), count: length)
+        for index in digits.indices.reversed() {
+            digits[index] = alphabet[Int(value % 36)]
+            value /= 36
+        }
+        return String(decoding: digits, as: UTF8.self)
+    }
+
+    /// The time in an id; nil for anything but 9 lowercase base-36 digits.
+    public static func time(of id: String) -> Int64? {
+        guard id.utf8.count == length else { return nil }
+        var value: Int64 = 0
+        for byte in id.utf8 {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): digit = byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            value = value * 36 + Int64(digit)
+        }
+        return value / 16
+    }
+}
+
+/// The Codable form is the reference the hand-written `json()` is held to (WireJSONTests), and how
+/// receivers in Swift (dispatchsim, the tests) read a live message.
+extension LivePositionMessage: Codable {
+    enum CodingKeys: String, CodingKey {
+        case age, id, p, stale
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let id = try container.decode(String.self, forKey: .id)
+        guard let base = LivePositionID.time(of: id) else {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "not a live position id")
+        }
+        var row = try container.decode([Int64?].self, forKey: .p)
+        guard let offset = row.first ?? nil, case (let time, false) = base.addingReportingOverflow(offset) else {
+            throw DecodingError.dataCorruptedError(forKey: .p, in: container, debugDescription: "no time")
+        }
+        row[0] = time
+        guard var point = PositionBatch.decode([row])?.first else {
+            throw DecodingError.dataCorruptedError(forKey: .p, in: container, debugDescription: "not a position row")
+        }
+        point.stale = try container.decodeIfPresent(Bool.self, forKey: .stale)
+        point.age = try container.decodeIfPresent(Int64.self, forKey: .age)
+        self.init(id: id, point: point)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        guard point.lat.isFinite, point.lon.isFinite else {
+            throw EncodingError.invalidValue(point, .init(codingPath: encoder.codingPath, debugDescription: "a coordinate is not finite"))
+        }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(point.age, forKey: .age)
+        try container.encode(id, forKey: .id)
+        try container.encode(row.values, forKey: .p)
+        try container.encodeIfPresent(point.stale, forKey: .stale)
     }
 }
 
@@ -98,10 +200,35 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var aside: [String: Int]?
     /// The driver logged in; omitted with nobody logged in.
     public var driver: String?
+    /// The connection this status was published on (the shell's counter, docs/protocol.md "status"):
+    /// a last will with a smaller `conn` is stale.
+    public var conn: Int64?
+
+    /// The birth facts (docs/protocol.md, "status"): what this unit speaks and runs, set by the shell.
+    /// `SoftwareVersion.wireProtocol`.
+    public var wireProtocol: Int?
+    /// `SoftwareVersion.software`, what `taxiunitd --version` prints.
+    public var software: String?
+    /// Version of the fleet's config document in force per scope (`fleet`, `unit`); a scope without one is absent.
+    public var configVersions: [String: Int]?
+    /// Seconds since the daemon started.
+    public var uptimeS: Int64?
+    /// Ms since the last valid fix was received; omitted before the first.
+    public var fixAgeMs: Int64?
+    /// `persistent`, or `volatile` when the store could not be opened and an in-memory one is in use.
+    public var store: StoreMode?
+
+    public enum StoreMode: String, Sendable, Codable {
+        case persistent, volatile
+    }
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, t, outbox, aside, driver
+        case online, unit, state, reason, job, zone, t, outbox, aside, driver, conn, software, store
         case seatsLeft = "seats_left"
+        case wireProtocol = "protocol"
+        case configVersions = "config_versions"
+        case uptimeS = "uptime_s"
+        case fixAgeMs = "fix_age_ms"
     }
 
     public init(
@@ -205,7 +332,12 @@ public struct OutboxDepth: Sendable, Equatable, Codable {
 
 public struct OfflineStatusMessage: Sendable, Equatable, Codable {
     public var online = false
-    public init() {}
+    /// The connection whose last will this is.
+    public var conn: Int64?
+
+    public init(conn: Int64? = nil) {
+        self.conn = conn
+    }
 }
 
 extension JSONEncoder {

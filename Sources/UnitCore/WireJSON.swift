@@ -1,5 +1,5 @@
 /// Hand-written wire JSON for the position messages, the hot path of the outbox: a unit packs one
-/// per reported fix and a 24 h backlog is thousands of them, and the generic encoder (a new
+/// live message per reported fix and a 24 h backlog is thousands of backfill batches, and the generic encoder (a new
 /// container tree and boxed values per message) cost more than the SQLite work around it.
 ///
 /// The bytes are exactly what `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes
@@ -62,14 +62,6 @@ struct WireJSONWriter {
             bytes[first...].reverse()
         }
     }
-
-    /// Swift's shortest round-trip form, as the Foundation encoder writes it: integral values
-    /// without `.0`, exponents as `1e-05`. The caller has checked that `value` is finite.
-    mutating func number(_ value: Double) {
-        var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        bytes += text.utf8
-    }
 }
 
 /// A non-finite number where the protocol requires one (`lat`, `lon`): refused like the Foundation
@@ -82,69 +74,20 @@ public struct NonFiniteCoordinate: Error, Equatable {
     }
 }
 
-extension PositionPoint {
-    /// The object in a live `pos` message, keys sorted. An unknown (nil) or non-finite `spd`, `hdg`
-    /// or `acc` is omitted: the protocol never carries NaN.
-    func writeJSON(to writer: inout WireJSONWriter) throws(NonFiniteCoordinate) {
-        guard lat.isFinite else { throw NonFiniteCoordinate(field: "lat") }
-        guard lon.isFinite else { throw NonFiniteCoordinate(field: "lon") }
-        var fields = Fields()
-        writer.byte("{")
-        fields.number(#""acc":"#, acc, &writer)
-        if let age { fields.integer(#""age":"#, age, &writer) }
-        fields.number(#""hdg":"#, hdg, &writer)
-        fields.number(#""lat":"#, lat, &writer)
-        fields.number(#""lon":"#, lon, &writer)
-        fields.number(#""spd":"#, spd, &writer)
-        if let stale { fields.literal(#""stale":"#, stale ? "true" : "false", &writer) }
-        fields.integer(#""t":"#, t, &writer)
-        writer.byte("}")
-    }
-
-    /// Commas between the fields that are present.
-    private struct Fields {
-        var empty = true
-
-        mutating func key(_ name: StaticString, _ writer: inout WireJSONWriter) {
-            if !empty { writer.byte(",") }
-            empty = false
-            writer.raw(name)
-        }
-
-        mutating func number(_ name: StaticString, _ value: Double?, _ writer: inout WireJSONWriter) {
-            guard let value, value.isFinite else { return }
-            key(name, &writer)
-            writer.number(value)
-        }
-
-        mutating func integer(_ name: StaticString, _ value: Int64, _ writer: inout WireJSONWriter) {
-            key(name, &writer)
-            writer.integer(value)
-        }
-
-        mutating func literal(_ name: StaticString, _ text: StaticString, _ writer: inout WireJSONWriter) {
-            key(name, &writer)
-            writer.raw(text)
-        }
-    }
-}
-
 extension WireJSONWriter {
-    /// `{"backfill":true,"id":…,"points":[…],"seq":…,"unit":…}` (without `backfill` for a live
-    /// message): the envelope both position messages share. `point` writes one element of `points`.
-    static func positionMessage<Points: Collection, Failure: Error>(
-        backfill: Bool, id: String, points: Points, seq: Int64, unit: String, bytesPerPoint: Int,
-        point: (Points.Element, inout WireJSONWriter) throws(Failure) -> Void
-    ) throws(Failure) -> [UInt8] {
-        var writer = WireJSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * bytesPerPoint)
-        writer.raw(backfill ? #"{"backfill":true,"id":"# : #"{"id":"#)
+    /// `{"backfill":true,"id":…,"points":[…],"seq":…,"unit":…}`; `point` writes one element of `points`.
+    static func backfillMessage<Points: Collection>(
+        id: String, points: Points, seq: Int64, unit: String, point: (Points.Element, inout WireJSONWriter) -> Void
+    ) -> [UInt8] {
+        var writer = WireJSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * 24)
+        writer.raw(#"{"backfill":true,"id":"#)
         writer.string(id)
         writer.raw(#","points":["#)
         var first = true
         for element in points {
             if !first { writer.byte(",") }
             first = false
-            try point(element, &writer)
+            point(element, &writer)
         }
         writer.raw(#"],"seq":"#)
         writer.integer(seq)
@@ -155,12 +98,27 @@ extension WireJSONWriter {
     }
 }
 
-extension PositionMessage {
-    /// The wire bytes of a live `pos` message (docs/protocol.md).
+extension LivePositionMessage {
+    /// The wire bytes of a live `pos` message (docs/protocol.md): `{"id":…,"p":[…]}`, with `age`
+    /// and `stale` around them for a heartbeat. A coordinate that is not finite is refused, like
+    /// the Foundation encoder refuses it.
     public func json() throws(NonFiniteCoordinate) -> [UInt8] {
-        try WireJSONWriter.positionMessage(backfill: false, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 96) {
-            (point, writer) throws(NonFiniteCoordinate) in try point.writeJSON(to: &writer)
+        guard point.lat.isFinite else { throw NonFiniteCoordinate(field: "lat") }
+        guard point.lon.isFinite else { throw NonFiniteCoordinate(field: "lon") }
+        var writer = WireJSONWriter(capacity: 80)
+        writer.byte("{")
+        if let age = point.age {
+            writer.raw(#""age":"#)
+            writer.integer(age)
+            writer.byte(",")
         }
+        writer.raw(#""id":"#)
+        writer.string(id)
+        writer.raw(#","p":"#)
+        writer.backfillRow(row)
+        if let stale = point.stale { writer.raw(stale ? #","stale":true"# : #","stale":false"#) }
+        writer.byte("}")
+        return writer.bytes
     }
 }
 
@@ -170,7 +128,7 @@ extension BackfillMessage {
     /// the rows in between.
     public static func writeJSON(unit: String, seq: Int64, id: String, points: ArraySlice<PositionPoint>) -> [UInt8] {
         var differences = PositionBatch.Differences()
-        return WireJSONWriter.positionMessage(backfill: true, id: id, points: points, seq: seq, unit: unit, bytesPerPoint: 24) { point, writer in
+        return WireJSONWriter.backfillMessage(id: id, points: points, seq: seq, unit: unit) { point, writer in
             writer.backfillRow(differences.next(point))
         }
     }

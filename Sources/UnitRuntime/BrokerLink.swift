@@ -70,7 +70,7 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
             logger: logger
         ) { [weak self, topic = configuration.unitTopicBase + UnitTopic.status.rawValue] in
             let conn = self?.counter.withLock { $0.next() }
-            let payload = (try? Array(JSONEncoder.wire.encode(ConnectionStamped(OfflineStatusMessage(), conn: conn)))) ?? []
+            let payload = (try? Array(JSONEncoder.wire.encode(OfflineStatusMessage(conn: conn)))) ?? []
             return MQTTWill(topic: topic, payload: payload, qos: 1, retain: true)
         }
         let deliver = state.withLock {

@@ -48,26 +48,6 @@ struct ConnectionCounter: Equatable {
     }
 }
 
-/// A message of the unit with the connection counter beside its own fields: the `status` and the
-/// last will (docs/protocol.md, status). `conn` is left out when there is none.
-struct ConnectionStamped<Message: Encodable>: Encodable {
-    var message: Message
-    var conn: Int64?
-
-    init(_ message: Message, conn: Int64?) {
-        self.message = message
-        self.conn = conn
-    }
-
-    private enum CodingKeys: String, CodingKey { case conn }
-
-    func encode(to encoder: any Encoder) throws {
-        try message.encode(to: encoder)
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(conn, forKey: .conn)
-    }
-}
-
 extension BrokerPort {
     /// Restores the counter from the store and writes its first reservation; before the first
     /// connection. A store that cannot be read or written is logged: the counter then starts

@@ -9,14 +9,14 @@ struct PositionPacker {
     /// Points per backfill message (`[mqtt] batch_max`; the fleet may change it).
     var batchMax: Int
 
-    /// The newest queued fix as a live message (`points` with one object).
+    /// The newest queued fix as a live message: one row and a short id, at most 64 bytes for a
+    /// moving fix. The outbox keeps its own UUID for the row; the message's id is made from the fix.
     func live(in transaction: LocalCache.Transaction, at time: Int64) throws -> OutboxMessage? {
         guard let newest = try transaction.takeNewestQueuedPoint() else { return nil }
-        let unit = self.unit
         return try transaction.enqueue(
             topic: UnitTopic.pos.rawValue, lane: .livePosition, createdAt: time, pointCount: 1, newestPoint: newest.id
-        ) { seq, messageID in
-            try PositionMessage(unit: unit, seq: seq, id: messageID, points: [newest.point]).json()
+        ) { seq, _ in
+            try LivePositionMessage(point: newest.point, seq: seq).json()
         }
     }
 

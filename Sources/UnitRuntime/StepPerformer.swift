@@ -203,8 +203,8 @@ final class StepPerformer {
             // Kept in memory only when the commit failed; the retry has no ride row to measure on.
             return rideMessage(ride, distanceM: nil, now: now)
         case .stalePosition(let fix, let ageMs):
-            return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                try PositionMessage(unit: unit, seq: seq, id: id, points: [PositionPoint(fix, staleAgeMs: ageMs)]).json()
+            return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
+                try LivePositionMessage(point: PositionPoint(fix, staleAgeMs: ageMs), seq: seq).json()
             }
         }
     }

@@ -124,7 +124,7 @@ extension UnitEngine {
     private func enqueue(_ ack: ConfigAck, in transaction: LocalCache.Transaction, at now: Int64) throws {
         let unit = configuration.unit.id
         try transaction.enqueue(topic: UnitTopic.configAck.rawValue, messageClass: .event, createdAt: now) { seq, id in
-            try Array(JSONEncoder.wire.encode(ConfigAckMessage(ack, unit: unit, seq: seq, messageID: id, t: now)))
+            try Array(JSONEncoder.wire.encode(ConfigAckMessage(ack, unit: unit, seq: seq, id: id, t: now)))
         }
     }
 
@@ -142,7 +142,7 @@ extension UnitEngine {
     private func handleCommand(_ message: MQTTMessage) {
         let now = clockMs()
         let reply = { (result: CommandReplyMessage.Result, id: String?, name: String?) in
-            CommandReplyMessage(unit: self.configuration.unit.id, seq: 0, messageID: "", t: now, id: id, cmd: name, result: result)
+            CommandReplyMessage(unit: self.configuration.unit.id, seq: 0, id: "", t: now, cmdID: id, cmd: name, result: result)
         }
         do {
             switch fleetCommands.admit(message.payload, topic: message.topic, now: now) {
@@ -166,7 +166,6 @@ extension UnitEngine {
 
     private func execute(_ command: FleetCommand, reply: CommandReplyMessage, now: Int64) throws {
         var answer = reply
-        let unit = configuration.unit.id
         // Read before the write transaction: the status reads the store itself.
         if command.action == .status { answer.status = currentStatus() }
         try store.write(.full) { transaction in
@@ -180,8 +179,8 @@ extension UnitEngine {
                     break
                 }
                 let point = PositionPoint(fix)
-                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in
-                    try PositionMessage(unit: unit, seq: seq, id: id, points: [point]).json()
+                try transaction.enqueue(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
+                    try LivePositionMessage(point: point, seq: seq).json()
                 }
                 answer.position = point
             case .status, .reconnect:
@@ -203,8 +202,8 @@ extension UnitEngine {
         try transaction.enqueue(topic: UnitTopic.cmdReply.rawValue, messageClass: .event, createdAt: reply.t) { seq, id in
             var numbered = reply
             numbered.seq = seq
-            numbered.messageID = id
-            return try Array(JSONEncoder.wire.encode(numbered))
+            numbered.id = id
+            return try numbered.json()
         }
     }
 }

@@ -21,7 +21,7 @@ extension UnitEngine {
         let snapshot = registry.snapshot()
         if broker.connected {
             let message = TelemetryMessage(
-                unit: configuration.unit.id, t: clockMs(), uptimeS: Int64(roundingChecked: ((ContinuousClock.now - startedAt) / .seconds(1)).rounded(.down)) ?? .max,
+                unit: configuration.unit.id, t: clockMs(), uptimeS: Self.wholeUnits(ContinuousClock.now - startedAt, of: .seconds(1)),
                 counters: snapshot.counters, gauges: snapshot.gauges)
             do {
                 // QoS 0 and not through the outbox: the next one replaces a lost one, and a backlog
@@ -40,6 +40,22 @@ extension UnitEngine {
                 logger.warning("cannot write the telemetry textfile", metadata: ["path": "\(path)", "error": "\(error)"])
             }
         }
+    }
+
+    /// The retained status is the unit's birth message: what it speaks and runs, since when, and
+    /// how fresh its position is (docs/protocol.md, "status").
+    func addBirthFacts(to status: inout StatusMessage) {
+        status.wireProtocol = SoftwareVersion.wireProtocol
+        status.software = SoftwareVersion.software
+        status.configVersions = Dictionary(uniqueKeysWithValues: fleetConfig.versions.map { ($0.key.rawValue, $0.value) })
+        status.uptimeS = Self.wholeUnits(ContinuousClock.now - startedAt, of: .seconds(1))
+        status.fixAgeMs = lastFix.map { Self.wholeUnits(ContinuousClock.now - $0.receivedAt, of: .milliseconds(1)) }
+        status.store = options.volatileStore == nil ? .persistent : .volatile
+    }
+
+    /// A monotonic span in whole units, rounded down, held within 0...Int64.max.
+    static func wholeUnits(_ span: Duration, of unit: Duration) -> Int64 {
+        max(0, Int64(roundingChecked: (span / unit).rounded(.down)) ?? .max)
     }
 
     /// A temporary file beside it, then rename(2): node_exporter never reads half a file. The

@@ -59,6 +59,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
     private let control: ControlDesk
     var gpsConnected = false
     var lastFix: (fix: Fix, receivedAt: ContinuousClock.Instant)?
+    var positionFeeds = PositionFeeds()
     var broker = ControlStatus.Broker(connected: false, since: nil, lastError: nil) {
         // Monotonic, for `health`: only a change of state moves it.
         didSet { if broker.connected { brokerDownSince = nil } else if oldValue.connected { brokerDownSince = .now } }
@@ -369,6 +370,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             outbox.sessionStarted(session)
             subscribeInbound()
             publishStatus()
+            publishLastPositionOnConnect()
             subscribeToFleet()
             outbox.want()
         case .connectFailed(let reason):
@@ -401,13 +403,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let depth = online ? performer.upkeep.refreshDepth(outbox.depth) : nil
         // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
         let aside = online ? lastAsideCounts : nil
-        let status = StatusMessage(
+        var status = StatusMessage(
             online: online, unit: configuration.unit.id, status: machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside,
             driver: online ? session.driver : nil)
+        if online { addBirthFacts(to: &status) }
+        status.conn = mqtt.connectionNumber
         do {
             let ticket = try mqtt.publish(
                 topic: configuration.unitTopicBase + UnitTopic.status.rawValue,
-                payload: Array(JSONEncoder.wire.encode(ConnectionStamped(status, conn: mqtt.connectionNumber))), qos: 1, retain: true)
+                payload: Array(JSONEncoder.wire.encode(status)), qos: 1, retain: true)
             if !online { offlineStatusTicket = ticket }
             publishedAside = aside
         } catch {
@@ -432,6 +436,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         let performed = performer.perform(step, now: clockMs()) { publishStatus() }
         if let id = performed.storedAlarmID { machine.alarmStored(messageID: id) }
         if let recorded = step.fixes.last { lastFix = (recorded.fix, .now) }
+        publishPositionFeeds(step.fixes)
         panel.stepped(event, before: before, after: machine.state, step: step, seatsLeft: machine.seatsLeft)
         return performed.told
     }

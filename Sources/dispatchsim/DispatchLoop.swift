@@ -130,7 +130,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         let base = "\(options.topicPrefix)/\(options.fleet)/+/"
         let booking = Booking.topics(fleet: options.fleet)
         let shared = [booking.request, booking.cancel, base + UnitTopic.sos.rawValue, base + RideMessage.topic]
-        let everyInstance = Self.topicsRead.filter { $0 != .sos }.map { base + $0.rawValue }
+        let everyInstance = UnitReport.topicsRead.filter { $0 != .sos }.map { base + $0.rawValue }
         guard let group = options.shareGroup else { return everyInstance + shared }
         return everyInstance + shared.map { "$share/\(group)/\($0)" }
     }
@@ -157,7 +157,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
             if name == RideMessage.topic {
                 report = .ride(try JSONDecoder().decode(RideMessage.self, from: Data(message.payload)))
             } else {
-                guard let topic = UnitTopic(rawValue: name), let decoded = try decode(topic, Data(message.payload)) else { return }
+                guard let topic = UnitTopic(rawValue: name), let decoded = try UnitReport.decode(topic, Data(message.payload)) else { return }
+                // On a shared subscription every instance sees every reply: each takes its own offers'.
+                if case .reply(_, let reply) = decoded, options.shareGroup != nil, !offeredJobs.contains(reply.job) { return }
                 report = decoded
             }
         } catch {
@@ -165,35 +167,6 @@ final class DispatchLoop: Service, @unchecked Sendable {
             return
         }
         perform(dispatcher.handle(.report(unit: unit, report), now: nowMs()))
-    }
-
-    /// The `id` every unit message but `status` carries beside its body.
-    private struct MessageID: Decodable {
-        var id: String
-    }
-
-    /// What a dispatcher reads of the units' topics (the fleet configuration ones are not its business).
-    private static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos]
-
-    private func decode(_ topic: UnitTopic, _ data: Data) throws -> UnitReport? {
-        let decoder = JSONDecoder()
-        switch topic {
-        case .status:
-            do {
-                return .status(try decoder.decode(StatusMessage.self, from: data))
-            } catch {
-                guard let will = try? decoder.decode(OfflineStatusMessage.self, from: data), !will.online else { throw error }
-                return .offline
-            }
-        case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
-        case .jobReply:
-            let reply = try decoder.decode(JobReply.self, from: data)
-            guard options.shareGroup == nil || offeredJobs.contains(reply.job) else { return nil }
-            return .reply(id: try decoder.decode(MessageID.self, from: data).id, reply)
-        case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
-        case .pos: return .position(try decoder.decode(PositionMessage.self, from: data))
-        case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
-        }
     }
 
     private func perform(_ actions: [DispatchAction]) {

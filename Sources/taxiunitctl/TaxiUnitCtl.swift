@@ -1,6 +1,7 @@
 import ArgumentParser
 import ControlSocket
 import Foundation
+import UnitCore
 
 @main
 struct TaxiUnitCtl: ParsableCommand {
@@ -16,6 +17,7 @@ struct TaxiUnitCtl: ParsableCommand {
             0 done; 1 the daemon refused the request; 2 health found a problem; 3 taxiunitd is not \
             running; 4 not permitted to use the control socket.
             """,
+        version: SoftwareVersion.software,
         subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, GenKey.self, SignConfig.self, HashPIN.self]
     )
 

@@ -11,6 +11,7 @@ import Metrics
 import ServiceLifecycle
 import SystemdNotify
 import UnitConfig
+import UnitCore
 import UnitRuntime
 
 /// The entry point is synchronous on purpose: an `async` main ends the main thread with
@@ -76,7 +77,8 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             EXIT STATUS
             0 after a graceful stop or a valid --check; 1 for an invalid configuration, an unusable secret \
             file, or a store that cannot be opened.
-            """
+            """,
+        version: SoftwareVersion.software
     )
 
     @Option(name: .long, help: "Path of the TOML configuration file.")

@@ -247,17 +247,38 @@ func logs(_ actions: [DispatchAction]) -> String {
 
     @Test func positionsPlaceTaxisThatDoNotNameTheirZone() {
         var h = Harness()
-        func position(_ id: String, _ point: Coordinate) -> UnitReport {
-            .position(decoded(#"{"unit":"T","seq":1,"id":"\#(id)","points":[{"t":1,"lat":\#(point.lat),"lon":\#(point.lon)}]}"#))
+        /// As a unit sends it: the lean live form, whose short id is unique per unit only.
+        func position(_ point: Coordinate) -> UnitReport {
+            let live = LivePositionMessage(point: PositionPoint(t: 1_795_000_000_000, lat: point.lat, lon: point.lon), seq: 1)
+            return (try? UnitReport.decode(.pos, Data(live.json()))) ?? .offline
         }
         h.status("T1", "available", zone: nil)
         #expect(h.dispatcher.queues.values.allSatisfy { $0.isEmpty })
-        h.feed(.report(unit: "T1", position("p1", inB)))
+        h.feed(.report(unit: "T1", position(inB)))
         #expect(h.dispatcher.queue(of: "B") == ["T1"])
-        // A unit that names its zone is believed over its positions.
+        // A unit that names its zone is believed over its positions. T2's message has the same id
+        // as T1's: another unit's, so no duplicate.
         h.status("T2", "available", zone: "A")
-        h.feed(.report(unit: "T2", position("p2", inB)))
+        h.feed(.report(unit: "T2", position(inB)))
         #expect(h.dispatcher.queue(of: "A") == ["T2"])
+        #expect(h.dispatcher.stats.duplicatesDropped == 0)
+        h.feed(.report(unit: "T2", position(inB)))
+        #expect(h.dispatcher.stats.duplicatesDropped == 1)
+    }
+
+    /// Every form a `pos` payload comes in: live, backfill, and protocol 1's live objects, which an
+    /// upgraded unit still sends from its outbox.
+    @Test func everyPositionFormDecodes() throws {
+        let point = PositionPoint(t: 1_795_000_000_000, lat: 46.4983007, lon: 7.5674005, spd: 8.31, hdg: 10.4, acc: 4.5)
+        let live = LivePositionMessage(point: point, seq: 5)
+        #expect(try UnitReport.decode(.pos, Data(live.json())) == .position(ReceivedPosition(id: live.id, points: [live.point], backfill: false)))
+        let batch = BackfillMessage.writeJSON(unit: "T1", seq: 2, id: "b-1", points: [point, point][...])
+        guard case .position(let backfill)? = try UnitReport.decode(.pos, Data(batch)) else { Issue.record("no position"); return }
+        #expect(backfill.id == "b-1" && backfill.backfill && backfill.points.count == 2 && backfill.points[1].t == point.t)
+        let old = #"{"id":"0194","points":[{"acc":4.5,"lat":46.4983007,"lon":7.5674005,"t":1795000000000}],"seq":1,"unit":"T1"}"#
+        #expect(try UnitReport.decode(.pos, Data(old.utf8)) == .position(ReceivedPosition(
+            id: "0194", points: [PositionPoint(t: 1_795_000_000_000, lat: 46.4983007, lon: 7.5674005, acc: 4.5)], backfill: false)))
+        #expect(throws: (any Error).self) { try UnitReport.decode(.pos, Data(#"{"id":"NOT-AN-ID","p":[0,1,2]}"#.utf8)) }
     }
 
     @Test func offlineTaxisLeaveTheQueue() {

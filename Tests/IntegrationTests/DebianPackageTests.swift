@@ -52,6 +52,13 @@ import Testing
             == (try runCommand("/usr/bin/dpkg", ["--print-architecture"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
+    /// One version: the package's is what the programs print and the status carries.
+    @Test func thePackageVersionIsTheProgramsVersion() throws {
+        let version = try runCommand("/usr/bin/dpkg-deb", ["-f", try package(), "Version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!version.isEmpty)
+        #expect(try runCommand(Corpus.binary("taxiunitd"), ["--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines) == version)
+    }
+
     @Test func installsRunsItsScriptsAndRemovesTheDebianWay() throws {
         let scratch = try ScratchDirectory()
         let deb = try package()

@@ -3,6 +3,7 @@ import Foundation
 import MQTTLink
 import TestHarness
 import Testing
+import UnitCore
 
 /// Fleet configuration and commands on the real parts: mosquitto, the daemon, taxiunitctl signing.
 @Suite(.serialized) struct FleetControlFlowTests {
@@ -52,9 +53,9 @@ import Testing
         @discardableResult
         func waitForReply(_ id: String, timeoutS: Double = 20) async throws -> [String: Any] {
             try await recorder.waitFor("reply to \(id)", timeoutS: timeoutS) { messages in
-                messages.contains { $0.topic == unit.topicBase + "cmd/reply" && $0.json?["id"] as? String == id }
+                messages.contains { $0.topic == unit.topicBase + "cmd/reply" && $0.json?["cmd_id"] as? String == id }
             }
-            return replies.last { $0["id"] as? String == id }!
+            return replies.last { $0["cmd_id"] as? String == id }!
         }
 
         func config() throws -> ControlStatus.Config { try #require(try unit.status().config) }
@@ -79,7 +80,7 @@ import Testing
         #expect(ack["scope"] as? String == "fleet")
         #expect(ack["unit"] as? String == setup.unit.unitID)
         #expect(ack["seq"] as? Int == 1)
-        #expect(ack["message_id"] is String)
+        #expect(ack["id"] is String && ack["message_id"] == nil)
         #expect(ack["errors"] == nil)
         #expect(try setup.config().versions == ["fleet": 1])
         #expect(try setup.remoteSettings()["reporting"] as? [String: Int] == ["interval_s": 30])
@@ -242,7 +243,7 @@ import Testing
         #expect(reply["cmd"] as? String == "report")
         let point = try #require(reply["position"] as? [String: Any])
         try await positions.waitFor("the reported position") { messages in
-            messages.contains { ($0.json?["points"] as? [[String: Any]])?.first?["t"] as? Int == point["t"] as? Int }
+            messages.contains { (try? JSONDecoder().decode(LivePositionMessage.self, from: Data($0.payload)))?.point.t == (point["t"] as? Int).map(Int64.init) }
         }
 
         try setup.recorder.publish(setup.commandTopic, report)
@@ -251,7 +252,7 @@ import Testing
         let expiredReply = try await setup.waitForReply("c2")
         #expect(expiredReply["result"] as? String == "expired")
         #expect(try setup.unit.status().storedPositions > 0, "an expired purge deletes nothing")
-        #expect(setup.replies.filter { $0["id"] as? String == "c1" }.count == 1, "the replayed report got no second reply")
+        #expect(setup.replies.filter { $0["cmd_id"] as? String == "c1" }.count == 1, "the replayed report got no second reply")
         #expect(setup.unit.log.contains("replayed command ignored"))
 
         let purge = try setup.command(#"{"id":"c3","cmd":"purge","days":0,"expires_at":\#(Setup.inAMinute)}"#)
@@ -265,6 +266,8 @@ import Testing
         let dump = try #require(try await setup.waitForReply("c4")["status"] as? [String: Any])
         #expect(dump["unit"] as? String == setup.unit.unitID)
         #expect(dump["config"] is [String: Any])
+        #expect(dump["stored_positions"] is Int && (dump["gps"] as? [String: Any])?["last_fix_age_s"] is Double, "snake_case: \(dump)")
+        #expect(try ContractCheck.problems(in: setup.recorder.messages).isEmpty)
 
         try setup.recorder.publish(setup.commandTopic, try setup.command(#"{"id":"c5","cmd":"fly","expires_at":\#(Setup.inAMinute)}"#))
         #expect(try await setup.waitForReply("c5")["result"] as? String == "unknown")
@@ -276,7 +279,7 @@ import Testing
         try setup.recorder.publish(setup.commandTopic, purge)
         try setup.recorder.publish(setup.commandTopic, try setup.command(#"{"id":"c6","cmd":"status","expires_at":\#(Setup.inAMinute)}"#))
         try await setup.waitForReply("c6")
-        #expect(setup.replies.filter { $0["id"] as? String == "c3" }.count == 1)
+        #expect(setup.replies.filter { $0["cmd_id"] as? String == "c3" }.count == 1)
         setup.unit.stop()
         positions.stop()
     }

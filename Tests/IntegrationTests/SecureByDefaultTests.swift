@@ -64,7 +64,7 @@ final class Account: @unchecked Sendable {
     let scratch: ScratchDirectory
     let broker: MosquittoBroker
     static let units = ["T1", "T2"]
-    static let outbound = ["status", "pos", "job/reply", "event", "sos", "config/ack", "cmd/reply"]
+    static let outbound = ["status", "pos", "pos/last", "job/reply", "event", "sos", "config/ack", "cmd/reply"]
     static let inbound = ["job/offer", "job/cancel", "job/update", "sos/ack", "config", "cmd"]
     static let fleetConfig = "taxi/north/config"
     /// Every topic of both units and the fleet's config.
@@ -110,7 +110,7 @@ final class Account: @unchecked Sendable {
         let levels = topic.split(separator: "/", maxSplits: 3).map(String.init)
         let (unit, name) = (levels[2], levels[3])
         switch account {
-        case "dispatcher": return ["status", "pos", "job/reply", "event", "sos"].contains(name)
+        case "dispatcher": return ["status", "pos", "pos/last", "job/reply", "event", "sos"].contains(name)
         case "fleet": return ["config/ack", "cmd/reply"].contains(name)
         default: return account == unit && inbound.contains(name)
         }
@@ -402,7 +402,7 @@ final class Account: @unchecked Sendable {
         let fleetTopic = "taxi/\(unit.fleet)/config"
         try recorder.publish(fleetTopic, try commands.sign(#"{"version":1,"settings":{}}"#, topic: fleetTopic))
         let messages = try await recorder.waitFor("two replies and an ack") { $0.count == 3 }
-        let replies = Dictionary(uniqueKeysWithValues: messages.filter { $0.topic.hasSuffix("cmd/reply") }.compactMap(\.json).map { ($0["id"] as? String ?? "?", $0) })
+        let replies = Dictionary(uniqueKeysWithValues: messages.filter { $0.topic.hasSuffix("cmd/reply") }.compactMap(\.json).map { ($0["cmd_id"] as? String ?? "?", $0) })
         #expect(replies["by-config-key"]?["result"] as? String == "rejected")
         #expect(replies["by-config-key"]?["reason"] as? String == "signature")
         #expect(replies["by-command-key"]?["result"] as? String == "ok")

@@ -1,4 +1,5 @@
 import Foundation
+import LocalCache
 import MQTTLink
 import TestHarness
 import Testing
@@ -53,7 +54,9 @@ import Testing
                 #expect(expected.contains(Point(point.lat, point.lon)), "(\(point.lat), \(point.lon)) is not a position gpsd reports for this log")
             }
         }
-        #expect(positions.map(\.seq).sorted() == Array(1...positions.count))
+        // Live messages carry no seq (their id holds the fix time); each fix arrives in one message.
+        #expect(Set(positions.map(\.id)).count == positions.count && Set(positions.flatMap { $0.points.map(\.t) }).count == positions.map(\.points.count).reduce(0, +))
+        #expect(positions.filter { !$0.backfill }.allSatisfy { $0.size <= 64 }, "\(positions.map(\.size))")
         let status = try #require(recorder.messages(onTopic: unit.topicBase + "status").last?.json)
         #expect(status["online"] as? Bool == true)
         #expect(status["state"] as? String == "off_duty")
@@ -99,18 +102,19 @@ import Testing
 
         try broker.start()
         try await unit.waitForStatus("back online") { $0.broker.connected }
-        try await unit.waitForStatus("outbox drained") { $0.outbox.depth == 0 }
-        let reportedSoFar = try #require(Self.positions(recorder.messages, topic: unit.topicBase + "pos").map(\.seq).max())
-        try await recorder.waitFor("everything queued", timeoutS: 20) { messages in
-            Set(Self.positions(messages, topic: unit.topicBase + "pos").map(\.seq)).count >= reportedSoFar
-        }
+        let drained = try await unit.waitForStatus("outbox drained") { $0.outbox.depth == 0 }
         unit.stop()
+        // Every fix stored up to the drain (less a commit window) arrives; reportingIntervalS 0 reports them all.
+        let until = (drained.gps.lastFixTime ?? 0) - 2000
+        let stored = Set(try LocalCache(path: unit.storePath).storedFixes().map(\.time).filter { $0 <= until })
+        #expect(stored.count > 20)
+        try await recorder.waitFor("everything queued", timeoutS: 20) { messages in
+            Set(Self.positions(messages, topic: unit.topicBase + "pos").flatMap { $0.points.map(\.t) }).isSuperset(of: stored)
+        }
         let arrivals = Self.firstArrivals(Self.positions(recorder.messages, topic: unit.topicBase + "pos"))
-        // The live lane overtakes the history, so seq order is only kept within the backfill lane.
-        let seqs = arrivals.map(\.seq)
-        #expect(seqs.sorted() == Array(1...seqs.count), "every message arrives, none is lost")
-        let backfillSeqs = arrivals.filter(\.backfill).map(\.seq)
-        #expect(backfillSeqs == backfillSeqs.sorted(), "the history arrives in order")
+        // The live lane overtakes the history, so order is only kept within the backfill lane.
+        let backfillSeqs = arrivals.compactMap(\.seq)
+        #expect(!backfillSeqs.isEmpty && backfillSeqs == backfillSeqs.sorted(), "the history arrives in order")
     }
 
     @Test func seqContinuesAndNothingQueuedIsLostAfterSIGKILL() async throws {
@@ -126,17 +130,20 @@ import Testing
         broker.stop()
         try await unit.waitForStatus("fixes queued while offline") { !$0.broker.connected && $0.outbox.depth >= 10 }
         unit.killHard()
-        let highestBeforeKill = Self.positions(recorder.messages, topic: unit.topicBase + "pos").map(\.seq).max() ?? 0
+        let queuedBeforeKill = Set(try LocalCache(path: unit.storePath).storedFixes().map(\.time))
 
         try broker.start()
         try await unit.start()
         try await unit.waitForStatus("queue drained after restart") { $0.broker.connected && $0.outbox.depth == 0 }
-        try await recorder.waitFor("positions from after the restart") { messages in
-            (Self.positions(messages, topic: unit.topicBase + "pos").map(\.seq).max() ?? 0) > highestBeforeKill + 10
+        try await recorder.waitFor("every fix from before the kill") { messages in
+            Set(Self.positions(messages, topic: unit.topicBase + "pos").flatMap { $0.points.map(\.t) }).isSuperset(of: queuedBeforeKill)
         }
         unit.stop()
-        let seqs = Self.firstArrivals(Self.positions(recorder.messages, topic: unit.topicBase + "pos")).map(\.seq)
-        #expect(seqs.sorted() == Array(1...seqs.count), "seq continues across the restart with nothing lost or repeated")
+        let arrivals = Self.firstArrivals(Self.positions(recorder.messages, topic: unit.topicBase + "pos"))
+        let seqs = arrivals.compactMap(\.seq)
+        #expect(!seqs.isEmpty && Set(seqs).count == seqs.count, "backfill seq continues across the restart, none repeated")
+        let times = arrivals.flatMap { $0.points.map(\.t) }
+        #expect(Set(times).count == times.count, "no fix arrives in two messages")
     }
 
     @Test func statusJSONReportsStateLinksAndOutbox() async throws {

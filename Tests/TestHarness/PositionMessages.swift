@@ -2,29 +2,34 @@ import Foundation
 import MQTTLink
 import UnitCore
 
-/// A `pos` message as a dispatcher decodes it: live (`points` of objects) or backfill
+/// A `pos` message as a dispatcher decodes it: live (`LivePositionMessage`, no `seq`) or backfill
 /// (`PositionBatch` rows), per docs/protocol.md.
 public struct ReceivedPositions: Sendable {
-    public let seq: Int
+    /// Backfill only: live messages carry none.
+    public let seq: Int?
     public let id: String
     public let backfill: Bool
     public let points: [PositionPoint]
+    /// Payload bytes as the broker delivered them.
+    public let size: Int
 
     public init?(_ message: MQTTMessage) {
-        guard let json = message.json, let seq = json["seq"] as? Int, let id = json["id"] as? String else { return nil }
+        size = message.payload.count
+        if let live = try? JSONDecoder().decode(LivePositionMessage.self, from: Data(message.payload)) {
+            seq = nil
+            id = live.id
+            backfill = false
+            points = [live.point]
+            return
+        }
+        guard let json = message.json, let seq = json["seq"] as? Int, let id = json["id"] as? String, json["backfill"] as? Bool == true,
+              let rows = json["points"] as? [[Any]] else { return nil }
         self.seq = seq
         self.id = id
-        backfill = json["backfill"] as? Bool ?? false
-        if backfill {
-            guard let rows = json["points"] as? [[Any]] else { return nil }
-            let integers = rows.map { $0.map { ($0 as? NSNumber).map { $0.int64Value } } }
-            guard let points = PositionBatch.decode(integers) else { return nil }
-            self.points = points
-        } else {
-            guard let data = try? JSONSerialization.data(withJSONObject: json["points"] ?? []),
-                  let points = try? JSONDecoder().decode([PositionPoint].self, from: data) else { return nil }
-            self.points = points
-        }
+        backfill = true
+        let integers = rows.map { $0.map { ($0 as? NSNumber).map { $0.int64Value } } }
+        guard let points = PositionBatch.decode(integers) else { return nil }
+        self.points = points
     }
 
     /// Every `pos` message on `topic`, in arrival order, redeliveries included.

@@ -25,6 +25,6 @@ public enum QueuedPositions {
             }
             return points
         }
-        return try JSONDecoder().decode(PositionMessage.self, from: Data(message.payload)).points
+        return [try JSONDecoder().decode(LivePositionMessage.self, from: Data(message.payload)).point]
     }
 }

@@ -45,6 +45,16 @@ import UnitCore
         #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 60, arrivalRadiusM: 20, noShowWaitS: 300, noShowRadiusM: 100, seats: 4))
     }
 
+    @Test func theOwnTracksFeedIsOffByDefaultAndChecked() throws {
+        let plain = try parse("[unit]\nid = \"T-042\"\nfleet = \"north\"\n")
+        #expect(!plain.ownTracks.enabled && plain.ownTracks.tid == "42" && plain.ownTracks.topic == "owntracks/{fleet}/{unit}")
+        let set = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\n[owntracks]\nenabled = true\ntid = \"AB\"\ntopic = \"ot/{unit}\"\n")
+        #expect(set.ownTracks.enabled && set.ownTracks.tid == "AB" && set.ownTracks.topic == "ot/{unit}")
+        let bad = problems("[unit]\nid = \"T7\"\nfleet = \"n\"\n[owntracks]\nenabled = true\ntid = \"ABC\"\ntopic = \"owntracks/+/{unit}\"\n")
+        #expect(bad.count == 2 && bad.allSatisfy { $0.hasPrefix("owntracks.") }, "\(bad)")
+        #expect(OwnTracksLocation.topic("owntracks/{fleet}/{unit}", fleet: "north", unit: "T7") == "owntracks/north/T7")
+    }
+
     @Test func jobRulesAndSeatsAreReadAndChecked() throws {
         let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\nreminder_min = 0\n")
         #expect(config.unit.seats == 7)

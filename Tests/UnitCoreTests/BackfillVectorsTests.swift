@@ -4,12 +4,19 @@ import UnitCore
 
 /// contrib/backfill-vectors.json, shared with the dispatcher teams' Python decoder
 /// (contrib/taxiunit_contract.py, checked by ContractTests): the unit's encoder must produce exactly
-/// these rows, and its decoder must give the points back within half a unit.
+/// these rows (and these live payloads), and its decoder must give the points back within half a unit.
 @Suite struct BackfillVectorsTests {
+    /// A backfill batch (`rows`) or a live message (`live`: its seq and the exact payload).
     struct Vector: Decodable {
+        struct Live: Decodable {
+            var seq: Int64
+            var payload: String
+        }
+
         var name: String
         var points: [PositionPoint]
-        var rows: [[Int64?]]
+        var rows: [[Int64?]]?
+        var live: Live?
     }
 
     static let vectors: [Vector] = {
@@ -19,14 +26,24 @@ import UnitCore
     }()
 
     @Test func theVectorsFileIsRead() {
-        #expect(Self.vectors.count >= 6)
+        #expect(Self.vectors.filter { $0.rows != nil }.count >= 6 && Self.vectors.filter { $0.live != nil }.count >= 3)
     }
 
     @Test(arguments: vectors.map(\.name))
     func encodesToTheSharedRowsAndDecodesBack(name: String) throws {
         let vector = try #require(Self.vectors.first { $0.name == name })
-        #expect(PositionBatch.encode(vector.points) == vector.rows)
-        let decoded = try #require(PositionBatch.decode(vector.rows))
+        let decoded: [PositionPoint]
+        if let live = vector.live {
+            let point = try #require(vector.points.first)
+            #expect(String(decoding: try LivePositionMessage(point: point, seq: live.seq).json(), as: UTF8.self) == live.payload)
+            let message = try JSONDecoder().decode(LivePositionMessage.self, from: Data(live.payload.utf8))
+            #expect(message.point.stale == point.stale && message.point.age == point.age)
+            decoded = [message.point]
+        } else {
+            let rows = try #require(vector.rows)
+            #expect(PositionBatch.encode(vector.points) == rows)
+            decoded = try #require(PositionBatch.decode(rows))
+        }
         #expect(decoded.count == vector.points.count)
         for (got, want) in zip(decoded, vector.points) {
             #expect(got.t == want.t)

@@ -3,7 +3,7 @@ import Testing
 @testable import UnitCore
 
 /// The hand-written position JSON against the Foundation encoder it replaces: the same bytes for
-/// every value, and what a receiver decodes is what was sent.
+/// every value, and what a receiver decodes is what was sent (within the columns' units).
 @Suite struct WireJSONTests {
     static func foundationJSON(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
@@ -11,85 +11,108 @@ import Testing
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    static func expectSameBytes(_ message: PositionMessage, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// The hand-written live message against its Codable form: the same bytes, and decoding them
+    /// gives the point back within half a unit of each column, which encodes to the same bytes again.
+    static func expectSameBytes(_ message: LivePositionMessage, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let handWritten = try message.json()
         #expect(String(decoding: handWritten, as: UTF8.self) == (try foundationJSON(message)), sourceLocation: sourceLocation)
-        #expect(try JSONDecoder().decode(PositionMessage.self, from: Data(handWritten)) == message, sourceLocation: sourceLocation)
+        let decoded = try JSONDecoder().decode(LivePositionMessage.self, from: Data(handWritten))
+        #expect(decoded.id == message.id && decoded.point.t == message.point.t, sourceLocation: sourceLocation)
+        #expect(abs(decoded.point.lat - message.point.lat) <= 0.5e-7 + 1e-9 && abs(decoded.point.lon - message.point.lon) <= 0.5e-7 + 1e-9, sourceLocation: sourceLocation)
+        #expect((decoded.point.spd == nil) == (message.point.spd == nil) && decoded.point.stale == message.point.stale && decoded.point.age == message.point.age, sourceLocation: sourceLocation)
+        #expect(try decoded.json() == handWritten, sourceLocation: sourceLocation)
     }
 
+    /// docs/protocol.md's example: 165 bytes as protocol 1's object, 55 now.
     @Test func theDocumentedExample() throws {
-        let message = PositionMessage(
-            unit: "T042", seq: 1, id: "716abdab-9093-4fdc-857d-e1615135bb86",
-            points: [PositionPoint(t: 1_737_642_886_280, lat: 46.4983007, lon: 7.5674005, spd: 0.091, hdg: 10.38, acc: 45.6)])
-        #expect(String(decoding: try message.json(), as: UTF8.self) == #"{"id":"716abdab-9093-4fdc-857d-e1615135bb86","points":[{"acc":45.6,"hdg":10.38,"lat":46.4983007,"lon":7.5674005,"spd":0.091,"t":1737642886280}],"seq":1,"unit":"T042"}"#)
+        let message = LivePositionMessage(
+            point: PositionPoint(t: 1_737_642_886_280, lat: 46.4983007, lon: 7.5674005, spd: 0.091, hdg: 10.38, acc: 45.6), seq: 1)
+        #expect(String(decoding: try message.json(), as: UTF8.self) == #"{"id":"9us6zcw3l","p":[0,464983007,75674005,9,104,456]}"#)
         try Self.expectSameBytes(message)
+    }
+
+    /// The id: the fix time × 16 + seq mod 16 in base 36, read back by `int(id, 36) // 16`.
+    @Test func theShortIDCarriesTheFixTime() throws {
+        let id = LivePositionID.make(time: 1_737_642_886_280, seq: 17)
+        #expect(id.count == 9 && LivePositionID.time(of: id) == 1_737_642_886_280)
+        let value = try #require(Int64(id, radix: 36))
+        #expect(value / 16 == 1_737_642_886_280 && value % 16 == 1)
+        #expect(LivePositionID.make(time: 1_737_642_886_280, seq: 18) != id)
+        #expect(LivePositionID.make(time: -5, seq: 0) == "000000000")
+        #expect(LivePositionID.make(time: .max, seq: .min) == "zzzzzzzzk", "held at 2171, seq's low bits of Int64.min are 0")
+        for bad in ["", "00000000", "0000000000", "ZZZZZZZZZ", "0000-0000", "éééé"] { #expect(LivePositionID.time(of: bad) == nil) }
+    }
+
+    /// The most a moving fix costs anywhere on earth below 100 m/s and 100 m error: 64 bytes.
+    @Test func aMovingFixCostsAtMost64Bytes() throws {
+        for (lat, lon) in [(-89.9999999, -179.9999999), (-17.5328547, -149.5670984), (40.7579787, -73.9855426), (89.9999999, 179.9999999)] {
+            let point = PositionPoint(t: 4_102_444_799_999, lat: lat, lon: lon, spd: 99.99, hdg: 359.9, acc: 99.9)
+            let bytes = try LivePositionMessage(point: point, seq: 15).json()
+            #expect(bytes.count <= 64, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+
+    /// What a dispatcher reads from the network: a bad id, a short row, an overflowing time offset
+    /// are refused, never trapped on.
+    @Test func hostileLivePayloadsAreRefused() {
+        for payload in [
+            #"{"id":"zzzzzzzzz","p":[9223372036854775807,1,2]}"#,
+            #"{"id":"9us6zcw3l","p":[0,1]}"#, #"{"id":"9us6zcw3l","p":[null,1,2]}"#, #"{"id":"9us6zcw3l","p":[0,null,2]}"#,
+            #"{"id":"9us6zcw3l","p":[0,1,2,3,4,5,6]}"#, #"{"id":"9US6ZCW3L","p":[0,1,2]}"#, #"{"id":"9us6zcw3l"}"#, #"{"p":[0,1,2]}"#,
+        ] {
+            #expect(throws: (any Error).self, "\(payload)") { try JSONDecoder().decode(LivePositionMessage.self, from: Data(payload.utf8)) }
+        }
     }
 
     @Test func absentOptionalsAndTheHeartbeatFields() throws {
         let fix = Fix(time: 1_795_000_000_000, latitude: -33.8688, longitude: 151.2093, speed: nil, track: nil, accuracy: nil)
-        try Self.expectSameBytes(PositionMessage(unit: "T1", seq: 7, id: "x", points: [PositionPoint(fix)]))
-        let stale = PositionMessage(unit: "T1", seq: 8, id: "y", points: [PositionPoint(fix, staleAgeMs: 31_004)])
-        #expect(String(decoding: try stale.json(), as: UTF8.self) == #"{"id":"y","points":[{"age":31004,"lat":-33.8688,"lon":151.2093,"stale":true,"t":1795000000000}],"seq":8,"unit":"T1"}"#)
+        try Self.expectSameBytes(LivePositionMessage(point: PositionPoint(fix), seq: 7))
+        let stale = LivePositionMessage(point: PositionPoint(fix, staleAgeMs: 31_004), seq: 8)
+        #expect(String(decoding: try stale.json(), as: UTF8.self) == #"{"age":31004,"id":"\#(LivePositionID.make(time: 1_795_000_031_004, seq: 8))","p":[-31004,-338688000,1512093000],"stale":true}"#)
         try Self.expectSameBytes(stale)
         var notStale = PositionPoint(t: -5, lat: 0, lon: -0.0, spd: 0, hdg: 359.99, acc: 1e-7)
         notStale.stale = false
         notStale.age = -1
-        try Self.expectSameBytes(PositionMessage(unit: "", seq: Int64.max, id: "", points: [notStale, notStale]))
-        try Self.expectSameBytes(PositionMessage(unit: "T1", seq: Int64.min, id: "z", points: []))
-    }
-
-    /// Integral values lose `.0`, tiny and huge ones use exponents, shortest round-trip digits.
-    @Test func numbersAreWrittenAsTheFoundationEncoderWritesThem() throws {
-        let values: [Double] = [
-            7, -7, 0.1 + 0.2, 1e-5, -1e-7, 2.5e-7, 0.0001, 1e15, 1e16, -1e17, 1e21, 1.5e300, 5e-324, .greatestFiniteMagnitude,
-            -.greatestFiniteMagnitude, 46.4983007, -122.4194155, 180, -90, 12_345_678.9, 0.5, 2.675, 1.005,
-        ]
-        for value in values {
-            try Self.expectSameBytes(
-                PositionMessage(unit: "T1", seq: 1, id: "n", points: [PositionPoint(t: 1, lat: value, lon: -value, spd: value, hdg: value, acc: value)]))
-        }
+        try Self.expectSameBytes(LivePositionMessage(point: notStale, seq: .max))
     }
 
     @Test func randomPointsGiveTheSameBytes() throws {
         var random = SplitMix(seed: 0x5EED_0F_F1C5)
         for round in 0..<2000 {
-            let points = (0..<Int.random(in: 1...3, using: &random)).map { _ in
-                var point = PositionPoint(
-                    t: Int64.random(in: -1_000_000...4_000_000_000_000, using: &random),
-                    lat: (Double.random(in: -90...90, using: &random) * 1e7).rounded() / 1e7,
-                    lon: Double.random(in: -180...180, using: &random),
-                    spd: Bool.random(using: &random) ? nil : (Double.random(in: 0...80, using: &random) * 100).rounded() / 100,
-                    hdg: Bool.random(using: &random) ? nil : Double.random(in: 0..<360, using: &random),
-                    acc: Bool.random(using: &random) ? nil : Double(Int.random(in: 0...5000, using: &random)) / 10)
-                if round % 7 == 0 {
-                    point.stale = true
-                    point.age = Int64.random(in: 0...86_400_000, using: &random)
-                }
-                return point
+            var point = PositionPoint(
+                t: Int64.random(in: -1_000_000...4_000_000_000_000, using: &random),
+                lat: Double.random(in: -90...90, using: &random),
+                lon: Double.random(in: -180...180, using: &random),
+                spd: Bool.random(using: &random) ? nil : Double.random(in: 0...150, using: &random),
+                hdg: Bool.random(using: &random) ? nil : Double.random(in: 0..<360, using: &random),
+                acc: Bool.random(using: &random) ? nil : Double(Int.random(in: 0...5000, using: &random)) / 10)
+            if round % 7 == 0 {
+                point.stale = true
+                point.age = Int64.random(in: 0...86_400_000, using: &random)
             }
-            try Self.expectSameBytes(PositionMessage(unit: "T\(round)", seq: Int64(round), id: UUID().uuidString.lowercased(), points: points))
+            try Self.expectSameBytes(LivePositionMessage(point: point, seq: Int64(round)))
         }
     }
 
     /// The protocol never carries NaN: an unknown optional is omitted, as if it were nil; a
     /// coordinate that is not a number is refused, like the Foundation encoder refuses it.
     @Test func nonFiniteOptionalsAreOmittedAndNonFiniteCoordinatesRefused() throws {
-        let unknown = PositionMessage(unit: "T1", seq: 1, id: "a", points: [PositionPoint(t: 1, lat: 1, lon: 2, spd: .nan, hdg: .infinity, acc: -.infinity)])
-        let asNil = PositionMessage(unit: "T1", seq: 1, id: "a", points: [PositionPoint(t: 1, lat: 1, lon: 2)])
+        let unknown = LivePositionMessage(point: PositionPoint(t: 1, lat: 1, lon: 2, spd: .nan, hdg: .infinity, acc: -.infinity), seq: 1)
+        let asNil = LivePositionMessage(point: PositionPoint(t: 1, lat: 1, lon: 2), seq: 1)
         #expect(try unknown.json() == asNil.json())
         #expect(String(decoding: try unknown.json(), as: UTF8.self) == (try Self.foundationJSON(asNil)))
         #expect(throws: NonFiniteCoordinate(field: "lat")) {
-            try PositionMessage(unit: "T1", seq: 1, id: "b", points: [PositionPoint(t: 1, lat: .nan, lon: 2)]).json()
+            try LivePositionMessage(point: PositionPoint(t: 1, lat: .nan, lon: 2), seq: 1).json()
         }
         #expect(throws: NonFiniteCoordinate(field: "lon")) {
-            try PositionMessage(unit: "T1", seq: 1, id: "b", points: [PositionPoint(t: 1, lat: 1, lon: .infinity)]).json()
+            try LivePositionMessage(point: PositionPoint(t: 1, lat: 1, lon: .infinity), seq: 1).json()
         }
+        #expect(throws: (any Error).self) { try Self.foundationJSON(LivePositionMessage(point: PositionPoint(t: 1, lat: .nan, lon: 2), seq: 1)) }
     }
 
     /// Unit ids come from configuration: every character must survive, escaped as Foundation does.
     @Test func stringsAreEscapedAsTheFoundationEncoderEscapesThem() throws {
         let awkward = "a/b\"c\\d" + String((0..<0x20).map { Character(Unicode.Scalar(UInt8($0))) }) + "\u{7F}é\u{2028}🚕"
-        try Self.expectSameBytes(PositionMessage(unit: awkward, seq: 1, id: awkward, points: [PositionPoint(t: 1, lat: 1, lon: 2)]))
         let points = [PositionPoint(t: 1, lat: 1, lon: 2, spd: 3)]
         let backfill = BackfillMessage(unit: awkward, seq: 2, id: awkward, points: points)
         let handWritten = BackfillMessage.writeJSON(unit: awkward, seq: 2, id: awkward, points: points[...])

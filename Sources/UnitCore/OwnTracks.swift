@@ -1,0 +1,47 @@
+import Foundation
+
+/// An OwnTracks `location` (https://owntracks.org/booklet/tech/json/, `_type=location`), so that
+/// OwnTracks Recorder, Home Assistant and Node-RED's world map show the fleet with no bridge
+/// (docs/protocol.md, "OwnTracks"). Their units: whole seconds, metres, km/h, degrees.
+public struct OwnTracksLocation: Sendable, Equatable, Encodable {
+    public var type = "location"
+    /// Fix time, whole seconds since the epoch.
+    public var tst: Int64
+    public var lat: Double
+    public var lon: Double
+    /// Estimated horizontal error, metres.
+    public var acc: Int64?
+    /// Speed over ground, km/h.
+    public var vel: Int64?
+    /// Course over ground, degrees 0–359.
+    public var cog: Int64?
+    /// Tracker id: the initials a map shows.
+    public var tid: String
+    /// Trigger: `t`, a timer- or movement-based report (the apps' move mode).
+    public var t = "t"
+
+    enum CodingKeys: String, CodingKey {
+        case type = "_type", tst, lat, lon, acc, vel, cog, tid, t
+    }
+
+    /// From a valid fix; a value that does not convert is left out, as OwnTracks makes every field
+    /// but `lat`, `lon` and `tst` optional. Coordinates are kept to 1e-7 degree, as on `pos`.
+    public init(_ fix: Fix, tid: String) {
+        tst = fix.time / 1000
+        lat = (fix.latitude * 1e7).rounded() / 1e7
+        lon = (fix.longitude * 1e7).rounded() / 1e7
+        acc = fix.accuracy.flatMap { Int64(roundingChecked: $0) }
+        vel = fix.speed.flatMap { Int64(roundingChecked: $0 * 3.6) }
+        cog = fix.track.flatMap { Int64(roundingChecked: $0) }.map { $0 % 360 }
+        self.tid = tid
+    }
+
+    public func json() throws -> [UInt8] {
+        Array(try JSONEncoder.wire.encode(self))
+    }
+
+    /// `template` with `{fleet}` and `{unit}` replaced (`[owntracks] topic`).
+    public static func topic(_ template: String, fleet: String, unit: String) -> String {
+        template.replacingOccurrences(of: "{fleet}", with: fleet).replacingOccurrences(of: "{unit}", with: unit)
+    }
+}
