@@ -313,7 +313,7 @@ public struct Dispatcher: Sendable {
             taxis[unit, default: Taxi()].zone = zone
             return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
         case .ride(let ride):
-            guard firstArrival(ride.id) else { return [] }
+            guard firstArrival(ride.id, from: unit) else { return [] }
             stats.rides += 1
             let distance = ride.distanceM.map { "\($0) m" } ?? "distance not measured"
             let waited = ride.waitingS.map { ", waited \($0) s" } ?? ""
