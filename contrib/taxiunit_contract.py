@@ -21,6 +21,7 @@ UNIT_TOPICS = {
     "status": "status", "pos": "pos", "job/offer": "job_offer", "job/cancel": "job_cancel", "job/update": "job_update",
     "job/reply": "job_reply", "event": "event", "sos": "sos", "sos/ack": "sos_ack", "config": "config",
     "config/ack": "config_ack", "cmd": "cmd", "cmd/reply": "cmd_reply", "telemetry": "telemetry",
+    "msg": "msg", "msg/reply": "msg_reply", "msg/read": "msg_read", "queue": "queue",
 }
 
 COLUMNS = ("t", "lat", "lon", "spd", "hdg", "acc")

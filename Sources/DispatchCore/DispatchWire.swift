@@ -13,6 +13,10 @@ public enum UnitReport: Sendable, Equatable {
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(PositionMessage)
+    /// `msg/reply`: an answer, a driver's own message, or `invalid`.
+    case messageReply(id: String, MessageReply)
+    /// `msg/read`: the driver opened a message.
+    case messageRead(id: String, MessageRead)
 }
 
 /// Everything the dispatcher sends, one case per topic.
@@ -21,6 +25,8 @@ public enum DispatchMessage: Sendable, Equatable {
     case cancel(JobCancel)
     case update(JobUpdate)
     case sosAck(SOSAck)
+    case message(TextMessage)
+    case queue(QueuePosition)
 
     public var topic: InboundTopic {
         switch self {
@@ -28,6 +34,8 @@ public enum DispatchMessage: Sendable, Equatable {
         case .cancel: .jobCancel
         case .update: .jobUpdate
         case .sosAck: .sosAck
+        case .message: .msg
+        case .queue: .queue
         }
     }
 }

@@ -43,11 +43,13 @@ public struct DriverView: Sendable, Equatable {
         case timedOut
         /// The input made no sense now, for this reason (shown in the driver's language).
         case refused(DriverRefusal)
+        /// A message from the dispatcher arrived (MessageScreens.swift).
+        case newMessage
 
         /// Cancellations and shared-ride updates ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated: true
+            case .cancelled, .updated, .newMessage: true
             case .sent, .timedOut, .refused: false
             }
         }
@@ -64,6 +66,10 @@ public struct DriverView: Sendable, Equatable {
     public var noticeSerial: Int
     /// The dispatcher acknowledged an SOS: shown as one discreet mark, never as words.
     public var sosAcknowledged: Bool
+    /// The dispatcher's messages (MessageScreens.swift).
+    public var inbox = Inbox()
+    /// The taxi's place in its zone's queue, shown while available.
+    public var queue: QueuePosition?
 
     public init(
         mode: Mode = .offDuty, zone: String? = nil, seatsLeft: Int = 0, online: Bool = false, waiting: Int = 0,

@@ -52,6 +52,24 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeUpdated = "notice.updated"
     case noticeSent = "notice.sent"
     case noticeTimedOut = "notice.timeout"
+    case noticeNewMessage = "notice.new_message"
+
+    /// `{n}` unread messages, on the idle screens' last row beside the read hint.
+    case inboxUnread = "inbox.unread"
+    /// `{n}` unread messages, in the corner of job screens.
+    case inboxBadge = "inbox.badge"
+    /// An unread urgent message, on the last row beside the read hint.
+    case inboxUrgent = "inbox.urgent"
+    /// `{i}` of `{n}` messages kept, beside the time it came.
+    case messageTitle = "message.title"
+    case messageTitleUrgent = "message.title_urgent"
+    /// `{n}` of `{of}`: the taxi's place in its zone's queue, beside the zone.
+    case queuePosition = "queue.position"
+    case hintRead = "hint.read"
+    case hintNext = "hint.next"
+    case hintMore = "hint.more"
+    case hintReply = "hint.reply"
+    case hintSend = "hint.send"
 
     /// Why an input was refused, one text per `DriverRefusal`, on the notice row.
     case refusalFinishJobFirst = "refusal.finish_job_first"
@@ -68,6 +86,11 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalAlreadyPaused = "refusal.already_paused"
     case refusalPauseOnlyWhenAvailable = "refusal.pause_only_when_available"
     case refusalNotPaused = "refusal.not_paused"
+    case refusalNoMessages = "refusal.no_messages"
+    case refusalNoReplies = "refusal.no_replies"
+    /// `{count}`: the replies offered (up to 9).
+    case refusalNoSuchReply = "refusal.no_such_reply"
+    case refusalNothingToSend = "refusal.nothing_to_send"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -87,6 +110,10 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .alreadyPaused: (.refusalAlreadyPaused, [:])
         case .pauseOnlyWhenAvailable: (.refusalPauseOnlyWhenAvailable, [:])
         case .notPaused: (.refusalNotPaused, [:])
+        case .noMessages: (.refusalNoMessages, [:])
+        case .noReplies: (.refusalNoReplies, [:])
+        case .noSuchReply(let count): (.refusalNoSuchReply, ["count": "\(count)"])
+        case .nothingToSend: (.refusalNothingToSend, [:])
         }
     }
 }

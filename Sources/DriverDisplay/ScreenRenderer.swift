@@ -65,9 +65,9 @@ public struct ScreenRenderer: Sendable {
         switch view.mode {
         case .offDuty, .available, .paused:
             layout.row(title(view.mode))
-            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), isData: true)
+            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), right: queueText(view), isData: true)
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
-            layout.row(linkRow)
+            unreadRow(view, link: linkRow, into: &layout)
         case .offered(let pickup, let deadline):
             let secondsLeft = max(0, deadline.saturatingSubtract(now).saturatingAdd(999) / 1000)
             layout.row(title(view.mode), right: "\(secondsLeft)s", alert: true)
@@ -76,7 +76,7 @@ public struct ScreenRenderer: Sendable {
             layout.row(facts(pickup), right: meeting ?? "")
             layout.row(hints([("accept", .hintAccept), ("reject", .hintReject)]))
         case .enRoute(let pickup):
-            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(title(view.mode), right: badge(view))
             layout.row(pickup.address, isData: true)
             layout.row(facts(pickup))
             if let meeting = pickup.meetingTime {
@@ -85,12 +85,12 @@ public struct ScreenRenderer: Sendable {
                 layout.row(hints([("arrived", .hintArrived)]))
             }
         case .atPickup(let pickup):
-            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(title(view.mode), right: badge(view))
             layout.row(catalogue.text(.promptOnBoard), alert: true)
             layout.row(pickup.address, isData: true)
             layout.row(hints([("pob", .hintOnBoard), ("noshow", .hintNoShow)]))
         case .onBoard(let passengers):
-            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(title(view.mode), right: badge(view))
             layout.row(catalogue.text(.jobPassengers, ["n": "\(passengers)"]))
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
             layout.row(hints([("clear", .hintClear)]))
@@ -98,6 +98,7 @@ public struct ScreenRenderer: Sendable {
         if showNotice, let notice = view.notice {
             layout.replaceLast(noticeText(notice), alert: notice.alerts)
         }
+        messageRows(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice, into: &layout)
         var lines = layout.lines
         while lines.count < size.rows { lines.append(ScreenLine(Array(repeating: " ", count: size.columns))) }
         lines = Array(lines.prefix(size.rows))
@@ -135,7 +136,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// On job screens the link gets no row of its own: only being offline is worth the space.
-    private func linkBadge(_ view: DriverView) -> String {
+    func linkBadge(_ view: DriverView) -> String {
         view.online ? "" : catalogue.text(.statusOfflineShort, ["n": "\(view.waiting)"])
     }
 
@@ -170,7 +171,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// `a=Accept r=Reject` for the inputs that have a key.
-    private func hints(_ inputs: [(action: String, word: MessageKey)]) -> String {
+    func hints(_ inputs: [(action: String, word: MessageKey)]) -> String {
         inputs.compactMap { input in keyLabels[input.action].map { "\($0)=\(catalogue.text(input.word))" } }.joined(separator: " ")
     }
 
@@ -181,12 +182,13 @@ public struct ScreenRenderer: Sendable {
         case .sent: catalogue.text(.noticeSent)
         case .timedOut: catalogue.text(.noticeTimedOut)
         case .refused(let refusal): catalogue.text(refusal)
+        case .newMessage: catalogue.text(.noticeNewMessage)
         }
     }
 }
 
 /// Rows being filled, cut to the width.
-private struct Layout {
+struct Layout {
     let columns: Int
     var lines: [ScreenLine] = []
     var overflow: [String] = []
@@ -195,8 +197,8 @@ private struct Layout {
         lines.append(ScreenLine(fit(left, right, isData: isData), alert: alert))
     }
 
-    mutating func replaceLast(_ text: String, alert: Bool) {
-        lines[lines.count - 1] = ScreenLine(fit(text, "", isData: false), alert: alert)
+    mutating func replaceLast(_ text: String, right: String = "", alert: Bool, isData: Bool = false) {
+        lines[lines.count - 1] = ScreenLine(fit(text, right, isData: isData), alert: alert)
     }
 
     /// `left` from the first column, `right` against the last, at least one space between; what

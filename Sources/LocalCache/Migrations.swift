@@ -130,6 +130,17 @@ extension LocalCache {
             ALTER TABLE fleet_config ADD COLUMN trial_started_at INTEGER;
             ALTER TABLE fleet_config ADD COLUMN trial_window_s REAL;
             """),
+        // The dispatcher's messages to the driver, kept until read (and then up to the inbox's
+        // capacity): `body` is the message as the state machine keeps it (DriverMessagesStore.swift).
+        ("v7-driver-messages", """
+            CREATE TABLE driver_messages (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                received_at INTEGER NOT NULL,
+                read_at INTEGER,
+                body TEXT NOT NULL
+            );
+            """),
     ]
 
     static var migrator: DatabaseMigrator {

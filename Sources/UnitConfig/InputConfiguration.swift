@@ -38,7 +38,7 @@ public struct InputConfiguration: Sendable, Equatable {
     public static let defaultSerialKeys: [String: String] = {
         var keys = [
             "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
-            "d": "duty", "p": "pause", "u": "resume",
+            "d": "duty", "p": "pause", "u": "resume", "m": "msg", "y": "reply", "s": "send",
         ]
         for count in 1...8 { keys["\(count)"] = "pob \(count)" }
         return keys

@@ -108,6 +108,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var noShowRadiusM: Double
     }
 
+    /// The driver's messages (docs/protocol.md, "Messages").
+    public struct Messages: Sendable, Equatable {
+        /// What the driver can send unasked, in the order the `reply` key steps through them.
+        public var canned: [String]
+        /// Messages kept on the unit, read or not.
+        public var keep: Int
+
+        public static let defaultCanned = ["Traffic", "Running late", "Call me"]
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -121,6 +131,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var input: InputConfiguration
     public var fleet: Fleet
     public var job: JobRules
+    public var messages: Messages
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -130,7 +141,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "fleet", "job", "input", "messages"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -265,6 +276,19 @@ public struct UnitConfiguration: Sendable, Equatable {
             noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000)
         )
         jobSection.finish(into: &problems)
+        var messagesSection = SectionReader(path: "messages", value: root["messages"], problems: &problems)
+        let cannedGiven = root["messages"].flatMap { if case .table(let table) = $0 { table["canned"] } else { nil } } != nil
+        var canned = cannedGiven ? messagesSection.strings("canned") : Messages.defaultCanned
+        if canned.count > 9 {
+            problems.append("messages.canned holds more than 9 texts")
+            canned = Array(canned.prefix(9))
+        }
+        for (index, text) in canned.enumerated()
+        where text.isEmpty || text.count > 18 || text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            problems.append("messages.canned[\(index)] must be 1 to 18 printable characters, found \"\(text)\"")
+        }
+        let messages = Messages(canned: canned, keep: messagesSection.integer("keep", default: 50, in: 1...200))
+        messagesSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -280,6 +304,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.input = input
         self.fleet = fleet
         self.job = job
+        self.messages = messages
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else

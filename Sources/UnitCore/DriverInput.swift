@@ -20,9 +20,11 @@ public enum DriverInput: Sendable, Equatable, Codable {
     case pause(PauseReason)
     case resume
     case sos
+    /// `msg`, `reply [N]`, `send`: the driver's messages (DriverMessages.swift).
+    case message(MessageInput)
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "msg", "reply", "send"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -48,7 +50,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
         let rest = words.dropFirst().joined(separator: " ")
         let simple: [String: DriverInput] = [
             "duty": .duty, "accept": .accept, "arrived": .arrived, "clear": .clear, "noshow": .noShow,
-            "resume": .resume, "sos": .sos,
+            "resume": .resume, "sos": .sos, "msg": .message(.read), "send": .message(.send),
         ]
         if let input = simple[word] {
             return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))
@@ -64,6 +66,12 @@ public enum DriverInput: Sendable, Equatable, Codable {
                 return .failure(.badArgument(input: word, problem: "passengers must be a whole number from 1, found \"\(rest)\""))
             }
             return .success(.passengersOnBoard(count))
+        case "reply":
+            guard !rest.isEmpty else { return .success(.message(.choose(nil))) }
+            guard let number = Int(rest), (1...MessageLimits.cannedCount.upperBound).contains(number) else {
+                return .failure(.badArgument(input: word, problem: "reply must be a whole number from 1 to \(MessageLimits.cannedCount.upperBound), found \"\(rest)\""))
+            }
+            return .success(.message(.choose(number)))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
             guard let reason = PauseReason(rawValue: rest.lowercased()) else {

@@ -23,6 +23,14 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case alreadyPaused
     case pauseOnlyWhenAvailable
     case notPaused
+    /// Read with no message kept.
+    case noMessages
+    /// Reply to a message that offers no canned answers (or no canned messages configured).
+    case noReplies
+    /// `reply N` beyond the `count` answers offered.
+    case noSuchReply(count: Int)
+    /// Send with no reply or canned message chosen.
+    case nothingToSend
 
     public var description: String {
         switch self {
@@ -38,6 +46,10 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .alreadyPaused: "Already paused"
         case .pauseOnlyWhenAvailable: "Pause only when available"
         case .notPaused: "Not paused"
+        case .noMessages: "No messages"
+        case .noReplies: "No replies to choose from"
+        case .noSuchReply(let count): "Choose a reply from 1 to \(count)"
+        case .nothingToSend: "Choose a reply first"
         }
     }
 }

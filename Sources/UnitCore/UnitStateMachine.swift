@@ -230,12 +230,19 @@ public struct UnitStateMachine: Sendable {
     public var settings: UnitSettings
     public private(set) var positions: PositionPipeline
     public private(set) var lastFix: Fix?
+    /// The driver's messages and the zone queue position (DriverMessages.swift).
+    public private(set) var driverMessages: DriverMessages
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
-    public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil) {
+    /// `messages`: the inbox as stored.
+    public init(
+        restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil,
+        messages: DriverMessages = DriverMessages()
+    ) {
         self.snapshot = snapshot
         self.settings = settings
         self.lastFix = lastFix
+        self.driverMessages = messages
         positions = PositionPipeline(settings: settings.positions)
     }
 
@@ -283,6 +290,12 @@ public struct UnitStateMachine: Sendable {
             // Discreet: the attacker may be watching the terminal.
             // Positions slow down again from the last one panic reported.
             return Step(snapshot: snapshot, driver: [.told("ok")]) + positions.stateChanged(to: reportingState, reportNextFix: false)
+        case .inbound(.message(let message), let now):
+            return driverMessages.received(message, now: now)
+        case .inbound(.queue(let position), let now):
+            return driverMessages.queued(position, now: now, available: state == .available)
+        case .malformed(let problem, let now) where problem.topic == .msg:
+            return driverMessages.malformed(problem, now: now)
         case .malformed(let problem, let now):
             let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
             guard let job = problem.job else { return .note(description) }
@@ -325,6 +338,8 @@ public struct UnitStateMachine: Sendable {
 
     private mutating func handleDriver(_ input: DriverInput, now: Int64) -> Step {
         switch (input, state) {
+        case (.message(let action), _):
+            return driverMessages.handle(action, now: now)
         case (.sos, _):
             snapshot.panic = Panic(raisedAt: now)
             // Nothing obvious on the terminal: the driver is told nothing.
@@ -497,6 +512,7 @@ public struct UnitStateMachine: Sendable {
     private mutating func transition(to next: DriverState, now: Int64, reason: String? = nil, tell: String) -> Step {
         let from = state
         snapshot.state = next
+        if next != .available { driverMessages.leftAvailable() }
         let job = next.job?.id ?? from.job?.id
         let step = Step(
             snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],

@@ -16,7 +16,7 @@ struct DriverPanel {
             sosAcknowledged = false
             // SOS says nothing on the screen, whatever the state machine tells the log.
             if case .sos = input { return }
-            if !step.replies.isEmpty {
+            if !step.replies.isEmpty || step.messages.contains(where: { if case .messageReply = $0 { true } else { false } }) {
                 raise(.sent)
             } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))
@@ -31,7 +31,9 @@ struct DriverPanel {
             if step.replies.contains(where: { $0.reply == .timeout }) {
                 raise(.timedOut)
             }
-        case .gps, .inbound(.offer, _), .malformed:
+        case .inbound(.message, _):
+            if !step.inbox.isEmpty { raise(.newMessage) }
+        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed:
             break
         }
     }

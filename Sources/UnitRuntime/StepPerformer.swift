@@ -70,7 +70,9 @@ final class StepPerformer {
             switch message {
             case .zone(let change, _):
                 logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
-            case .reply, .event, .sos, .stalePosition:
+            case .messageReply(let reply) where reply.invalid != nil:
+                logger.notice("msg refused", metadata: ["msg": "\(reply.msg ?? "-")", "reason": "\(reply.invalid ?? "")"])
+            case .reply, .event, .sos, .stalePosition, .messageReply, .messageRead:
                 break
             }
         }
@@ -153,6 +155,7 @@ final class StepPerformer {
                 }
             }
             if let snapshot = step.snapshot { try transaction.saveValue(snapshot, forKey: UnitEngine.snapshotKey) }
+            for change in step.inbox { try transaction.apply(change) }
             if let ride = step.ride {
                 let record = try transaction.insertRide(ride)
                 logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(clamping: Int64(roundingChecked: record.distanceM) ?? 0))"])
@@ -182,6 +185,14 @@ final class StepPerformer {
         case .zone(let change, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
                 try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change)))
+            }
+        case .messageReply(let reply):
+            return UnstoredMessage(topic: MessageTopic.reply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+            }
+        case .messageRead(let read):
+            return UnstoredMessage(topic: MessageTopic.read.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(read, unit: unit, seq: seq, id: id)))
             }
         case .stalePosition(let fix, let ageMs):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, id in

@@ -140,7 +140,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
         } setAside: { reason in
             try store.setAsideValue(forKey: Self.snapshotKey, kind: .snapshot, reason: reason, at: startedAt)
         }
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil)
+        let serial = configuration.input.serial
+        let messageSettings = DriverMessageSettings(
+            capacity: configuration.messages.keep, canned: configuration.messages.canned, pageColumns: serial?.columns ?? 20,
+            pageRows: max(1, (serial?.rows ?? 4) - 2))
+        var keptMessages: [InboxMessage] = []
+        do {
+            keptMessages = try store.driverMessages(limit: messageSettings.capacity, at: startedAt)
+        } catch {
+            logger.error("cannot read the driver's kept messages; starting without", metadata: ["error": "\(error)"])
+        }
+        machine = UnitStateMachine(
+            restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil,
+            messages: DriverMessages(restoring: keptMessages, settings: messageSettings))
         let outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
             maxInFlight: configuration.mqtt.maxInflight, batchMax: configuration.mqtt.batchMax, logger: logger
@@ -422,9 +434,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // unsynchronised (hours off on a board without a real-time clock); the terminal counts down
         // on the system clock. In steps of 100 ms, so that GPS jitter does not change the view.
         let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
-        let view = panel.view(
+        var view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
             unitClockAheadMs: unitClockAheadMs, distance: { place in fix?.distance(to: place.coordinate) })
+        view.inbox = DriverView.Inbox(machine.driverMessages)
+        view.queue = machine.driverMessages.queuePosition(now: clockMs())
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

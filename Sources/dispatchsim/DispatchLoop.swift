@@ -14,6 +14,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         var durationS: Double?
         var quiet: Bool
         var statsPath: String?
+        /// Send every unit seen a message this often (docs/dispatchsim.md).
+        var messageEveryS: Double?
     }
 
     private enum Input {
@@ -32,6 +34,12 @@ final class DispatchLoop: Service, @unchecked Sendable {
     private var timers: [DispatchTimer: Int64] = [:]
     /// Offers and acks made while the broker was away; QoS 1 takes over once they are handed over.
     private var unsent: [(topic: String, payload: [UInt8])] = []
+    /// Each available taxi's place in its zone's queue, sent as it changes.
+    private var queueAnnouncer = QueueAnnouncer()
+    /// Units that have published anything: who gets the scripted messages.
+    private var unitsSeen: Set<String> = []
+    private var messagesSent = 0
+    private var nextMessageAt: Int64?
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -89,6 +97,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
             timers[timer] = nil
             perform(dispatcher.handle(.timerFired(timer), now: now))
         }
+        announceQueues(now: now)
+        sendScriptedMessages(now: now)
         if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
            dispatcher.pendingOffers == 0 {
             finished = true
@@ -100,8 +110,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         case .connected:
             if scheduleStartMs == nil { scheduleStartMs = nowMs() + 1000 }
             let base = "\(options.topicPrefix)/\(options.fleet)/+/"
-            for topic in Self.topicsRead {
-                try? connection.subscribe(base + topic.rawValue, qos: 1)
+            for topic in Self.topicsRead.map(\.rawValue) + MessageTopic.allCases.map(\.rawValue) {
+                try? connection.subscribe(base + topic, qos: 1)
             }
             let booking = Booking.topics(fleet: options.fleet)
             for topic in [booking.request, booking.cancel] { try? connection.subscribe(topic, qos: 1) }
@@ -137,6 +147,15 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard levels.count > prefixLevels + 1 else { return }
         let unit = levels[prefixLevels]
         let name = levels[(prefixLevels + 1)...].joined(separator: "/")
+        unitsSeen.insert(unit)
+        if let topic = MessageTopic(rawValue: name) {
+            do {
+                perform(dispatcher.handle(.report(unit: unit, try Self.decode(topic, Data(message.payload))), now: nowMs()))
+            } catch {
+                note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
+            }
+            return
+        }
         guard let topic = UnitTopic(rawValue: name) else { return }
         let report: UnitReport
         do {
@@ -175,6 +194,48 @@ final class DispatchLoop: Service, @unchecked Sendable {
         }
     }
 
+    private static func decode(_ topic: MessageTopic, _ data: Data) throws -> UnitReport {
+        let decoder = JSONDecoder()
+        let id = try decoder.decode(MessageID.self, from: data).id
+        switch topic {
+        case .reply: return .messageReply(id: id, try decoder.decode(MessageReply.self, from: data))
+        case .read: return .messageRead(id: id, try decoder.decode(MessageRead.self, from: data))
+        }
+    }
+
+    /// Tells the taxis whose place in a zone queue changed (and all of them every few minutes).
+    private func announceQueues(now: Int64) {
+        for (unit, position) in queueAnnouncer.announcements(for: dispatcher.queues, now: now) {
+            send(.queue(position), to: unit)
+        }
+    }
+
+    /// What `--message-every` sends, in turn: plain, with canned replies, urgent.
+    static let scriptedMessages: [TextMessage] = [
+        TextMessage(id: "", text: "Heavy traffic on 5th Avenue between 34th and 42nd: use Madison", replies: ["OK", "Thanks"]),
+        TextMessage(id: "", text: "Please call the office when you can", replies: ["OK", "In 10 min", "Can't now"], priority: .urgent),
+        TextMessage(id: "", text: "The airport rank is short right now: worth a trip after this job"),
+    ]
+
+    private func sendScriptedMessages(now: Int64) {
+        guard let every = options.messageEveryS, let scheduleStartMs, !unitsSeen.isEmpty else { return }
+        let due = nextMessageAt ?? scheduleStartMs
+        guard now >= due else { return }
+        nextMessageAt = now + Int64(every * 1000)
+        var message = Self.scriptedMessages[messagesSent % Self.scriptedMessages.count]
+        messagesSent += 1
+        message.id = "msg-\(messagesSent)"
+        message.t = now
+        for unit in unitsSeen.sorted() {
+            send(.message(message), to: unit)
+            if !options.quiet { note("message \(message.id) to \(unit): \(message.text)") }
+        }
+    }
+
+    private func send(_ message: DispatchMessage, to unit: String) {
+        publish(topic: "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)", payload: encode(message))
+    }
+
     private func perform(_ actions: [DispatchAction]) {
         for action in actions {
             switch action {
@@ -198,6 +259,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
             case .cancel(let cancel): try? encoder.encode(cancel)
             case .update(let update): try? encoder.encode(update)
             case .sosAck(let ack): try? encoder.encode(ack)
+            case .message(let message): try? encoder.encode(message)
+            case .queue(let position): try? encoder.encode(position)
             }
         return Array(data ?? Data())
     }
@@ -234,6 +297,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             "requests": stats.requests, "offers": stats.offers, "accepted": stats.accepted, "rejected": stats.rejected,
             "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
             "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "sos": stats.sos,
+            "messages_read": stats.messagesRead, "message_replies": stats.messageReplies,
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
             "offer_to_reply_transit_ms": stats.offerToReplyTransitMs,

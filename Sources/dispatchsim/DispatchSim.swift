@@ -31,6 +31,8 @@ struct DispatchSim: AsyncParsableCommand {
     @Option(help: "respond_within_s of every offer (overrides the scenario).") var respondWithin: Int?
     @Flag(help: "Print only warnings, alarms and the summary.") var quiet = false
     @Option(help: "Also write the summary's raw numbers as JSON to this file.") var statsJson: String?
+    @Option(help: "Send every unit seen a message (in turn: plain, with canned replies, urgent) every this many seconds.")
+    var messageEvery: Double?
 
     func run() async throws {
         let startMs = Int64(Date().timeIntervalSince1970 * 1000)
@@ -47,6 +49,9 @@ struct DispatchSim: AsyncParsableCommand {
         if let ratePerZone {
             scenarioFile.demands += zoneMap.zones.map { ZoneDemand(zone: $0.id, rate: .poisson(perMinute: ratePerZone)) }
         }
+        if let messageEvery, !(messageEvery >= 1 && messageEvery <= 86400) {
+            throw ValidationError("--message-every must be from 1 to 86400 seconds")
+        }
         let durationS = duration ?? scenarioFile.durationS
         if !scenarioFile.demands.isEmpty && durationS == nil {
             throw ValidationError("random requests need a duration: --duration or [dispatch] duration_s")
@@ -62,7 +67,9 @@ struct DispatchSim: AsyncParsableCommand {
         let loop = DispatchLoop(
             connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,
             startMs: startMs,
-            options: .init(topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson))
+            options: .init(
+                topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson,
+                messageEveryS: messageEvery))
         let group = ServiceGroup(
             configuration: .init(
                 services: [

@@ -8,7 +8,8 @@ import UnitCore
             ("duty", .duty), ("accept", .accept), ("reject", .reject(reason: nil)), ("reject too  far", .reject(reason: "too far")),
             ("arrived", .arrived), ("pob", .passengersOnBoard(nil)), ("pob 3", .passengersOnBoard(3)), ("clear", .clear),
             ("noshow", .noShow), ("pause", .pause(.other)), ("pause refuel", .pause(.refuel)), ("PAUSE Break", .pause(.break)),
-            ("resume", .resume), ("sos", .sos), ("  Accept ", .accept),
+            ("resume", .resume), ("sos", .sos), ("  Accept ", .accept), ("msg", .message(.read)), ("reply", .message(.choose(nil))),
+            ("reply 3", .message(.choose(3))), ("send", .message(.send)),
         ]
         for (text, input) in cases { #expect(DriverInput.parse(text) == .success(input), "\(text)") }
         #expect(Set(cases.map { $0.0.split(separator: " ").first!.lowercased() }) == Set(DriverInput.words))
