@@ -189,6 +189,12 @@ public enum MessageText {
 
 /// The inbox, what the driver is reading or choosing, and the zone queue position.
 public struct DriverMessages: Sendable, Equatable {
+    public struct Standing: Sendable, Equatable {
+        public var position: QueuePosition
+        /// Unit clock, ms.
+        public var receivedAt: Int64
+    }
+
     /// Arrival order.
     public private(set) var inbox: [InboxMessage]
     public var settings: DriverMessageSettings
@@ -210,18 +216,13 @@ public struct DriverMessages: Sendable, Equatable {
     public private(set) var reading: Reading?
     /// 0-based index of the driver's canned message being chosen.
     public private(set) var composing: Int?
-    public private(set) var queue: (position: QueuePosition, receivedAt: Int64)?
+    public private(set) var queue: Standing?
     /// Counts arrivals, so the terminal rings once for each.
     public private(set) var arrivals = 0
 
     public init(restoring inbox: [InboxMessage] = [], settings: DriverMessageSettings = DriverMessageSettings()) {
         self.inbox = inbox
         self.settings = settings
-    }
-
-    public static func == (lhs: DriverMessages, rhs: DriverMessages) -> Bool {
-        lhs.inbox == rhs.inbox && lhs.settings == rhs.settings && lhs.reading == rhs.reading && lhs.composing == rhs.composing
-            && lhs.queue?.position == rhs.queue?.position && lhs.queue?.receivedAt == rhs.queue?.receivedAt && lhs.arrivals == rhs.arrivals
     }
 
     /// What is read back from the store is checked like what came from the broker.
@@ -267,7 +268,8 @@ public struct DriverMessages: Sendable, Equatable {
         return removed
     }
 
-    /// A `msg` the unit cannot use: answered `invalid` when its id was readable.
+    /// A `msg` the unit cannot use: answered `invalid` when its id was readable. A bad `queue` is
+    /// only logged: there is nobody to answer.
     func malformed(_ problem: InboundProblem, now: Int64) -> Step {
         let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
         guard problem.topic == .msg, let id = problem.job else { return .note(description) }
@@ -279,7 +281,7 @@ public struct DriverMessages: Sendable, Equatable {
             queue = nil
             return .note("queue position while not available ignored")
         }
-        queue = (position, now)
+        queue = Standing(position: position, receivedAt: now)
         return Step()
     }
 

@@ -294,7 +294,7 @@ public struct UnitStateMachine: Sendable {
             return driverMessages.received(message, now: now)
         case .inbound(.queue(let position), let now):
             return driverMessages.queued(position, now: now, available: state == .available)
-        case .malformed(let problem, let now) where problem.topic == .msg:
+        case .malformed(let problem, let now) where problem.topic == .msg || problem.topic == .queue:
             return driverMessages.malformed(problem, now: now)
         case .malformed(let problem, let now):
             let description = "malformed \(problem.topic.rawValue): \(problem.reason)"

@@ -109,7 +109,7 @@ struct TaxiUnitCtl: ParsableCommand {
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos.")
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, msg, reply [N], send.")
         var words: [String]
 
         func run() throws {

@@ -168,7 +168,7 @@ import UnitCore
         let step = unit.handle(.malformed(problem, at: now))
         #expect(step.messages == [.messageReply(MessageReply(msg: "m9", invalid: "text must not be empty", t: now))])
         #expect(step.replies == [])
-        #expect(unit.handle(.malformed(InboundProblem(topic: .queue, job: nil, reason: "x"), at: now)).messages == [])
+        #expect(unit.handle(.malformed(InboundProblem(topic: .queue, job: "J1", reason: "x"), at: now)).messages == [], "a bad queue is never answered")
     }
 
     @Test func theQueuePositionHoldsOnlyWhileAvailableAndFresh() {
