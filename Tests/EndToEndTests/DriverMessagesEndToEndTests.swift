@@ -74,11 +74,18 @@ import Testing
         try await screen.press("s")
         try await dispatcher.waitForLog("the driver's message", "T1 says: Running late")
 
+        // A message the unit cannot use is answered invalid, and neither kept nor shown.
+        try recorder.publish("taxi/test/T1/msg", #"{"id":"bad-1","text":"","replies":["OK"]}"#)
+        try await dispatcher.waitForLog("the refusal", "T1 refused message bad-1: text must not be empty")
+        #expect(screen.refresh().rows[3] != "1 unread      m=Read")
+        #expect(try unit.status().state == "available")
+
         unit.stop()
         let stats = try dispatcher.stop()
         #expect(stats["messages_read"] as? Int == 1)
-        #expect(stats["message_replies"] as? Int == 2)
-        let problems = try ContractCheck.problems(in: recorder.messages)
+        #expect(stats["message_replies"] as? Int == 2, "the invalid answer is not a reply")
+        // Everything but the deliberately bad message holds to the contract.
+        let problems = try ContractCheck.problems(in: recorder.messages.filter { $0.topic != "taxi/test/T1/msg" || $0.json?["id"] as? String != "bad-1" })
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
         recorder.stop()
     }
