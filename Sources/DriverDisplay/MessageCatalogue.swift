@@ -91,6 +91,7 @@ public enum MessageKey: String, Sendable, CaseIterable {
     /// `{count}`: the replies offered (up to 9).
     case refusalNoSuchReply = "refusal.no_such_reply"
     case refusalNothingToSend = "refusal.nothing_to_send"
+    case refusalAnswerOfferFirst = "refusal.answer_offer_first"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -114,6 +115,7 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .noReplies: (.refusalNoReplies, [:])
         case .noSuchReply(let count): (.refusalNoSuchReply, ["count": "\(count)"])
         case .nothingToSend: (.refusalNothingToSend, [:])
+        case .answerOfferFirst: (.refusalAnswerOfferFirst, [:])
         }
     }
 }

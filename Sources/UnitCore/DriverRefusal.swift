@@ -31,6 +31,8 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case noSuchReply(count: Int)
     /// Send with no reply or canned message chosen.
     case nothingToSend
+    /// A message key while an offer waits for its answer.
+    case answerOfferFirst
 
     public var description: String {
         switch self {
@@ -50,6 +52,7 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .noReplies: "No replies to choose from"
         case .noSuchReply(let count): "Choose a reply from 1 to \(count)"
         case .nothingToSend: "Choose a reply first"
+        case .answerOfferFirst: "Answer the offer first"
         }
     }
 }

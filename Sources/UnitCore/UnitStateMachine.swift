@@ -338,6 +338,10 @@ public struct UnitStateMachine: Sendable {
 
     private mutating func handleDriver(_ input: DriverInput, now: Int64) -> Step {
         switch (input, state) {
+        case (.message, .offered):
+            // The offer's screen stays until it is answered: a message opened now would be marked
+            // read unseen.
+            return refuse(.answerOfferFirst)
         case (.message(let action), _):
             return driverMessages.handle(action, now: now)
         case (.sos, _):

@@ -187,7 +187,7 @@ let halfPastTwo: Int64 = 1_795_271_400_000
 let everyRefusal: [DriverRefusal] = [
     .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused,
-    .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend,
+    .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend, .answerOfferFirst,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.

@@ -124,6 +124,15 @@ import UnitCore
         #expect(unit.driverMessages.inbox.first?.answer == "No" && unit.driverMessages.open == nil)
     }
 
+    @Test func whileAnOfferWaitsMessagesWaitToo() {
+        var unit = Scenario.machine(in: .offered)
+        _ = unit.handle(.inbound(.message(TextMessage(id: "m1", text: "Hi")), receivedAt: now))
+        for input in [MessageInput.read, .choose(nil), .send] {
+            #expect(unit.handle(.driver(.message(input), at: now)).refusals == [.answerOfferFirst])
+        }
+        #expect(unit.driverMessages.unread == 1 && unit.driverMessages.open == nil)
+    }
+
     @Test func aMessageWithoutRepliesCannotBeAnswered() {
         var unit = machine()
         _ = unit.handle(.inbound(.message(TextMessage(id: "m1", text: "FYI")), receivedAt: now))
