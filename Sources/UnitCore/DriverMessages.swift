@@ -325,9 +325,11 @@ public struct DriverMessages: Sendable, Equatable {
     /// Shows the message; the first time, marks it read and sends the receipt.
     private mutating func openMessage(at index: Int, now: Int64) -> Step {
         reading = Reading(id: inbox[index].id, page: 0, choice: nil)
-        guard inbox[index].readAt == nil else { return Step() }
+        // Said for `taxiunitctl press msg` and the log; the terminal draws the message itself.
+        let told = DriverNotice.told("Message \(inbox[index].id) (\(index + 1)/\(inbox.count)): \(inbox[index].message.text)")
+        guard inbox[index].readAt == nil else { return Step(driver: [told]) }
         inbox[index].readAt = now
-        var step = Step(messages: [.messageRead(MessageRead(msg: inbox[index].id, t: now))])
+        var step = Step(messages: [.messageRead(MessageRead(msg: inbox[index].id, t: now))], driver: [told])
         step.inbox = [.save(inbox[index])]
         return step
     }

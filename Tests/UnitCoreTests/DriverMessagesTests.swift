@@ -84,6 +84,7 @@ import UnitCore
 
         let read = unit.handle(.driver(.message(.read), at: now + 10))
         #expect(read.messages == [.messageRead(MessageRead(msg: "m1", t: now + 10))])
+        #expect(read.told == ["Message m1 (1/1): Call base"], "what taxiunitctl press msg answers")
         #expect(read.durability == .promised)
         #expect(unit.driverMessages.unread == 0 && unit.driverMessages.open?.id == "m1")
         // Closing and opening it again sends nothing more.
