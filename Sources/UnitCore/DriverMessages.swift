@@ -217,8 +217,6 @@ public struct DriverMessages: Sendable, Equatable {
     /// 0-based index of the driver's canned message being chosen.
     public private(set) var composing: Int?
     public private(set) var queue: Standing?
-    /// Counts arrivals, so the terminal rings once for each.
-    public private(set) var arrivals = 0
 
     public init(restoring inbox: [InboxMessage] = [], settings: DriverMessageSettings = DriverMessageSettings()) {
         self.inbox = inbox
@@ -250,7 +248,6 @@ public struct DriverMessages: Sendable, Equatable {
         }
         let kept = InboxMessage(message: message, receivedAt: now)
         inbox.append(kept)
-        arrivals = arrivals.saturatingAdd(1)
         var step = Step(driver: [.told("Message \(message.id): \(message.text)")])
         step.inbox = [.save(kept)] + trim()
         return step
