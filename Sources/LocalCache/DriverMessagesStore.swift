@@ -23,6 +23,15 @@ extension LocalCache.Transaction {
 }
 
 extension LocalCache {
+    /// Writes the whole inbox again, in order: after a step's changes could not be stored, the
+    /// state machine's inbox is what the driver sees and what must survive a restart.
+    public func replaceDriverMessages(_ messages: [InboxMessage]) throws {
+        try write(.full) { transaction in
+            try transaction.db.execute(sql: "DELETE FROM driver_messages")
+            for message in messages { try transaction.apply(.save(message)) }
+        }
+    }
+
     /// The kept messages in arrival order, at most `limit` (the newest; older ones are deleted, as
     /// the inbox would have dropped them). A row that does not read back as a valid message is set
     /// aside (kind `driver_message`), so it cannot fail every start. The table holds at most the

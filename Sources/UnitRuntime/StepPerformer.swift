@@ -24,6 +24,8 @@ final class StepPerformer {
     var upkeep: StoreUpkeep
     private let logger: Logger
     private let unit: String
+    /// A step's inbox changes were not stored: the whole inbox is written again at the next upkeep.
+    var inboxUnstored = false
     /// Starts the timer that commits the held fixes when the window closes.
     private let closeCommitWindow: (Duration) -> Void
 
@@ -64,7 +66,8 @@ final class StepPerformer {
             logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["step": "\(step)", "error": "\(error)"])
             upkeep.keepUnstored(messages)
             upkeep.positionsLost(step.fixes.count(where: \.report))
-            if !messages.isEmpty { performed.told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+            if !step.inbox.isEmpty { inboxUnstored = true }
+            if !messages.isEmpty || !step.inbox.isEmpty { performed.told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
         }
         for message in step.messages {
             switch message {

@@ -312,6 +312,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if performer.upkeep.run(now: reading.milliseconds, retentionClockTrusted: reading.source == .system, depth: outbox.depth) {
                 publishStatus()
             }
+            if performer.inboxUnstored {
+                do {
+                    try store.replaceDriverMessages(machine.driverMessages.inbox)
+                    performer.inboxUnstored = false
+                    logger.notice("the driver's messages are stored again", metadata: ["count": "\(machine.driverMessages.inbox.count)"])
+                } catch {
+                    logger.error("cannot store the driver's messages; retrying", metadata: ["error": "\(error)"])
+                }
+            }
             // Something set aside while running (an unreadable outbox row) is reported like one at start.
             if broker.connected, asideCounts() != publishedAside { publishStatus() }
             let dropped = inboundFlow.takeDropped()

@@ -39,6 +39,14 @@ import UnitCore
         #expect(messages.last == kept("m3"))
     }
 
+    @Test func theWholeInboxCanBeWrittenAgainInItsOrder() throws {
+        let store = try LocalCache(path: path)
+        try store.write { transaction in for id in ["m1", "m2"] { try transaction.apply(.save(kept(id))) } }
+        try store.replaceDriverMessages([kept("m3"), kept("m1", readAt: 5)])
+        let messages = try store.driverMessages(limit: 50, at: 6)
+        #expect(messages.map(\.id) == ["m3", "m1"] && messages.last?.readAt == 5)
+    }
+
     @Test func aRowThatDoesNotReadBackIsSetAsideAndTheCapacityKeepsTheNewest() throws {
         let store = try LocalCache(path: path)
         try store.write { transaction in
