@@ -109,6 +109,8 @@ extension ScreenRenderer {
                 let next: MessageKey = open.page + 1 < pages.count ? .hintMore : .hintNext
                 screen.row(hints(open.hasReplies ? [("reply", .hintReply), ("msg", next)] : [("msg", next)]))
             }
+            // A notice (a refusal, a cancelled job) takes the bottom row here too.
+            if showNotice, let notice = view.notice { screen.replaceLast(noticeText(notice), alert: notice.alerts) }
             screen.overflow = layout.overflow + screen.overflow
             layout = screen
         } else if let composing = view.inbox.composing {

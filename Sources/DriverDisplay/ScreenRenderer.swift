@@ -175,7 +175,7 @@ public struct ScreenRenderer: Sendable {
         inputs.compactMap { input in keyLabels[input.action].map { "\($0)=\(catalogue.text(input.word))" } }.joined(separator: " ")
     }
 
-    private func noticeText(_ notice: DriverView.Notice) -> String {
+    func noticeText(_ notice: DriverView.Notice) -> String {
         switch notice {
         case .cancelled: catalogue.text(.noticeCancelled)
         case .updated: catalogue.text(.noticeUpdated)

@@ -155,6 +155,9 @@ let halfPastTwo: Int64 = 1_795_271_400_000
             "> On my way   s=Send",
         ])
         #expect(rendered.overflow == [])
+        view.notice = .refused(.noSuchReply(count: 2))
+        view.noticeSerial = 1
+        #expect(try renderer().render(view, now: halfPastTwo, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Reply 1 to 2        ")
     }
 
     @Test func theIdleScreenShowsTheQueueAndUnreadMessagesAJobScreenTheirCount() throws {
