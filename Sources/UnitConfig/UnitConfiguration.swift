@@ -279,15 +279,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         var messagesSection = SectionReader(path: "messages", value: root["messages"], problems: &problems)
         let cannedGiven = root["messages"].flatMap { if case .table(let table) = $0 { table["canned"] } else { nil } } != nil
         var canned = cannedGiven ? messagesSection.strings("canned") : Messages.defaultCanned
-        if canned.count > 9 {
-            problems.append("messages.canned holds more than 9 texts")
-            canned = Array(canned.prefix(9))
+        let most = MessageLimits.cannedCount.upperBound
+        if canned.count > most {
+            problems.append("messages.canned holds more than \(most) texts")
+            canned = Array(canned.prefix(most))
         }
-        for (index, text) in canned.enumerated()
-        where text.isEmpty || text.count > 18 || text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
-            problems.append("messages.canned[\(index)] must be 1 to 18 printable characters, found \"\(text)\"")
+        // Canned messages go on the wire and the terminal row like a message's canned replies.
+        for (index, text) in canned.enumerated() where !DriverMessages.isCannedText(text) {
+            problems.append("messages.canned[\(index)] must be 1 to \(MessageLimits.replyCharacters) printable characters, found \"\(text)\"")
         }
-        let messages = Messages(canned: canned, keep: messagesSection.integer("keep", default: 50, in: 1...200))
+        let messages = Messages(canned: canned, keep: messagesSection.integer("keep", default: 50, in: MessageLimits.inboxCapacity))
         messagesSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }

@@ -223,6 +223,11 @@ public struct DriverMessages: Sendable, Equatable {
         self.settings = settings
     }
 
+    /// A canned reply or canned message: one terminal row after its marker, printable.
+    public static func isCannedText(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= MessageLimits.replyCharacters && !text.unicodeScalars.contains(where: InboundMessage.isControl)
+    }
+
     /// What is read back from the store is checked like what came from the broker.
     public static func isRestorable(_ kept: InboxMessage) -> Bool {
         InboundMessage.checkID(kept.id, field: "id") == nil && !kept.id.isEmpty
