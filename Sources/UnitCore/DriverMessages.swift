@@ -254,20 +254,21 @@ public struct DriverMessages: Sendable, Equatable {
         let kept = InboxMessage(message: message, receivedAt: now)
         inbox.append(kept)
         var step = Step(driver: [.told("Message \(message.id): \(message.text)")])
-        step.inbox = [.save(kept)] + trim()
-        return step
+        step.inbox = [.save(kept)]
+        return step + trim()
     }
 
     /// Over the capacity: the oldest read messages go, then the oldest unread ones (logged).
-    private mutating func trim() -> [InboxChange] {
-        var removed: [InboxChange] = []
+    private mutating func trim() -> Step {
+        var step = Step()
         while inbox.count > max(1, settings.capacity) {
             let index = inbox.firstIndex { $0.readAt != nil } ?? 0
-            removed.append(.remove(id: inbox[index].id))
+            step.inbox.append(.remove(id: inbox[index].id))
+            if inbox[index].readAt == nil { step.notes.append("msg \(inbox[index].id) dropped unread: \(settings.capacity) messages kept, none read") }
             if reading?.id == inbox[index].id { reading = nil }
             inbox.remove(at: index)
         }
-        return removed
+        return step
     }
 
     /// A `msg` the unit cannot use: answered `invalid` when its id was readable. A bad `queue` is

@@ -170,6 +170,7 @@ import UnitCore
         #expect(unit.driverMessages.inbox.map(\.id) == ["m3", "m4"])
         let full = unit.handle(.inbound(.message(TextMessage(id: "m5", text: "e")), receivedAt: now))
         #expect(full.inbox.contains(.remove(id: "m3")))
+        #expect(full.notes == ["msg m3 dropped unread: 2 messages kept, none read"])
         #expect(unit.driverMessages.inbox.map(\.id) == ["m4", "m5"])
     }
 
