@@ -341,26 +341,25 @@ public struct DriverMessages: Sendable, Equatable {
         if let open, var reading {
             let replies = open.message.replies ?? []
             guard !replies.isEmpty else { return Step(driver: [.refused(.noReplies)]) }
-            reading.choice = try? pick(number, current: reading.choice, count: replies.count).get()
-            guard reading.choice != nil else { return Step(driver: [.refused(.noSuchReply(count: replies.count))]) }
+            guard let choice = pick(number, current: reading.choice, count: replies.count) else {
+                return Step(driver: [.refused(.noSuchReply(count: replies.count))])
+            }
+            reading.choice = choice
             self.reading = reading
             return Step()
         }
         guard !settings.canned.isEmpty else { return Step(driver: [.refused(.noReplies)]) }
-        guard let choice = try? pick(number, current: composing, count: settings.canned.count).get() else {
+        guard let choice = pick(number, current: composing, count: settings.canned.count) else {
             return Step(driver: [.refused(.noSuchReply(count: settings.canned.count))])
         }
         composing = choice
         return Step()
     }
 
-    private struct OutOfRange: Error {}
-
-    /// The N-th (1-based), or the one after `current`, wrapping.
-    private func pick(_ number: Int?, current: Int?, count: Int) -> Result<Int, OutOfRange> {
-        guard let number else { return .success(current.map { ($0 + 1) % count } ?? 0) }
-        guard (1...count).contains(number) else { return .failure(OutOfRange()) }
-        return .success(number - 1)
+    /// 0-based: the N-th (1-based), or the one after `current`, wrapping; nil when there is no N-th.
+    private func pick(_ number: Int?, current: Int?, count: Int) -> Int? {
+        guard let number else { return current.map { ($0 + 1) % count } ?? 0 }
+        return (1...count).contains(number) ? number - 1 : nil
     }
 
     private mutating func send(now: Int64) -> Step {
