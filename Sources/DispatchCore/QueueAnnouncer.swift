@@ -9,14 +9,23 @@ public struct QueueAnnouncer: Sendable {
     /// Unit → the place last announced (without `t`).
     public private(set) var announced: [String: QueuePosition] = [:]
     private var lastRefresh: Int64?
+    /// The queues last announced from: the same queues again need no work (most inputs move none).
+    private var lastQueues: [String: [String]]?
 
     public init(refreshMs: Int64 = 5 * 60_000) {
         self.refreshMs = refreshMs
     }
 
+    /// Everyone is due to be told again.
+    public func refreshDue(now: Int64) -> Bool {
+        lastRefresh.map { now.saturatingSubtract($0) >= refreshMs } ?? true
+    }
+
     /// `queues`: zone → available taxis, head first (`Dispatcher.queues`). Returns what to send, by unit name.
     public mutating func announcements(for queues: [String: [String]], now: Int64) -> [(unit: String, position: QueuePosition)] {
-        let refresh = lastRefresh.map { now.saturatingSubtract($0) >= refreshMs } ?? true
+        let refresh = refreshDue(now: now)
+        guard refresh || queues != lastQueues else { return [] }
+        lastQueues = queues
         if refresh { lastRefresh = now }
         var current: [String: QueuePosition] = [:]
         let longest = MessageLimits.queueLength.upperBound

@@ -97,7 +97,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
             timers[timer] = nil
             perform(dispatcher.handle(.timerFired(timer), now: now))
         }
-        announceQueues(now: now)
+        // Changes are announced as the dispatcher makes them (perform); here only the refresh.
+        if queueAnnouncer.refreshDue(now: now) { announceQueues(now: now) }
         sendScriptedMessages(now: now)
         if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
            dispatcher.pendingOffers == 0 {
@@ -250,6 +251,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
                 if !options.quiet || line.level != .info { note(line.description) }
             }
         }
+        // Every input the dispatcher handled may have moved a queue.
+        announceQueues(now: nowMs())
     }
 
     private func encode(_ message: DispatchMessage) -> [UInt8] {

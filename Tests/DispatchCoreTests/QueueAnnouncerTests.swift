@@ -22,8 +22,11 @@ import UnitCore
 
     @Test func everyoneIsToldAgainEveryRefreshSoNoUnitShowsAStalePlace() {
         var announcer = QueueAnnouncer(refreshMs: 300_000)
+        #expect(announcer.refreshDue(now: 0))
         _ = announcer.announcements(for: ["A": ["T1"]], now: 0)
+        #expect(!announcer.refreshDue(now: 299_999))
         #expect(announcer.announcements(for: ["A": ["T1"]], now: 299_999).isEmpty)
+        #expect(announcer.refreshDue(now: 300_000))
         #expect(positions(announcer.announcements(for: ["A": ["T1"]], now: 300_000)) == ["T1": "A 1/1"])
         #expect(MessageLimits.queueFreshMs > 300_000)
     }
