@@ -241,8 +241,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let unit, let message):
-                let topic = "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)"
-                publish(topic: topic, payload: encode(message))
+                send(message, to: unit)
             case .startTimer(let timer, let at):
                 timers[timer] = at
             case .cancelTimer(let timer):
