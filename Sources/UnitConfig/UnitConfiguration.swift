@@ -324,6 +324,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         "unit": .only(["seats", "language"]),
         "store": .everyKeyExcept(["path"]),
         "fleet": .only(["rollback_after_s"]),
+        // The inbox's capacity stays local: lowering it would drop kept messages.
+        "messages": .only(["canned"]),
     ]
 
     public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]

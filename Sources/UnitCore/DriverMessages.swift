@@ -223,6 +223,12 @@ public struct DriverMessages: Sendable, Equatable {
         self.settings = settings
     }
 
+    mutating func useCanned(_ canned: [String]) {
+        guard canned != settings.canned else { return }
+        settings.canned = canned
+        composing = nil
+    }
+
     /// A canned reply or canned message: one terminal row after its marker, printable.
     public static func isCannedText(_ text: String) -> Bool {
         !text.isEmpty && text.count <= MessageLimits.replyCharacters && !text.unicodeScalars.contains(where: InboundMessage.isControl)

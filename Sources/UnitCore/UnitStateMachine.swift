@@ -257,6 +257,11 @@ public struct UnitStateMachine: Sendable {
         snapshot.panic?.messageID = id
     }
 
+    /// The driver's canned messages changed (a fleet document); one being chosen is put away.
+    public mutating func useCannedMessages(_ canned: [String]) {
+        driverMessages.useCanned(canned)
+    }
+
     public var status: UnitStatus {
         var pauseReason: PauseReason?
         if case .paused(let reason) = state { pauseReason = reason }

@@ -96,6 +96,7 @@ extension UnitEngine {
             configuration = next
             inboundFlow.setRate(perSecond: next.mqtt.inboundPerS)
             machine.settings = next.unitSettings
+            machine.useCannedMessages(next.messages.canned)
             outbox.maxInFlight = next.mqtt.maxInflight
             outbox.batchMax = next.mqtt.batchMax
             outbox.topicBase = next.unitTopicBase

@@ -31,4 +31,13 @@ import UnitConfig
         #expect(problems("[messages]\ncanned = \"Traffic\"\n") == ["messages.canned must be an array of strings, found string"])
         #expect(problems("[messages]\nsilly = 1\n") == ["unknown key messages.silly"])
     }
+
+    @Test func theFleetSetsTheCannedMessagesButNotTheCapacity() throws {
+        let fleet = ConfigValue.table(["messages": .table(["canned": .array([.string("Road closed")])])])
+        #expect(try UnitConfiguration.overlay([fleet], on: ConfigValue.parseTOML(unit)).messages.canned == ["Road closed"])
+        let keep = ConfigValue.table(["messages": .table(["keep": .integer(5)])])
+        #expect(throws: ConfigError(problems: ["messages.keep is not remotely settable"])) {
+            try UnitConfiguration.overlay([keep], on: ConfigValue.parseTOML(unit))
+        }
+    }
 }

@@ -157,6 +157,15 @@ import UnitCore
         #expect(unit.handle(.driver(.message(.send), at: now)).refusals == [.nothingToSend])
     }
 
+    @Test func theFleetCanChangeTheCannedMessages() {
+        var unit = machine()
+        _ = unit.handle(.driver(.message(.choose(3)), at: now))
+        unit.useCannedMessages(["Road closed", "Flat tyre"])
+        #expect(unit.driverMessages.composing == nil, "the one being chosen is put away")
+        _ = unit.handle(.driver(.message(.choose(2)), at: now))
+        #expect(unit.handle(.driver(.message(.send), at: now)).messages == [.messageReply(MessageReply(msg: nil, text: "Flat tyre", choice: 2, t: now))])
+    }
+
     @Test func overCapacityTheOldestReadMessageGoesFirstThenTheOldestUnread() {
         var unit = machine(capacity: 2)
         _ = unit.handle(.inbound(.message(TextMessage(id: "m1", text: "a")), receivedAt: now))
