@@ -85,7 +85,7 @@ console="socat -,raw,echo=0,escape=0x03 $work/console-tty,raw,echo=0"
 for _ in $(seq 50); do [ -e "$work/unit-tty" ] && (exec 3<>"/dev/tcp/127.0.0.1/$mqtt_port") 2>/dev/null && break; sleep 0.1; done
 start "$bin/taxiunitd" --config "$work/taxiunitd.toml" > "$work/taxiunitd.log" 2>&1
 start "$bin/dispatchsim" --zones "$root/demo/zones.toml" --scenario "$root/demo/scenario.toml" \
-    --port "$mqtt_port" --fleet demo > "$work/dispatchsim.log" 2>&1
+    --port "$mqtt_port" --fleet demo --message-every 90 > "$work/dispatchsim.log" 2>&1
 
 mqtt_view="mosquitto_sub -h 127.0.0.1 -p $mqtt_port -v -t 'taxi/#' -t 'dispatchsim/#' -F '@H:@M:@S %t %p' | sed -u 's# taxi/demo/# #'"
 tmux new-session -d -s "$session" -x 200 -y 50 "$console"
@@ -94,7 +94,7 @@ tmux set-hook -t "$session" pane-exited "kill-session -t $session"
 tmux split-window -h -t "$session:0.0" "tail -n +1 -f $work/dispatchsim.log"
 tmux split-window -v -t "$session:0.0" -l 30 "$mqtt_view"
 tmux set -t "$session" pane-border-status top
-tmux select-pane -t "$session:0.0" -T "unit T042's 20x4 terminal: l login (D-0417, PIN 2468)  o logout  g language  d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  Ctrl-L repaint  Ctrl-C stop"
+tmux select-pane -t "$session:0.0" -T "unit T042's 20x4 terminal: l login (D-0417, PIN 2468)  o logout  g language  d duty  a accept  r reject  h arrived  ENTER on board  c clear  n no-show  m msg  y reply  t send  Ctrl-L repaint  Ctrl-C stop"
 tmux select-pane -t "$session:0.1" -T "MQTT traffic"
 tmux select-pane -t "$session:0.2" -T "dispatchsim: a request a minute"
 tmux select-pane -t "$session:0.0"

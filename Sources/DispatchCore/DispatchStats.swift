@@ -19,6 +19,9 @@ public struct DispatchStats: Sendable, Equatable {
     public var rides = 0
     public var sos = 0
     public var duplicatesDropped = 0
+    /// Messages to drivers opened (`msg/read`) and answered or sent by drivers (`msg/reply`).
+    public var messagesRead = 0
+    public var messageReplies = 0
     /// From the request (or a reservation's allocation time) to the accepting reply, ms.
     public var requestToAssignmentMs: [Int64] = []
     /// The same without the time offers waited for drivers: what dispatch and the links add, ms.
@@ -36,7 +39,8 @@ public struct DispatchStats: Sendable, Equatable {
         requests \(requests)  offers \(offers)  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
-        completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)
+        completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  \
+        messages read \(messagesRead)  replies \(messageReplies)
         request → assignment          \(Percentiles(requestToAssignmentMs))
         request → assignment, no think time  \(Percentiles(requestToAssignmentWithoutThinkMs))
         offer → reply                 \(Percentiles(offerToReplyMs))

@@ -16,6 +16,10 @@ public enum UnitReport: Sendable, Equatable {
     case position(ReceivedPosition)
     /// A finished ride (`ride`).
     case ride(RideMessage)
+    /// `msg/reply`: an answer, a driver's own message, or `invalid`.
+    case messageReply(id: String, MessageReply)
+    /// `msg/read`: the driver opened a message.
+    case messageRead(id: String, MessageRead)
 }
 
 /// A `pos` message decoded, whichever of its forms it came in.
@@ -79,6 +83,16 @@ extension UnitReport {
         }
     }
 
+    /// `msg/reply` or `msg/read`.
+    public static func decode(_ topic: MessageTopic, _ data: Data) throws -> UnitReport {
+        let decoder = JSONDecoder()
+        let id = try decoder.decode(MessageID.self, from: data).id
+        switch topic {
+        case .reply: return .messageReply(id: id, try decoder.decode(MessageReply.self, from: data))
+        case .read: return .messageRead(id: id, try decoder.decode(MessageRead.self, from: data))
+        }
+    }
+
     private static func decodePosition(_ data: Data, _ decoder: JSONDecoder) throws -> ReceivedPosition {
         let shape = try decoder.decode(PositionShape.self, from: data)
         if shape.p != nil {
@@ -101,6 +115,8 @@ public enum DispatchMessage: Sendable, Equatable {
     case cancel(JobCancel)
     case update(JobUpdate)
     case sosAck(SOSAck)
+    case message(TextMessage)
+    case queue(QueuePosition)
 
     public var topic: InboundTopic {
         switch self {
@@ -108,6 +124,8 @@ public enum DispatchMessage: Sendable, Equatable {
         case .cancel: .jobCancel
         case .update: .jobUpdate
         case .sosAck: .sosAck
+        case .message: .msg
+        case .queue: .queue
         }
     }
 }

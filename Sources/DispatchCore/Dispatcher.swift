@@ -327,7 +327,23 @@ public struct Dispatcher: Sendable {
                 .send(unit: unit, .sosAck(SOSAck(id: id))),
                 .log(.init(level: .alarm, text: "SOS from \(unit)\(place), \(alarm.state.rawValue)\(job) — acknowledged")),
             ]
+        case .messageReply(let id, let reply):
+            guard firstArrival(id) else { return [] }
+            if reply.invalid == nil { stats.messageReplies += 1 }
+            return [Self.log(reply, from: unit)]
+        case .messageRead(let id, let read):
+            guard firstArrival(id) else { return [] }
+            stats.messagesRead += 1
+            return [.log(.init(level: .info, text: "\(unit) read message \(read.msg)"))]
         }
+    }
+
+    private static func log(_ reply: MessageReply, from unit: String) -> DispatchAction {
+        if let reason = reply.invalid {
+            return .log(.init(level: .warning, text: "\(unit) refused message \(reply.msg ?? "?"): \(reason)"))
+        }
+        guard let msg = reply.msg else { return .log(.init(level: .info, text: "\(unit) says: \(reply.text ?? "")")) }
+        return .log(.init(level: .info, text: "\(unit) answered message \(msg): \(reply.text ?? "")"))
     }
 
     /// QoS 1 and the units' outboxes deliver at least once: everything with an id counts once per unit.

@@ -96,11 +96,13 @@ public struct DriverView: Sendable, Equatable {
         case reminder(meetingTime: Int64)
         /// The driver set the free seats: the count now, on every screen.
         case freeSeats(Int)
+        /// A message from the dispatcher arrived (MessageScreens.swift).
+        case newMessage
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder: true
+            case .cancelled, .updated, .reminder, .newMessage: true
             case .sent, .timedOut, .refused, .freeSeats: false
             }
         }
@@ -123,6 +125,10 @@ public struct DriverView: Sendable, Equatable {
     /// The job's details, and the page shown instead of the job's screen (nil: the job's screen).
     public var details: [DetailPage]
     public var page: Int?
+    /// The dispatcher's messages (MessageScreens.swift).
+    public var inbox = Inbox()
+    /// The taxi's place in its zone's queue, shown while available.
+    public var queue: QueuePosition?
 
     public init(
         mode: Mode = .offDuty, zone: String? = nil, seatsLeft: Int = 0, online: Bool = false, waiting: Int = 0,

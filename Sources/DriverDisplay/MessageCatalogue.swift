@@ -63,6 +63,24 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeTimedOut = "notice.timeout"
     /// `{time}`: an accepted reservation's meeting time.
     case noticeReminder = "notice.reminder"
+    case noticeNewMessage = "notice.new_message"
+
+    /// `{n}` unread messages, on the idle screens' last row beside the read hint.
+    case inboxUnread = "inbox.unread"
+    /// `{n}` unread messages, in the corner of job screens.
+    case inboxBadge = "inbox.badge"
+    /// An unread urgent message, on the last row beside the read hint.
+    case inboxUrgent = "inbox.urgent"
+    /// `{i}` of `{n}` messages kept, beside the time it came.
+    case messageTitle = "message.title"
+    case messageTitleUrgent = "message.title_urgent"
+    /// `{n}` of `{of}`: the taxi's place in its zone's queue, beside the zone.
+    case queuePosition = "queue.position"
+    case hintRead = "hint.read"
+    case hintNext = "hint.next"
+    case hintMore = "hint.more"
+    case hintReply = "hint.reply"
+    case hintSend = "hint.send"
 
     /// Why an input was refused, one text per `DriverRefusal`, on the notice row.
     case refusalFinishJobFirst = "refusal.finish_job_first"
@@ -95,6 +113,12 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case loginDriver = "login.driver"
     case loginPIN = "login.pin"
     case loginHint = "login.hint"
+    case refusalNoMessages = "refusal.no_messages"
+    case refusalNoReplies = "refusal.no_replies"
+    /// `{count}`: the replies offered (up to 9).
+    case refusalNoSuchReply = "refusal.no_such_reply"
+    case refusalNothingToSend = "refusal.nothing_to_send"
+    case refusalAnswerOfferFirst = "refusal.answer_offer_first"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -122,6 +146,11 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .loginLocked(let secondsLeft): (.refusalLoginLocked, ["s": "\(secondsLeft)"])
         case .notLoggedIn: (.refusalNotLoggedIn, [:])
         case .unknownLanguage: (.refusalUnknownLanguage, [:])
+        case .noMessages: (.refusalNoMessages, [:])
+        case .noReplies: (.refusalNoReplies, [:])
+        case .noSuchReply(let count): (.refusalNoSuchReply, ["count": "\(count)"])
+        case .nothingToSend: (.refusalNothingToSend, [:])
+        case .answerOfferFirst: (.refusalAnswerOfferFirst, [:])
         }
     }
 }

@@ -71,6 +71,7 @@ public struct ScreenRenderer: Sendable {
             if let detail = view.noticeDetail { layout.replace(row: layout.lines.count - 2, with: detail) }
             layout.replaceLast(noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts)
         }
+        messageRows(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice, into: &layout)
         var lines = layout.lines
         while lines.count < size.rows { lines.append(ScreenLine(Array(repeating: " ", count: size.columns))) }
         lines = Array(lines.prefix(size.rows))
@@ -196,7 +197,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// On job screens the link gets no row of its own: only being offline is worth the space.
-    private func linkBadge(_ view: DriverView) -> String {
+    func linkBadge(_ view: DriverView) -> String {
         view.online ? "" : catalogue.text(.statusOfflineShort, ["n": "\(view.waiting)"])
     }
 
@@ -231,11 +232,11 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// `a=Accept r=Reject` for the inputs that have a key.
-    private func hints(_ inputs: [(action: String, word: MessageKey)]) -> String {
+    func hints(_ inputs: [(action: String, word: MessageKey)]) -> String {
         inputs.compactMap { input in keyLabels[input.action].map { "\($0)=\(catalogue.text(input.word))" } }.joined(separator: " ")
     }
 
-    private func noticeText(_ notice: DriverView.Notice, utcOffsetS: Int) -> String {
+    func noticeText(_ notice: DriverView.Notice, utcOffsetS: Int) -> String {
         switch notice {
         case .reminder(let meeting): catalogue.text(.noticeReminder, ["time": clock(meeting, utcOffsetS)])
         case .freeSeats(let count): catalogue.text(.statusSeats, ["n": "\(count)"])
@@ -244,12 +245,13 @@ public struct ScreenRenderer: Sendable {
         case .sent: catalogue.text(.noticeSent)
         case .timedOut: catalogue.text(.noticeTimedOut)
         case .refused(let refusal): catalogue.text(refusal)
+        case .newMessage: catalogue.text(.noticeNewMessage)
         }
     }
 }
 
 /// Rows being filled, cut to the width.
-private struct Layout {
+struct Layout {
     let columns: Int
     var lines: [ScreenLine] = []
     var overflow: [String] = []
@@ -258,8 +260,8 @@ private struct Layout {
         lines.append(ScreenLine(fit(left, right, isData: isData), alert: alert))
     }
 
-    mutating func replaceLast(_ text: String, alert: Bool) {
-        lines[lines.count - 1] = ScreenLine(fit(text, "", isData: false), alert: alert)
+    mutating func replaceLast(_ text: String, right: String = "", alert: Bool, isData: Bool = false) {
+        lines[lines.count - 1] = ScreenLine(fit(text, right, isData: isData), alert: alert)
     }
 
     /// Puts data (the dispatcher's words) on `row`, when the screen has that row.

@@ -29,6 +29,8 @@ public struct TerminalPresenter: Sendable {
         case offer(deadline: Int64)
         case arrival(address: String)
         case notice(serial: Int)
+        /// An unread urgent message: rings like an offer until read.
+        case urgentMessage
     }
 
     static let bell: UInt8 = 0x07
@@ -66,13 +68,17 @@ public struct TerminalPresenter: Sendable {
         case .atPickup(let pickup): return .arrival(address: pickup.address)
         case .offDuty, .available, .paused, .enRoute, .onBoard, .login: break
         }
+        if view.inbox.urgentUnread, view.inbox.open == nil { return .urgentMessage }
         if showNotice, let notice = view.notice, notice.alerts { return .notice(serial: view.noticeSerial) }
         return nil
     }
 
     private func shouldRing(_ alert: Alert, now: Int64) -> Bool {
         guard let last = lastRing, last.alert == alert else { return true }
-        if case .offer = alert { return now.saturatingSubtract(last.at) >= offerRingIntervalMs }
+        switch alert {
+        case .offer, .urgentMessage: return now.saturatingSubtract(last.at) >= offerRingIntervalMs
+        case .arrival, .notice: break
+        }
         return false
     }
 

@@ -130,9 +130,20 @@ extension LocalCache {
             ALTER TABLE fleet_config ADD COLUMN trial_started_at INTEGER;
             ALTER TABLE fleet_config ADD COLUMN trial_window_s REAL;
             """),
+        // The dispatcher's messages to the driver, kept until read (and then up to the inbox's
+        // capacity): `body` is the message as the state machine keeps it (DriverMessagesStore.swift).
+        ("v6-driver-messages", """
+            CREATE TABLE driver_messages (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                received_at INTEGER NOT NULL,
+                read_at INTEGER,
+                body TEXT NOT NULL
+            );
+            """),
         // Who is logged in and the wrong-PIN lockout (one row), and each driver's terminal
         // preferences. Not in the snapshot: the snapshot's format is the state machine's.
-        ("v8-driver-session", """
+        ("v7-driver-session", """
             CREATE TABLE driver_session (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
                 driver TEXT,

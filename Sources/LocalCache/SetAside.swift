@@ -13,6 +13,8 @@ public enum AsideKind: String, Sendable, CaseIterable, Codable {
     case executedCommands = "executed_commands"
     /// An outbox row that cannot be read as a message.
     case outboxRow = "outbox_row"
+    /// A kept driver message that cannot be read back (DriverMessagesStore.swift).
+    case driverMessage = "driver_message"
 }
 
 extension LocalCache {

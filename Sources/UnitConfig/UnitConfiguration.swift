@@ -148,6 +148,16 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var reminderMin: Int
     }
 
+    /// The driver's messages (docs/protocol.md, "Messages").
+    public struct Messages: Sendable, Equatable {
+        /// What the driver can send unasked, in the order the `reply` key steps through them.
+        public var canned: [String]
+        /// Messages kept on the unit, read or not.
+        public var keep: Int
+
+        public static let defaultCanned = ["Traffic", "Running late", "Call me"]
+    }
+
     public var unit: Unit
     public var gpsd: GPSD
     public var mqtt: MQTT
@@ -164,6 +174,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var job: JobRules
     public var driver = DriverConfiguration()
     public var privacy = PrivacyConfiguration()
+    public var messages: Messages
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -173,7 +184,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy", "messages"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -344,6 +355,20 @@ public struct UnitConfiguration: Sendable, Equatable {
         jobSection.finish(into: &problems)
         let driver = DriverConfiguration.read(root["driver"], problems: &problems)
         let privacy = PrivacyConfiguration.read(root["privacy"], problems: &problems)
+        var messagesSection = SectionReader(path: "messages", value: root["messages"], problems: &problems)
+        let cannedGiven = root["messages"].flatMap { if case .table(let table) = $0 { table["canned"] } else { nil } } != nil
+        var canned = cannedGiven ? messagesSection.strings("canned") : Messages.defaultCanned
+        let most = MessageLimits.cannedCount.upperBound
+        if canned.count > most {
+            problems.append("messages.canned holds more than \(most) texts")
+            canned = Array(canned.prefix(most))
+        }
+        // Canned messages go on the wire and the terminal row like a message's canned replies.
+        for (index, text) in canned.enumerated() where !DriverMessages.isCannedText(text) {
+            problems.append("messages.canned[\(index)] must be 1 to \(MessageLimits.replyCharacters) printable characters, found \"\(text)\"")
+        }
+        let messages = Messages(canned: canned, keep: messagesSection.integer("keep", default: 50, in: MessageLimits.inboxCapacity))
+        messagesSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -362,6 +387,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.job = job
         self.driver = driver
         self.privacy = privacy
+        self.messages = messages
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
@@ -386,6 +412,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         // Who may drive the taxi is the fleet's; so is what the taxi keeps to itself.
         "driver": .everyKey,
         "privacy": .everyKey,
+        // The inbox's capacity stays local: lowering it would drop kept messages.
+        "messages": .only(["canned"]),
     ]
 
     public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]

@@ -25,8 +25,12 @@ public enum DriverInput: Sendable, Equatable, Codable {
     /// The terminal shows the job's next page of details; the machine only checks there is a job.
     case details
 
+    /// `msg`, `reply [N]`, `send`: the driver's messages (DriverMessages.swift).
+    case message(MessageInput)
+
+
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -55,7 +59,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
         let rest = words.dropFirst().joined(separator: " ")
         let simple: [String: DriverInput] = [
             "duty": .duty, "accept": .accept, "arrived": .arrived, "clear": .clear, "noshow": .noShow,
-            "resume": .resume, "sos": .sos, "info": .details,
+            "resume": .resume, "sos": .sos, "info": .details, "msg": .message(.read), "send": .message(.send),
         ]
         if let input = simple[word] {
             return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))
@@ -77,6 +81,12 @@ public enum DriverInput: Sendable, Equatable, Codable {
                 return .failure(.badArgument(input: word, problem: "free seats must be a whole number from 0 to 99, found \"\(rest)\""))
             }
             return .success(.seats(count))
+        case "reply":
+            guard !rest.isEmpty else { return .success(.message(.choose(nil))) }
+            guard let number = Int(rest), (1...MessageLimits.cannedCount.upperBound).contains(number) else {
+                return .failure(.badArgument(input: word, problem: "reply must be a whole number from 1 to \(MessageLimits.cannedCount.upperBound), found \"\(rest)\""))
+            }
+            return .success(.message(.choose(number)))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
             guard let reason = PauseReason(rawValue: rest.lowercased()) else {

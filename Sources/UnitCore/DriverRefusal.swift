@@ -39,6 +39,16 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case notLoggedIn
     /// A language with no catalogue installed.
     case unknownLanguage
+    /// Read with no message kept.
+    case noMessages
+    /// Reply to a message that offers no canned answers (or no canned messages configured).
+    case noReplies
+    /// `reply N` beyond the `count` answers offered.
+    case noSuchReply(count: Int)
+    /// Send with no reply or canned message chosen.
+    case nothingToSend
+    /// A message key while an offer waits for its answer.
+    case answerOfferFirst
 
     public var description: String {
         switch self {
@@ -62,6 +72,11 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .loginLocked(let secondsLeft): "Too many wrong logins; wait \(secondsLeft) s"
         case .notLoggedIn: "Nobody logged in"
         case .unknownLanguage: "No such language installed"
+        case .noMessages: "No messages"
+        case .noReplies: "No replies to choose from"
+        case .noSuchReply(let count): "Choose a reply from 1 to \(count)"
+        case .nothingToSend: "Choose a reply first"
+        case .answerOfferFirst: "Answer the offer first"
         }
     }
 }

@@ -9,6 +9,10 @@ public enum InboundTopic: String, Sendable, Codable, CaseIterable {
     case jobCancel = "job/cancel"
     case jobUpdate = "job/update"
     case sosAck = "sos/ack"
+    /// A message for the driver (DriverMessages.swift).
+    case msg
+    /// The taxi's place in its zone's queue (DriverMessages.swift).
+    case queue
 }
 
 public struct Coordinate: Sendable, Equatable, Codable {
@@ -180,10 +184,12 @@ public enum InboundMessage: Sendable, Equatable {
     case cancel(JobCancel)
     case update(JobUpdate)
     case sosAck(SOSAck)
+    case message(TextMessage)
+    case queue(QueuePosition)
 }
 
-/// Why an inbound payload was refused. `job` is set when the job id could still be read, so the
-/// dispatcher can be answered `invalid`.
+/// Why an inbound payload was refused. `job` is set when the job id (a `msg`'s `id`) could still be
+/// read, so the dispatcher can be answered `invalid`.
 public struct InboundProblem: Error, Sendable, Equatable {
     public var topic: InboundTopic
     public var job: String?
@@ -221,7 +227,8 @@ extension InboundTopic {
     public var maxPayloadBytes: Int {
         switch self {
         case .jobOffer, .jobCancel, .jobUpdate: 16 * 1024
-        case .sosAck: 1024
+        case .sosAck, .queue: 1024
+        case .msg: 4 * 1024
         }
     }
 }
@@ -243,20 +250,21 @@ extension InboundMessage {
         guard case .object = document else {
             return .failure(InboundProblem(topic: topic, job: nil, reason: "payload is not a JSON object"))
         }
-        let job = jobID(document["job"]).flatMap { checkID($0, field: "job") == nil ? $0 : nil }
+        let idKey = idField(topic)
+        let job = jobID(document[idKey]).flatMap { checkID($0, field: idKey) == nil ? $0 : nil }
         func problem(_ reason: String) -> Result<InboundMessage, InboundProblem> {
             .failure(InboundProblem(topic: topic, job: job, reason: reason))
         }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [])) as? [String: Any] else {
             return problem("a number is out of range")
         }
-        if topic != .sosAck {
-            guard let given = document["job"] else { return problem("job is missing") }
-            if case .string(let text) = given, let reason = checkID(text, field: "job") { return problem(reason) }
-            guard let job, !job.isEmpty else { return problem("job must be a non-empty string or an integer") }
+        if topic != .sosAck && topic != .queue {
+            guard let given = document[idKey] else { return problem("\(idKey) is missing") }
+            if case .string(let text) = given, let reason = checkID(text, field: idKey) { return problem(reason) }
+            guard let job, !job.isEmpty else { return problem("\(idKey) must be a non-empty string or an integer") }
         }
         var normalised = object
-        if let job { normalised["job"] = job }
+        if let job { normalised[idKey] = job }
         let data: Data
         do {
             data = try JSONSerialization.data(withJSONObject: normalised)
@@ -282,6 +290,14 @@ extension InboundMessage {
                 if let id = ack.id, let reason = checkID(id, field: "id") { return problem(reason) }
                 if let reason = checkText(ack.note, field: "note") { return problem(reason) }
                 return .success(.sosAck(ack))
+            case .msg:
+                let message = try JSONDecoder().decode(TextMessage.self, from: data)
+                if let reason = check(message, now: now) { return problem(reason) }
+                return .success(.message(message))
+            case .queue:
+                let queue = try JSONDecoder().decode(QueuePosition.self, from: data)
+                if let reason = check(queue, now: now) { return problem(reason) }
+                return .success(.queue(queue))
             }
         } catch let error as DecodingError {
             return problem(describe(error))

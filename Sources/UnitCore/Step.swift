@@ -18,6 +18,8 @@ public struct Step: Sendable, Equatable {
     public var driver: [DriverNotice] = []
     /// Worth a log line, not worth bothering the driver with.
     public var notes: [String] = []
+    /// The driver's stored messages that changed (DriverMessages.swift).
+    public var inbox: [InboxChange] = []
 
     public init(
         snapshot: UnitSnapshot? = nil, messages: [OutgoingMessage] = [], fixes: [RecordedFix] = [], ride: RideSummary? = nil,
@@ -46,6 +48,7 @@ public struct Step: Sendable, Equatable {
         status = other.status ?? status
         driver += other.driver
         notes += other.notes
+        inbox += other.inbox
     }
 
     public static func + (lhs: Step, rhs: Step) -> Step {
@@ -60,7 +63,8 @@ public struct Step: Sendable, Equatable {
 
     /// How the shell must store the step. Derived, so it cannot disagree with the contents.
     public var durability: StepDurability {
-        if snapshot != nil || ride != nil || messages.contains(where: \.isPromise) { return .promised }
+        // A message from the dispatcher is the driver's until read: it survives a power cut too.
+        if snapshot != nil || ride != nil || !inbox.isEmpty || messages.contains(where: \.isPromise) { return .promised }
         if !messages.isEmpty { return .stored }
         return fixes.isEmpty ? .nothingToStore : .fixesOnly
     }
@@ -95,11 +99,15 @@ public enum OutgoingMessage: Sendable, Equatable {
     case stalePosition(Fix, ageMs: Int64)
     /// A finished ride, on `ride`; the shell adds the distance it measured over the stored fixes.
     case ride(RideSummary)
+    /// The driver's answer, own message, or `invalid` for a `msg`; on `msg/reply`.
+    case messageReply(MessageReply)
+    /// The driver opened a message; on `msg/read`.
+    case messageRead(MessageRead)
 
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos, .ride: true
+        case .reply, .event, .sos, .ride, .messageReply, .messageRead: true
         case .zone, .stalePosition: false
         }
     }

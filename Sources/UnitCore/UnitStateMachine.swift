@@ -269,12 +269,19 @@ public struct UnitStateMachine: Sendable {
     public private(set) var lastFix: Fix?
     /// Whether a driver is logged in (`DriverSession`, kept by the shell in its own table).
     public var driverLoggedIn = false
+    /// The driver's messages and the zone queue position (DriverMessages.swift).
+    public private(set) var driverMessages: DriverMessages
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
-    public init(restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil) {
+    /// `messages`: the inbox as stored.
+    public init(
+        restoring snapshot: UnitSnapshot = UnitSnapshot(), settings: UnitSettings = UnitSettings(), lastFix: Fix? = nil,
+        messages: DriverMessages = DriverMessages()
+    ) {
         self.snapshot = snapshot
         self.settings = settings
         self.lastFix = lastFix
+        self.driverMessages = messages
         positions = PositionPipeline(settings: settings.positions)
     }
 
@@ -287,6 +294,11 @@ public struct UnitStateMachine: Sendable {
     /// writes the snapshot), so that acknowledgements can be matched to it.
     public mutating func alarmStored(messageID id: String) {
         snapshot.panic?.messageID = id
+    }
+
+    /// The driver's canned messages changed (a fleet document); one being chosen is put away.
+    public mutating func useCannedMessages(_ canned: [String]) {
+        driverMessages.useCanned(canned)
     }
 
     public var status: UnitStatus {
@@ -327,6 +339,12 @@ public struct UnitStateMachine: Sendable {
             // Discreet: the attacker may be watching the terminal.
             // Positions slow down again from the last one panic reported.
             return Step(snapshot: snapshot, driver: [.told("ok")]) + positions.stateChanged(to: reportingState, reportNextFix: false)
+        case .inbound(.message(let message), let now):
+            return driverMessages.received(message, now: now)
+        case .inbound(.queue(let position), let now):
+            return driverMessages.queued(position, now: now, available: state == .available)
+        case .malformed(let problem, let now) where problem.topic == .msg || problem.topic == .queue:
+            return driverMessages.malformed(problem, now: now)
         case .malformed(let problem, let now):
             let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
             guard let job = problem.job else { return .note(description) }
@@ -376,6 +394,12 @@ public struct UnitStateMachine: Sendable {
 
     private mutating func handleDriver(_ input: DriverInput, now: Int64) -> Step {
         switch (input, state) {
+        case (.message, .offered):
+            // The offer's screen stays until it is answered: a message opened now would be marked
+            // read unseen.
+            return refuse(.answerOfferFirst)
+        case (.message(let action), _):
+            return driverMessages.handle(action, now: now)
         case (.sos, _):
             snapshot.panic = Panic(raisedAt: now)
             // Nothing obvious on the terminal: the driver is told nothing.
@@ -591,6 +615,7 @@ public struct UnitStateMachine: Sendable {
             snapshot.reminder = nil
             cancelled.append(.cancel(.reminder(job: reminder.job)))
         }
+        if next != .available { driverMessages.leftAvailable() }
         let job = next.job?.id ?? from.job?.id
         let step = Step(
             snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],

@@ -33,7 +33,7 @@ struct DriverPanel {
                 return
             }
             page = nil
-            if !step.replies.isEmpty {
+            if !step.replies.isEmpty || step.messages.contains(where: { if case .messageReply = $0 { true } else { false } }) {
                 raise(.sent)
             } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))
@@ -55,7 +55,9 @@ struct DriverPanel {
             } else if step.replies.contains(where: { $0.reply == .timeout }) {
                 raise(.timedOut)
             }
-        case .gps, .inbound(.offer, _), .malformed:
+        case .inbound(.message, _):
+            if !step.inbox.isEmpty { raise(.newMessage) }
+        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed:
             break
         }
     }

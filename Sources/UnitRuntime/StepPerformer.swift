@@ -26,6 +26,8 @@ final class StepPerformer {
     private let unit: String
     /// The driver logged in (`DriverSession`): named in every reply, event and alarm made meanwhile.
     var driver: String?
+    /// A step's inbox changes were not stored: the whole inbox is written again at the next upkeep.
+    var inboxUnstored = false
     /// Starts the timer that commits the held fixes when the window closes.
     private let closeCommitWindow: (Duration) -> Void
 
@@ -66,13 +68,16 @@ final class StepPerformer {
             logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["step": "\(step)", "error": "\(error)"])
             upkeep.keepUnstored(messages)
             upkeep.positionsLost(step.fixes.count(where: \.report))
-            if !messages.isEmpty { performed.told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+            if !step.inbox.isEmpty { inboxUnstored = true }
+            if !messages.isEmpty || !step.inbox.isEmpty { performed.told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
         }
         for message in step.messages {
             switch message {
             case .zone(let change, _):
                 logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
-            case .reply, .event, .sos, .stalePosition, .ride:
+            case .messageReply(let reply) where reply.invalid != nil:
+                logger.notice("msg refused", metadata: ["msg": "\(reply.msg ?? "-")", "reason": "\(reply.invalid ?? "")"])
+            case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead:
                 break
             }
         }
@@ -156,6 +161,7 @@ final class StepPerformer {
                 }
             }
             if let snapshot = step.snapshot { try transaction.saveValue(snapshot, forKey: UnitEngine.snapshotKey) }
+            for change in step.inbox { try transaction.apply(change) }
             if let ride = step.ride {
                 let record = try transaction.insertRide(ride)
                 logger.info("ride stored", metadata: ["job": "\(ride.job)", "distance_m": "\(Int(clamping: Int64(roundingChecked: record.distanceM) ?? 0))"])
@@ -202,6 +208,14 @@ final class StepPerformer {
         case .ride(let ride):
             // Kept in memory only when the commit failed; the retry has no ride row to measure on.
             return rideMessage(ride, distanceM: nil, now: now)
+        case .messageReply(let reply):
+            return UnstoredMessage(topic: MessageTopic.reply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+            }
+        case .messageRead(let read):
+            return UnstoredMessage(topic: MessageTopic.read.rawValue, messageClass: .reply, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(Envelope(read, unit: unit, seq: seq, id: id)))
+            }
         case .stalePosition(let fix, let ageMs):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
                 try LivePositionMessage(point: PositionPoint(fix, staleAgeMs: ageMs), seq: seq).json()

@@ -98,6 +98,7 @@ extension UnitEngine {
             inboundFlow.setRate(perSecond: next.mqtt.inboundPerS)
             machine.settings = next.unitSettings
             session.configure(lockout: next.driver.lockout)
+            machine.useCannedMessages(next.messages.canned)
             outbox.maxInFlight = next.mqtt.maxInflight
             outbox.batchMax = next.mqtt.batchMax
             outbox.topicBase = next.unitTopicBase

@@ -148,7 +148,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
         } setAside: { reason in
             try store.setAsideValue(forKey: Self.snapshotKey, kind: .snapshot, reason: reason, at: startedAt)
         }
-        machine = UnitStateMachine(restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil)
+        let serial = configuration.input.serial
+        let messageSettings = DriverMessageSettings(
+            capacity: configuration.messages.keep, canned: configuration.messages.canned, pageColumns: serial?.columns ?? 20,
+            pageRows: max(1, (serial?.rows ?? 4) - 2))
+        var keptMessages: [InboxMessage] = []
+        do {
+            keptMessages = try store.driverMessages(limit: messageSettings.capacity, at: startedAt)
+        } catch {
+            logger.error("cannot read the driver's kept messages; starting without", metadata: ["error": "\(error)"])
+        }
+        machine = UnitStateMachine(
+            restoring: snapshot, settings: configuration.unitSettings, lastFix: (try? store.lastPosition()) ?? nil,
+            messages: DriverMessages(restoring: keptMessages, settings: messageSettings))
         session = Self.restoringSession(store: store, configuration: configuration, logger: logger)
         machine.driverLoggedIn = session.driver != nil
         let outbox = OutboxPump(
@@ -314,6 +326,15 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if performer.upkeep.run(now: reading.milliseconds, retentionClockTrusted: reading.source == .system, depth: outbox.depth) {
                 publishStatus()
             }
+            if performer.inboxUnstored {
+                do {
+                    try store.replaceDriverMessages(machine.driverMessages.inbox)
+                    performer.inboxUnstored = false
+                    logger.notice("the driver's messages are stored again", metadata: ["count": "\(machine.driverMessages.inbox.count)"])
+                } catch {
+                    logger.error("cannot store the driver's messages; retrying", metadata: ["error": "\(error)"])
+                }
+            }
             // Something set aside while running (an unreadable outbox row) is reported like one at start.
             if broker.connected, asideCounts() != publishedAside { publishStatus() }
             let dropped = inboundFlow.takeDropped()
@@ -451,9 +472,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // unsynchronised (hours off on a board without a real-time clock); the terminal counts down
         // on the system clock. In steps of 100 ms, so that GPS jitter does not change the view.
         let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
-        let view = panel.view(
+        var view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
             unitClockAheadMs: unitClockAheadMs, login: machine.state.name == .offDuty ? loginEntry : nil, distance: { place in fix?.distance(to: place.coordinate) })
+        view.inbox = DriverView.Inbox(machine.driverMessages)
+        view.queue = machine.driverMessages.queuePosition(now: clockMs())
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

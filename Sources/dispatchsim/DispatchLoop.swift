@@ -16,6 +16,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         var statsPath: String?
         /// Several instances share the work: see `subscriptions`.
         var shareGroup: String?
+        /// Send every unit seen a message this often (docs/dispatchsim.md).
+        var messageEveryS: Double?
     }
 
     private enum Input {
@@ -37,6 +39,12 @@ final class DispatchLoop: Service, @unchecked Sendable {
     /// Jobs this instance offered: on a shared subscription every instance sees every reply, and
     /// one to another instance's offer is not news to this one.
     private var offeredJobs: Set<String> = []
+    /// Each available taxi's place in its zone's queue, sent as it changes.
+    private var queueAnnouncer = QueueAnnouncer()
+    /// Units that have published anything: who gets the scripted messages.
+    private var unitsSeen: Set<String> = []
+    private var messagesSent = 0
+    private var nextMessageAt: Int64?
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -94,6 +102,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
             timers[timer] = nil
             perform(dispatcher.handle(.timerFired(timer), now: now))
         }
+        // Changes are announced as the dispatcher makes them (perform); here only the refresh.
+        if queueAnnouncer.refreshDue(now: now) { announceQueues(now: now) }
+        sendScriptedMessages(now: now)
         if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
            dispatcher.pendingOffers == 0 {
             finished = true
@@ -122,7 +133,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         }
     }
 
-    /// Alone, everything. In a share group, each booking (request, cancel) and each SOS goes to one
+    /// Alone, everything. In a share group, each booking (request, cancel), SOS, ride summary and
+    /// driver message (`msg/reply`, `msg/read`) goes to one
     /// instance of the group (`$share/{group}/...`), which makes and owns the offer; statuses,
     /// events, positions and replies go to every instance, so each knows every taxi's state, and
     /// the replies each did not ask for are dropped (`offeredJobs`).
@@ -130,6 +142,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         let base = "\(options.topicPrefix)/\(options.fleet)/+/"
         let booking = Booking.topics(fleet: options.fleet)
         let shared = [booking.request, booking.cancel, base + UnitTopic.sos.rawValue, base + RideMessage.topic]
+            + MessageTopic.allCases.map { base + $0.rawValue }
         let everyInstance = UnitReport.topicsRead.filter { $0 != .sos }.map { base + $0.rawValue }
         guard let group = options.shareGroup else { return everyInstance + shared }
         return everyInstance + shared.map { "$share/\(group)/\($0)" }
@@ -152,6 +165,15 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard levels.count > prefixLevels + 1 else { return }
         let unit = levels[prefixLevels]
         let name = levels[(prefixLevels + 1)...].joined(separator: "/")
+        unitsSeen.insert(unit)
+        if let topic = MessageTopic(rawValue: name) {
+            do {
+                perform(dispatcher.handle(.report(unit: unit, try UnitReport.decode(topic, Data(message.payload))), now: nowMs()))
+            } catch {
+                note("WARNING \(unit): undecodable \(name) ignored (\(error)): \(String(decoding: message.payload, as: UTF8.self))")
+            }
+            return
+        }
         let report: UnitReport
         do {
             if name == RideMessage.topic {
@@ -169,17 +191,49 @@ final class DispatchLoop: Service, @unchecked Sendable {
         perform(dispatcher.handle(.report(unit: unit, report), now: nowMs()))
     }
 
+    /// Tells the taxis whose place in a zone queue changed (and all of them every few minutes).
+    private func announceQueues(now: Int64) {
+        for (unit, position) in queueAnnouncer.announcements(for: dispatcher.queues, now: now) {
+            send(.queue(position), to: unit)
+        }
+    }
+
+    /// What `--message-every` sends, in turn: plain, with canned replies, urgent.
+    static let scriptedMessages: [TextMessage] = [
+        TextMessage(id: "", text: "Heavy traffic on 5th Avenue between 34th and 42nd: use Madison", replies: ["OK", "Thanks"]),
+        TextMessage(id: "", text: "Please call the office when you can", replies: ["OK", "In 10 min", "Can't now"], priority: .urgent),
+        TextMessage(id: "", text: "The airport rank is short right now: worth a trip after this job"),
+    ]
+
+    private func sendScriptedMessages(now: Int64) {
+        guard let every = options.messageEveryS, let scheduleStartMs, !unitsSeen.isEmpty else { return }
+        let due = nextMessageAt ?? scheduleStartMs
+        guard now >= due else { return }
+        nextMessageAt = now + Int64(every * 1000)
+        var message = Self.scriptedMessages[messagesSent % Self.scriptedMessages.count]
+        messagesSent += 1
+        message.id = "msg-\(messagesSent)"
+        message.t = now
+        for unit in unitsSeen.sorted() {
+            send(.message(message), to: unit)
+            if !options.quiet { note("message \(message.id) to \(unit): \(message.text)") }
+        }
+    }
+
+    private func send(_ message: DispatchMessage, to unit: String) {
+        var expiryS: UInt32?
+        if case .offer(let offer) = message {
+            offeredJobs.insert(offer.job)
+            expiryS = offer.respondWithinS.map { Self.messageExpiryS(respondWithinS: $0) }
+        }
+        publish(topic: "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)", payload: encode(message), expiryS: expiryS)
+    }
+
     private func perform(_ actions: [DispatchAction]) {
         for action in actions {
             switch action {
             case .send(let unit, let message):
-                let topic = "\(options.topicPrefix)/\(options.fleet)/\(unit)/\(message.topic.rawValue)"
-                var expiryS: UInt32?
-                if case .offer(let offer) = message {
-                    offeredJobs.insert(offer.job)
-                    expiryS = offer.respondWithinS.map { Self.messageExpiryS(respondWithinS: $0) }
-                }
-                publish(topic: topic, payload: encode(message), expiryS: expiryS)
+                send(message, to: unit)
             case .startTimer(let timer, let at):
                 timers[timer] = at
             case .cancelTimer(let timer):
@@ -188,6 +242,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
                 if !options.quiet || line.level != .info { note(line.description) }
             }
         }
+        // Every input the dispatcher handled may have moved a queue.
+        announceQueues(now: nowMs())
     }
 
     private func encode(_ message: DispatchMessage) -> [UInt8] {
@@ -197,6 +253,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
             case .cancel(let cancel): try? encoder.encode(cancel)
             case .update(let update): try? encoder.encode(update)
             case .sosAck(let ack): try? encoder.encode(ack)
+            case .message(let message): try? encoder.encode(message)
+            case .queue(let position): try? encoder.encode(position)
             }
         return Array(data ?? Data())
     }
@@ -240,6 +298,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             "requests": stats.requests, "offers": stats.offers, "accepted": stats.accepted, "rejected": stats.rejected,
             "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
             "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "sos": stats.sos,
+            "messages_read": stats.messagesRead, "message_replies": stats.messageReplies,
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
             "offer_to_reply_transit_ms": stats.offerToReplyTransitMs,

@@ -38,6 +38,8 @@ struct DispatchSim: AsyncParsableCommand {
             """) var shareGroup: String?
     @Flag(help: "Print only warnings, alarms and the summary.") var quiet = false
     @Option(help: "Also write the summary's raw numbers as JSON to this file.") var statsJson: String?
+    @Option(help: "Send every unit seen a message (in turn: plain, with canned replies, urgent) every this many seconds.")
+    var messageEvery: Double?
 
     func run() async throws {
         let startMs = Int64(Date().timeIntervalSince1970 * 1000)
@@ -53,6 +55,9 @@ struct DispatchSim: AsyncParsableCommand {
         if let respondWithin { scenarioFile.settings.respondWithinS = respondWithin }
         if let ratePerZone {
             scenarioFile.demands += zoneMap.zones.map { ZoneDemand(zone: $0.id, rate: .poisson(perMinute: ratePerZone)) }
+        }
+        if let messageEvery, !(messageEvery >= 1 && messageEvery <= 86400) {
+            throw ValidationError("--message-every must be from 1 to 86400 seconds")
         }
         let durationS = duration ?? scenarioFile.durationS
         if !scenarioFile.demands.isEmpty && durationS == nil {
@@ -83,7 +88,8 @@ struct DispatchSim: AsyncParsableCommand {
             connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,
             startMs: startMs,
             options: .init(
-                topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson, shareGroup: shareGroup))
+                topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson, shareGroup: shareGroup,
+                messageEveryS: messageEvery))
         let group = ServiceGroup(
             configuration: .init(
                 services: [

@@ -111,7 +111,7 @@ struct TaxiUnitCtl: ParsableCommand {
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (next page of job details).")
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), msg, reply [N], send (next page of job details).")
         var words: [String]
 
         func run() throws {

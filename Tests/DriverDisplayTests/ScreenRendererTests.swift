@@ -12,7 +12,9 @@ let shippedLanguages: [String] = {
     return files.filter { $0.hasSuffix(".toml") }.map { String($0.dropLast(5)) }.sorted()
 }()
 
-let defaultKeyLabels = ["accept": "a", "reject": "r", "arrived": "h", "pob": "1-8", "noshow": "n", "clear": "c"]
+let defaultKeyLabels = [
+    "accept": "a", "reject": "r", "arrived": "h", "pob": "1-8", "noshow": "n", "clear": "c", "msg": "m", "reply": "y", "send": "t",
+]
 
 func renderer(_ language: String = "en", size: ScreenSize = ScreenSize(columns: 20, rows: 4)) throws -> ScreenRenderer {
     ScreenRenderer(catalogue: try MessageCatalogue.load(language: language, directory: catalogueDirectory), size: size, keyLabels: defaultKeyLabels)
@@ -132,6 +134,51 @@ let halfPastTwo: Int64 = 1_795_271_400_000
         for line in rendered.screen.lines { #expect(line.text.count == 20) }
     }
 
+    @Test func theMessageScreenPagesTheTextAndShowsTheChosenReply() throws {
+        var view = DriverView(mode: .enRoute(pickup), online: true)
+        let text = "Please call the office when you can, thank you"
+        view.inbox = DriverView.Inbox(
+            unread: 1, open: DriverView.OpenMessage(index: 2, count: 3, text: text, page: 0, receivedAt: halfPastTwo, urgent: false, hasReplies: true, choice: nil))
+        #expect(try renderer().render(view, now: halfPastTwo, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "MSG 2/3        14:30",
+            "Please call the     ",
+            "office when you can,",
+            "y=Reply m=More      ",
+        ])
+        view.inbox.open?.page = 1
+        view.inbox.open?.choice = "On my way"
+        let rendered = try renderer().render(view, now: halfPastTwo, utcOffsetS: 0, showNotice: true)
+        #expect(rendered.screen.rows == [
+            "MSG 2/3        14:30",
+            "thank you           ",
+            "                    ",
+            "> On my way   t=Send",
+        ])
+        #expect(rendered.overflow == [])
+        view.notice = .refused(.noSuchReply(count: 2))
+        view.noticeSerial = 1
+        #expect(try renderer().render(view, now: halfPastTwo, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Reply 1 to 2        ")
+    }
+
+    @Test func theIdleScreenShowsTheQueueAndUnreadMessagesAJobScreenTheirCount() throws {
+        var view = DriverView(mode: .available, zone: "Z3", seatsLeft: 4, online: true)
+        view.queue = QueuePosition(zone: "Z3", position: 2, of: 7)
+        view.inbox = DriverView.Inbox(unread: 3)
+        #expect(try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows == [
+            "AVAILABLE           ",
+            "Zone Z3        Q 2/7",
+            "Free seats 4        ",
+            "3 unread      m=Read",
+        ])
+        view.mode = .paused(reason: "break")
+        #expect(try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[1] == "Zone Z3             ")
+        view.mode = .enRoute(pickup)
+        view.inbox.urgentUnread = true
+        let job = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(job.rows[0] == "TO PICKUP      MSG 3")
+        #expect(job.rows[3] == "URGENT MSG    m=Read" && job.lines[3].alert)
+    }
+
     @Test func largerScreensArePaddedWithBlankRows() throws {
         let rendered = try renderer(size: ScreenSize(columns: 40, rows: 6)).render(DriverView(mode: .available), now: 0, utcOffsetS: 0, showNotice: true)
         #expect(rendered.screen.lines.count == 6)
@@ -144,6 +191,7 @@ let everyRefusal: [DriverRefusal] = [
     .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused, .noJob,
     .loginRequired, .alreadyLoggedIn, .offDutyFirst, .wrongLogin, .loginLocked(secondsLeft: 86_400), .notLoggedIn, .unknownLanguage,
+    .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend, .answerOfferFirst,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.
@@ -167,14 +215,33 @@ func worstCaseViews() -> [DriverView] {
     modes += [.enRoute(noPassenger), .atPickup(noPassenger)]
     modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
     let notices: [DriverView.Notice?] = [
-        nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99),
+        nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99), .newMessage,
     ]
         + everyRefusal.map { .refused($0) }
+    // The most messages kept (200), the longest canned reply (18), an open one on each of its pages.
+    let longest = String(repeating: "W", count: 18)
+    let open = { (page: Int, urgent: Bool, choice: String?) in
+        DriverView.OpenMessage(
+            index: 200, count: 200, text: String(repeating: "word ", count: 100), page: page, receivedAt: halfPastTwo, urgent: urgent,
+            hasReplies: true, choice: choice)
+    }
+    let inboxes: [DriverView.Inbox] = [
+        DriverView.Inbox(), DriverView.Inbox(unread: 200), DriverView.Inbox(unread: 200, urgentUnread: true),
+        DriverView.Inbox(unread: 200, composing: longest),
+        DriverView.Inbox(unread: 199, open: open(0, true, nil)), DriverView.Inbox(unread: 199, open: open(0, false, longest)),
+        DriverView.Inbox(unread: 199, open: open(99, false, nil)),
+    ]
     var views: [DriverView] = []
     for mode in modes {
         for online in [true, false] {
             for notice in notices {
                 views.append(DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, notice: notice, noticeSerial: 1, sosAcknowledged: true))
+            }
+            for inbox in inboxes {
+                var view = DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, sosAcknowledged: true)
+                view.inbox = inbox
+                view.queue = QueuePosition(zone: "Z1", position: 9999, of: 9999)
+                views.append(view)
             }
         }
     }

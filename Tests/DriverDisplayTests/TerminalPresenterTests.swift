@@ -20,6 +20,28 @@ import Testing
         #expect(presenter.present(view, now: 100, utcOffsetS: 0) == [], "nothing changed, nothing sent")
     }
 
+    @Test func anUrgentMessageBlinksAndRingsEveryTenSecondsUntilRead() throws {
+        var terminal = VirtualTerminal(columns: 20, rows: 4)
+        var presenter = try presenter()
+        var view = DriverView(mode: .available, zone: "Z3", seatsLeft: 4, online: true)
+        view.inbox = DriverView.Inbox(unread: 1, urgentUnread: true)
+        terminal.apply(presenter.present(view, now: 0, utcOffsetS: 0))
+        #expect(terminal.bells == 1)
+        #expect(terminal.rows[3] == "URGENT MSG    m=Read" && terminal.blinking[3].allSatisfy { $0 })
+        terminal.apply(presenter.present(view, now: 9_999, utcOffsetS: 0))
+        #expect(terminal.bells == 1)
+        terminal.apply(presenter.present(view, now: 10_000, utcOffsetS: 0))
+        #expect(terminal.bells == 2)
+        // Read: the message screen, no more ringing.
+        view.inbox = DriverView.Inbox(open: DriverView.OpenMessage(
+            index: 1, count: 1, text: "Call the office", page: 0, receivedAt: 0, urgent: true, hasReplies: false, choice: nil))
+        terminal.apply(presenter.present(view, now: 20_000, utcOffsetS: 0))
+        terminal.apply(presenter.present(view, now: 40_000, utcOffsetS: 0))
+        #expect(terminal.bells == 2)
+        #expect(terminal.rows == ["URGENT 1/1     00:00", "Call the office     ", "                    ", "m=Next              "])
+        #expect(!terminal.blinking.joined().contains(true))
+    }
+
     @Test func onlyChangedCharactersAreSent() throws {
         var presenter = try presenter()
         var view = DriverView(mode: .available, zone: "Z3", seatsLeft: 4, online: true)

@@ -12,6 +12,8 @@ import UnitCore
         (.jobCancel, #"{"job":"J-1842","reason":"passenger withdrew"}"#),
         (.jobUpdate, #"{"job":"J-1842","add_pickup":{"lat":46.95,"lon":7.44,"address":"Markt 3","passengers":1},"passengers":2,"note":"second"}"#),
         (.sosAck, #"{"id":"0194935f-7a43-7d67-9d55-5a1f0e9a3c12","note":"seen"}"#),
+        (.msg, #"{"id":"msg-17","text":"Please call the office","replies":["OK","In 10 min"],"priority":"urgent","t":1800000000000}"#),
+        (.queue, #"{"zone":"Z3","position":2,"of":7,"t":1800000000000}"#),
     ]
     /// Numbers that broke, or could break, arithmetic somewhere.
     static let extremes = [
@@ -41,6 +43,12 @@ import UnitCore
                 #expect((cancel.reason?.utf8.count ?? 0) <= InboundLimits.textBytes)
             case .sosAck(let ack):
                 #expect((ack.id?.utf8.count ?? 0) <= InboundLimits.idBytes)
+            case .message(let message):
+                #expect(!message.id.isEmpty && message.id.utf8.count <= InboundLimits.idBytes)
+                #expect(!message.text.isEmpty && message.text.utf8.count <= InboundLimits.textBytes)
+                #expect((message.replies?.count ?? 0) <= MessageLimits.replies)
+            case .queue(let queue):
+                #expect(MessageLimits.queueLength.contains(queue.of) && (1...queue.of).contains(queue.position))
             }
             for state in [StateName.available, .offered, .enRoute, .onBoard] {
                 var machine = Scenario.machine(in: state)
@@ -53,14 +61,14 @@ import UnitCore
     }
 
     @Test func randomBytesOnEveryTopic() async {
-        await propertyCheck(count: FuzzBudget.cases(20_000, "inbound-random-bytes"), input: Gen.int(in: 0...255).array(of: 0...400), Gen.int(in: 0...3)) { bytes, topic in
+        await propertyCheck(count: FuzzBudget.cases(20_000, "inbound-random-bytes"), input: Gen.int(in: 0...255).array(of: 0...400), Gen.int(in: 0...(InboundTopic.allCases.count - 1))) { bytes, topic in
             Self.check(InboundTopic.allCases[topic], bytes.map { UInt8($0) })
         }
     }
 
     @Test func mutatedValidPayloads() async {
         let mutation = zip(Gen.int(in: 0...10_000), Gen.int(in: 0...255))
-        await propertyCheck(count: FuzzBudget.cases(20_000, "inbound-mutated"), input: Gen.int(in: 0...3), mutation.array(of: 1...6)) { which, mutations in
+        await propertyCheck(count: FuzzBudget.cases(20_000, "inbound-mutated"), input: Gen.int(in: 0...(Self.valid.count - 1)), mutation.array(of: 1...6)) { which, mutations in
             let (topic, json) = Self.valid[which]
             var bytes = Array(json.utf8)
             for (position, byte) in mutations { bytes[position % bytes.count] = UInt8(byte) }
@@ -69,7 +77,7 @@ import UnitCore
     }
 
     @Test func extremeNumbersInEveryNumericField() async {
-        await propertyCheck(count: FuzzBudget.cases(15_000, "inbound-extreme-numbers"), input: Gen.int(in: 0...3), Gen.int(in: 0...19).array(of: 1...8)) { which, picks in
+        await propertyCheck(count: FuzzBudget.cases(15_000, "inbound-extreme-numbers"), input: Gen.int(in: 0...(Self.valid.count - 1)), Gen.int(in: 0...19).array(of: 1...8)) { which, picks in
             let (topic, json) = Self.valid[which]
             // Each number literal in turn takes the next extreme.
             var remaining = picks[...]

@@ -10,6 +10,8 @@ import UnitCore
             ("noshow", .noShow), ("pause", .pause(.other)), ("pause refuel", .pause(.refuel)), ("PAUSE Break", .pause(.break)),
             ("resume", .resume), ("sos", .sos), ("  Accept ", .accept), ("seats", .seats(nil)), ("seats 3", .seats(3)),
             ("info", .details),
+            ("msg", .message(.read)), ("reply", .message(.choose(nil))),
+            ("reply 3", .message(.choose(3))), ("send", .message(.send)),
         ]
         for (text, input) in cases { #expect(DriverInput.parse(text) == .success(input), "\(text)") }
         #expect(Set(cases.map { $0.0.split(separator: " ").first!.lowercased() }) == Set(DriverInput.words))

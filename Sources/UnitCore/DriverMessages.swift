@@ -1,0 +1,423 @@
+/// Messages between the dispatcher and the driver, and the taxi's place in its zone's queue
+/// (docs/protocol.md, "Messages" and "Queue position"). Pure: the state machine hands events here
+/// and gets back `Step`s; the inbox is stored by the shell (table `driver_messages`) from
+/// `Step.inbox`, and given back at the next start.
+
+public enum MessagePriority: String, Sendable, Codable, CaseIterable {
+    /// Rings once and waits for the driver.
+    case normal
+    /// Blinks and rings every 10 s until read.
+    case urgent
+}
+
+/// `msg`: a text from the dispatcher to the driver, with the canned answers the driver may pick.
+public struct TextMessage: Sendable, Equatable, Codable {
+    public var id: String
+    public var text: String
+    public var replies: [String]?
+    public var priority: MessagePriority?
+    /// Dispatcher clock when sent, ms.
+    public var t: Int64?
+
+    public init(id: String, text: String, replies: [String]? = nil, priority: MessagePriority? = nil, t: Int64? = nil) {
+        self.id = id
+        self.text = text
+        self.replies = replies
+        self.priority = priority
+        self.t = t
+    }
+
+    public var isUrgent: Bool { priority == .urgent }
+}
+
+/// `queue`: the taxi's place in its zone's queue of available taxis (1 = next to be offered a job).
+public struct QueuePosition: Sendable, Equatable, Codable {
+    public var zone: String
+    public var position: Int
+    public var of: Int
+    public var t: Int64?
+
+    public init(zone: String, position: Int, of: Int, t: Int64? = nil) {
+        self.zone = zone
+        self.position = position
+        self.of = of
+        self.t = t
+    }
+}
+
+/// What `msg` and `queue` may hold, beyond the general limits (docs/protocol.md, "Limits").
+public enum MessageLimits {
+    /// Canned replies per message.
+    public static let replies = 4
+    /// A canned reply fits one terminal row after its marker.
+    public static let replyCharacters = 18
+    public static let zoneBytes = 64
+    public static let queueLength: ClosedRange<Int> = 1...9999
+    /// A queue position older than this is not shown: the dispatcher sends it again within it.
+    public static let queueFreshMs: Int64 = 15 * 60_000
+    /// Messages kept on the unit, read or not; the oldest read one goes first.
+    public static let inboxCapacity: ClosedRange<Int> = 1...200
+    /// The driver's own canned messages.
+    public static let cannedCount: ClosedRange<Int> = 0...9
+}
+
+/// `msg/reply`: the driver's answer to a message (`msg` set), a message the driver sent first
+/// (`msg` absent), or `invalid` for a `msg` the unit could not use (`reason` set).
+public struct MessageReply: Sendable, Equatable, Codable {
+    public var msg: String?
+    /// The canned text the driver picked.
+    public var text: String?
+    /// 1-based: which of the message's `replies` (or of the unit's canned messages) it was.
+    public var choice: Int?
+    /// Set only on `invalid`.
+    public var invalid: String?
+    /// Unit clock, ms.
+    public var t: Int64
+
+    public init(msg: String?, text: String? = nil, choice: Int? = nil, invalid: String? = nil, t: Int64) {
+        self.msg = msg
+        self.text = text
+        self.choice = choice
+        self.invalid = invalid
+        self.t = t
+    }
+}
+
+/// `msg/read`: the driver opened the message.
+public struct MessageRead: Sendable, Equatable, Codable {
+    public var msg: String
+    public var t: Int64
+
+    public init(msg: String, t: Int64) {
+        self.msg = msg
+        self.t = t
+    }
+}
+
+/// Outbound topics of this file, below `{prefix}/{fleet}/{unit}/`.
+public enum MessageTopic: String, Sendable, CaseIterable {
+    case reply = "msg/reply"
+    case read = "msg/read"
+}
+
+/// One message kept on the unit until read (and a while after, up to the capacity).
+public struct InboxMessage: Sendable, Equatable, Codable {
+    public var message: TextMessage
+    /// Unit clock, ms.
+    public var receivedAt: Int64
+    public var readAt: Int64?
+    /// The canned reply the driver sent.
+    public var answer: String?
+
+    public init(message: TextMessage, receivedAt: Int64, readAt: Int64? = nil, answer: String? = nil) {
+        self.message = message
+        self.receivedAt = receivedAt
+        self.readAt = readAt
+        self.answer = answer
+    }
+
+    public var id: String { message.id }
+}
+
+/// A change to the stored inbox, in the step's transaction.
+public enum InboxChange: Sendable, Equatable {
+    case save(InboxMessage)
+    case remove(id: String)
+}
+
+/// The driver's message keys (`msg`, `reply [N]`, `send`).
+public enum MessageInput: Sendable, Equatable, Codable {
+    /// Opens the oldest unread message (the newest one when all are read), turns its page, moves
+    /// on to the next unread one, and closes after the last. Closes a canned message being chosen.
+    case read
+    /// The next canned answer of the open message (or the N-th, 1-based); with no message open,
+    /// the next of the driver's own canned messages.
+    case choose(Int?)
+    /// Sends what was chosen.
+    case send
+}
+
+public struct DriverMessageSettings: Sendable, Equatable {
+    public var capacity: Int
+    /// What the driver can send unasked (`[messages] canned`).
+    public var canned: [String]
+    /// The text room of the message screen: rows of columns (the terminal's, less the title and
+    /// the bottom row). Pages are counted here with `MessageText.pages`, as the screen draws them.
+    public var pageColumns: Int
+    public var pageRows: Int
+
+    public init(capacity: Int = 50, canned: [String] = ["Traffic", "Running late", "Call me"], pageColumns: Int = 20, pageRows: Int = 2) {
+        self.capacity = capacity
+        self.canned = canned
+        self.pageColumns = pageColumns
+        self.pageRows = pageRows
+    }
+}
+
+/// Word-wraps a message for the terminal: the core turns pages with it, the screen draws them.
+public enum MessageText {
+    /// Lines of at most `columns` characters; a word longer than a line is cut across lines.
+    public static func lines(_ text: String, columns: Int) -> [String] {
+        let width = max(1, columns)
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            var word = Substring(word)
+            if !line.isEmpty, line.count + 1 + word.count <= width {
+                line += " " + word
+                continue
+            }
+            if !line.isEmpty { lines.append(line) }
+            line = ""
+            while word.count > width {
+                lines.append(String(word.prefix(width)))
+                word = word.dropFirst(width)
+            }
+            line = String(word)
+        }
+        if !line.isEmpty || lines.isEmpty { lines.append(line) }
+        return lines
+    }
+
+    /// The lines of each page.
+    public static func pages(_ text: String, columns: Int, rows: Int) -> [[String]] {
+        let all = lines(text, columns: columns)
+        let height = max(1, rows)
+        return stride(from: 0, to: all.count, by: height).map { Array(all[$0..<min($0 + height, all.count)]) }
+    }
+}
+
+/// The inbox, what the driver is reading or choosing, and the zone queue position.
+public struct DriverMessages: Sendable, Equatable {
+    public struct Standing: Sendable, Equatable {
+        public var position: QueuePosition
+        /// Unit clock, ms.
+        public var receivedAt: Int64
+    }
+
+    /// Arrival order.
+    public private(set) var inbox: [InboxMessage]
+    public var settings: DriverMessageSettings
+
+    /// The message on screen; not kept over a restart (the message stays, read or unread).
+    public struct Reading: Sendable, Equatable {
+        public var id: String
+        public var page: Int
+        /// 0-based index of the chosen canned reply.
+        public var choice: Int?
+
+        public init(id: String, page: Int, choice: Int?) {
+            self.id = id
+            self.page = page
+            self.choice = choice
+        }
+    }
+
+    public private(set) var reading: Reading?
+    /// 0-based index of the driver's canned message being chosen.
+    public private(set) var composing: Int?
+    public private(set) var queue: Standing?
+
+    public init(restoring inbox: [InboxMessage] = [], settings: DriverMessageSettings = DriverMessageSettings()) {
+        self.inbox = inbox
+        self.settings = settings
+    }
+
+    mutating func useCanned(_ canned: [String]) {
+        guard canned != settings.canned else { return }
+        settings.canned = canned
+        composing = nil
+    }
+
+    /// A canned reply or canned message: one terminal row after its marker, printable.
+    public static func isCannedText(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= MessageLimits.replyCharacters && !text.unicodeScalars.contains(where: InboundMessage.isControl)
+    }
+
+    /// What is read back from the store is checked like what came from the broker.
+    public static func isRestorable(_ kept: InboxMessage) -> Bool {
+        InboundMessage.checkID(kept.id, field: "id") == nil && !kept.id.isEmpty
+            && InboundMessage.check(kept.message, now: kept.message.t ?? kept.receivedAt) == nil
+            && InboundMessage.checkText(kept.answer, field: "answer") == nil
+    }
+
+    public var unread: Int { inbox.count { $0.readAt == nil } }
+    public var urgentUnread: Bool { inbox.contains { $0.readAt == nil && $0.message.isUrgent } }
+    public var open: InboxMessage? { reading.flatMap { reading in inbox.first { $0.id == reading.id } } }
+
+    /// The queue position to show at `now`: nil once it is older than `MessageLimits.queueFreshMs`.
+    public func queuePosition(now: Int64) -> QueuePosition? {
+        guard let queue, now.saturatingSubtract(queue.receivedAt) <= MessageLimits.queueFreshMs else { return nil }
+        return queue.position
+    }
+
+    // MARK: Dispatcher
+
+    mutating func received(_ message: TextMessage, now: Int64) -> Step {
+        if inbox.contains(where: { $0.id == message.id }) {
+            return .note("msg \(message.id) delivered again; already kept")
+        }
+        let kept = InboxMessage(message: message, receivedAt: now)
+        inbox.append(kept)
+        var step = Step(driver: [.told("Message \(message.id): \(message.text)")])
+        step.inbox = [.save(kept)]
+        return step + trim()
+    }
+
+    /// Over the capacity: the oldest read messages go, then the oldest unread ones (logged).
+    private mutating func trim() -> Step {
+        var step = Step()
+        while inbox.count > max(1, settings.capacity) {
+            let index = inbox.firstIndex { $0.readAt != nil } ?? 0
+            step.inbox.append(.remove(id: inbox[index].id))
+            if inbox[index].readAt == nil { step.notes.append("msg \(inbox[index].id) dropped unread: \(settings.capacity) messages kept, none read") }
+            if reading?.id == inbox[index].id { reading = nil }
+            inbox.remove(at: index)
+        }
+        return step
+    }
+
+    /// A `msg` the unit cannot use: answered `invalid` when its id was readable. A bad `queue` is
+    /// only logged: there is nobody to answer.
+    func malformed(_ problem: InboundProblem, now: Int64) -> Step {
+        let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
+        guard problem.topic == .msg, let id = problem.job else { return .note(description) }
+        return Step(messages: [.messageReply(MessageReply(msg: id, invalid: problem.reason, t: now))], notes: [description])
+    }
+
+    mutating func queued(_ position: QueuePosition, now: Int64, available: Bool) -> Step {
+        guard available else {
+            queue = nil
+            return .note("queue position while not available ignored")
+        }
+        queue = Standing(position: position, receivedAt: now)
+        return Step()
+    }
+
+    /// The taxi left `available`: its place in the queue is gone.
+    mutating func leftAvailable() {
+        queue = nil
+    }
+
+    // MARK: Driver
+
+    mutating func handle(_ input: MessageInput, now: Int64) -> Step {
+        switch input {
+        case .read: return read(now: now)
+        case .choose(let number): return choose(number)
+        case .send: return send(now: now)
+        }
+    }
+
+    private mutating func read(now: Int64) -> Step {
+        if composing != nil {
+            composing = nil
+            return Step()
+        }
+        if let open, var reading {
+            let pages = MessageText.pages(open.message.text, columns: settings.pageColumns, rows: settings.pageRows).count
+            if reading.page + 1 < pages {
+                reading.page += 1
+                self.reading = reading
+                return Step()
+            }
+            self.reading = nil
+            guard let next = inbox.firstIndex(where: { $0.readAt == nil }) else { return Step() }
+            return openMessage(at: next, now: now)
+        }
+        guard let index = inbox.firstIndex(where: { $0.readAt == nil }) ?? inbox.indices.last else {
+            return Step(driver: [.refused(.noMessages)])
+        }
+        return openMessage(at: index, now: now)
+    }
+
+    /// Shows the message; the first time, marks it read and sends the receipt.
+    private mutating func openMessage(at index: Int, now: Int64) -> Step {
+        reading = Reading(id: inbox[index].id, page: 0, choice: nil)
+        // Said for `taxiunitctl press msg` and the log; the terminal draws the message itself.
+        let told = DriverNotice.told("Message \(inbox[index].id) (\(index + 1)/\(inbox.count)): \(inbox[index].message.text)")
+        guard inbox[index].readAt == nil else { return Step(driver: [told]) }
+        inbox[index].readAt = now
+        var step = Step(messages: [.messageRead(MessageRead(msg: inbox[index].id, t: now))], driver: [told])
+        step.inbox = [.save(inbox[index])]
+        return step
+    }
+
+    private mutating func choose(_ number: Int?) -> Step {
+        if let open, var reading {
+            let replies = open.message.replies ?? []
+            guard !replies.isEmpty else { return Step(driver: [.refused(.noReplies)]) }
+            guard let choice = pick(number, current: reading.choice, count: replies.count) else {
+                return Step(driver: [.refused(.noSuchReply(count: replies.count))])
+            }
+            reading.choice = choice
+            self.reading = reading
+            return Step()
+        }
+        guard !settings.canned.isEmpty else { return Step(driver: [.refused(.noReplies)]) }
+        guard let choice = pick(number, current: composing, count: settings.canned.count) else {
+            return Step(driver: [.refused(.noSuchReply(count: settings.canned.count))])
+        }
+        composing = choice
+        return Step()
+    }
+
+    /// 0-based: the N-th (1-based), or the one after `current`, wrapping; nil when there is no N-th.
+    private func pick(_ number: Int?, current: Int?, count: Int) -> Int? {
+        guard let number else { return current.map { ($0 + 1) % count } ?? 0 }
+        return (1...count).contains(number) ? number - 1 : nil
+    }
+
+    private mutating func send(now: Int64) -> Step {
+        if let open, let reading, let choice = reading.choice, let replies = open.message.replies, replies.indices.contains(choice) {
+            guard let index = inbox.firstIndex(where: { $0.id == open.id }) else { return Step() }
+            inbox[index].answer = replies[choice]
+            self.reading = nil
+            let reply = MessageReply(msg: open.id, text: replies[choice], choice: choice + 1, t: now)
+            var step = Step(messages: [.messageReply(reply)], driver: [.told("Reply to \(open.id) sent: \(replies[choice])")])
+            step.inbox = [.save(inbox[index])]
+            return step
+        }
+        if reading == nil, let composing, settings.canned.indices.contains(composing) {
+            self.composing = nil
+            let text = settings.canned[composing]
+            return Step(messages: [.messageReply(MessageReply(msg: nil, text: text, choice: composing + 1, t: now))], driver: [.told("Message sent: \(text)")])
+        }
+        return Step(driver: [.refused(.nothingToSend)])
+    }
+}
+
+// MARK: Decoding
+
+extension InboundMessage {
+    /// The field that names a message on `topic`, read even from a payload that is refused so the
+    /// `invalid` answer can name it.
+    static func idField(_ topic: InboundTopic) -> String {
+        topic == .msg ? "id" : "job"
+    }
+
+    static func check(_ message: TextMessage, now: Int64) -> String? {
+        if message.id.isEmpty { return "id must not be empty" }
+        if message.text.isEmpty { return "text must not be empty" }
+        if let reason = checkText(message.text, field: "text") { return reason }
+        if let replies = message.replies {
+            if replies.count > MessageLimits.replies { return "replies holds more than \(MessageLimits.replies) texts" }
+            for (index, reply) in replies.enumerated() {
+                if reply.isEmpty { return "replies.\(index) must not be empty" }
+                if reply.count > MessageLimits.replyCharacters { return "replies.\(index) is longer than \(MessageLimits.replyCharacters) characters" }
+                if let reason = checkText(reply, field: "replies.\(index)") { return reason }
+            }
+        }
+        return checkTime(message.t, field: "t", now: now)
+    }
+
+    static func check(_ queue: QueuePosition, now: Int64) -> String? {
+        if queue.zone.isEmpty { return "zone must not be empty" }
+        if queue.zone.utf8.count > MessageLimits.zoneBytes { return "zone is longer than \(MessageLimits.zoneBytes) bytes" }
+        if queue.zone.unicodeScalars.contains(where: isControl) { return "zone contains control characters" }
+        let range = MessageLimits.queueLength
+        guard range.contains(queue.of) else { return "of must be from \(range.lowerBound) to \(range.upperBound)" }
+        guard (1...queue.of).contains(queue.position) else { return "position must be from 1 to of (\(queue.of))" }
+        return checkTime(queue.t, field: "t", now: now)
+    }
+}
