@@ -9,8 +9,11 @@ import UnitCore
 public enum UnitReport: Sendable, Equatable {
     case status(StatusMessage)
     /// The last will, `{"online":false}`.
-    case offline
+    /// The last will: `conn` names the connection it was set for (protocol 2).
+    case offline(conn: Int64?)
     case event(id: String, Transition)
+    /// A zone change on `event` (`"type":"zone"`).
+    case zone(id: String, ZoneEventMessage)
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(ReceivedPosition)
@@ -45,6 +48,11 @@ extension UnitReport {
     /// The topics a dispatcher reads (the fleet configuration ones are not its business).
     public static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos, .posLast]
 
+    /// `event` carries transitions (no `type`) and zone changes (`"type":"zone"`).
+    private struct EventKind: Decodable {
+        var type: String?
+    }
+
     /// The `id` every unit message but `status` carries beside its body.
     private struct MessageID: Decodable {
         var id: String
@@ -73,9 +81,14 @@ extension UnitReport {
                 return .status(try decoder.decode(StatusMessage.self, from: data))
             } catch {
                 guard let will = try? decoder.decode(OfflineStatusMessage.self, from: data), !will.online else { throw error }
-                return .offline
+                return .offline(conn: will.conn)
             }
-        case .event: return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
+        case .event:
+            if try decoder.decode(EventKind.self, from: data).type == "zone" {
+                let change = try decoder.decode(ZoneEventMessage.self, from: data)
+                return .zone(id: change.id, change)
+            }
+            return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
         case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
         case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
         case .pos, .posLast: return .position(try decodePosition(data, decoder))

@@ -106,6 +106,8 @@ public struct Dispatcher: Sendable {
 
     struct Taxi {
         var online = false
+        /// The connection counter of the newest status (`conn`), to tell stale last wills.
+        var conn: Int64?
         /// nil while unknown, e.g. after a `busy` answer until the next status.
         var state: StateName?
         var zone: String?
@@ -291,11 +293,25 @@ public struct Dispatcher: Sendable {
         switch report {
         case .status(let status):
             taxis[unit, default: Taxi()].online = status.online
+            if let conn = status.conn { taxis[unit, default: Taxi()].conn = conn }
             let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit, live: true) } ?? []
             return actions + reconcile(unit)
-        case .offline:
+        case .offline(let conn):
+            // A will set for an older connection than the status seen last is stale: the broker
+            // published it after the unit had already come back on a new connection.
+            if let conn, let current = taxis[unit]?.conn, conn < current {
+                return [.log(.init(level: .info, text: "\(unit): stale last will of connection \(conn) ignored (now \(current))"))]
+            }
             taxis[unit, default: Taxi()].online = false
             return [.log(.init(level: .info, text: "\(unit) offline"))] + reconcile(unit)
+        case .zone(let id, let change):
+            guard firstArrival(id, from: unit), let zone = change.zone else { return [] }
+            var taxi = taxis[unit, default: Taxi()]
+            taxi.reportsZone = true
+            guard zone != taxi.zone else { return [] }
+            taxi.zone = zone
+            taxis[unit] = taxi
+            return [.log(.init(level: .info, text: "\(unit) entered zone \(zone)"))] + reconcile(unit)
         case .event(let id, let transition):
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {
@@ -328,11 +344,11 @@ public struct Dispatcher: Sendable {
                 .log(.init(level: .alarm, text: "SOS from \(unit)\(place), \(alarm.state.rawValue)\(job) — acknowledged")),
             ]
         case .messageReply(let id, let reply):
-            guard firstArrival(id) else { return [] }
+            guard firstArrival(id, from: unit) else { return [] }
             if reply.invalid == nil { stats.messageReplies += 1 }
             return [Self.log(reply, from: unit)]
         case .messageRead(let id, let read):
-            guard firstArrival(id) else { return [] }
+            guard firstArrival(id, from: unit) else { return [] }
             stats.messagesRead += 1
             return [.log(.init(level: .info, text: "\(unit) read message \(read.msg)"))]
         }

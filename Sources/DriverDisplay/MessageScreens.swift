@@ -110,7 +110,7 @@ extension ScreenRenderer {
                 screen.row(hints(open.hasReplies ? [("reply", .hintReply), ("msg", next)] : [("msg", next)]))
             }
             // A notice (a refusal, a cancelled job) takes the bottom row here too.
-            if showNotice, let notice = view.notice { screen.replaceLast(noticeText(notice), alert: notice.alerts) }
+            if showNotice, let notice = view.notice { screen.replaceLast(noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts) }
             screen.overflow = layout.overflow + screen.overflow
             layout = screen
         } else if let composing = view.inbox.composing {

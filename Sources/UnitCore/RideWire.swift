@@ -15,6 +15,8 @@ public struct RideMessage: Sendable, Equatable, Codable {
     public var distanceM: Int64?
     /// Seconds from arriving at the pickup to the passengers on board; nil when not known.
     public var waitingS: Int64?
+    /// The driver logged in when the ride was cleared; nil with nobody logged in.
+    public var driver: String?
 
     /// Where and when passengers got in or out; the position is absent without a fix.
     public struct Stop: Sendable, Equatable, Codable {
@@ -31,13 +33,14 @@ public struct RideMessage: Sendable, Equatable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case unit, seq, id, job, passengers, pickup, drop
+        case unit, seq, id, job, passengers, pickup, drop, driver
         case distanceM = "distance_m"
         case waitingS = "waiting_s"
     }
 
     /// `distanceM`: what the unit measured, nil when it could not.
-    public init(_ ride: RideSummary, distanceM: Double?, unit: String, seq: Int64, id: String) {
+    public init(_ ride: RideSummary, distanceM: Double?, unit: String, seq: Int64, id: String, driver: String? = nil) {
+        self.driver = driver
         self.unit = unit
         self.seq = seq
         self.id = id

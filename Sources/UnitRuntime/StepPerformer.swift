@@ -179,9 +179,9 @@ final class StepPerformer {
 
     /// `ride`, on the event lane (QoS 1 like every unit message but the telemetry).
     private func rideMessage(_ ride: RideSummary, distanceM: Double?, now: Int64) -> UnstoredMessage {
-        let unit = self.unit
+        let unit = self.unit, driver = self.driver
         return UnstoredMessage(topic: RideMessage.topic, messageClass: .event, createdAt: now) { seq, id in
-            try Array(JSONEncoder.wire.encode(RideMessage(ride, distanceM: distanceM, unit: unit, seq: seq, id: id)))
+            try Array(JSONEncoder.wire.encode(RideMessage(ride, distanceM: distanceM, unit: unit, seq: seq, id: id, driver: driver)))
         }
     }
 
@@ -210,11 +210,11 @@ final class StepPerformer {
             return rideMessage(ride, distanceM: nil, now: now)
         case .messageReply(let reply):
             return UnstoredMessage(topic: MessageTopic.reply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id)))
+                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id, driver: driver)))
             }
         case .messageRead(let read):
             return UnstoredMessage(topic: MessageTopic.read.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(read, unit: unit, seq: seq, id: id)))
+                try Array(JSONEncoder.wire.encode(Envelope(read, unit: unit, seq: seq, id: id, driver: driver)))
             }
         case .stalePosition(let fix, let ageMs):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in

@@ -250,7 +250,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         /// As a unit sends it: the lean live form, whose short id is unique per unit only.
         func position(_ point: Coordinate) -> UnitReport {
             let live = LivePositionMessage(point: PositionPoint(t: 1_795_000_000_000, lat: point.lat, lon: point.lon), seq: 1)
-            return (try? UnitReport.decode(.pos, Data(live.json()))) ?? .offline
+            return (try? UnitReport.decode(.pos, Data(live.json()))) ?? .offline(conn: nil)
         }
         h.status("T1", "available", zone: nil)
         #expect(h.dispatcher.queues.values.allSatisfy { $0.isEmpty })
@@ -284,9 +284,35 @@ func logs(_ actions: [DispatchAction]) -> String {
     @Test func offlineTaxisLeaveTheQueue() {
         var h = Harness()
         h.status("T1", "available", zone: "A")
-        h.feed(.report(unit: "T1", .offline))
+        h.feed(.report(unit: "T1", .offline(conn: nil)))
         #expect(h.dispatcher.queue(of: "A") == [])
         h.status("T1", "available", zone: "A")
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+    }
+
+    /// The last will names its connection: one older than the newest status is the broker catching
+    /// up after the unit came back, and must not take the taxi out of the queue.
+    @Test func aStaleLastWillIsIgnored() throws {
+        var h = Harness()
+        let status: StatusMessage = decoded(#"{"conn":8,"online":true,"unit":"T1","state":"available","seats_left":4,"t":5,"zone":"A"}"#)
+        h.feed(.report(unit: "T1", .status(status)))
+        #expect(try UnitReport.decode(.status, Data(#"{"conn":7,"online":false}"#.utf8)) == .offline(conn: 7))
+        h.feed(.report(unit: "T1", .offline(conn: 7)))
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        h.feed(.report(unit: "T1", .offline(conn: 8)))
+        #expect(h.dispatcher.queue(of: "A") == [])
+    }
+
+    @Test func aZoneEventMovesTheTaxi() throws {
+        var h = Harness()
+        h.status("T1", "available", zone: nil)
+        let payload = #"{"id":"z-1","seq":3,"t":1795258104124,"type":"zone","unit":"T1","zone":"A","zone_left":"B"}"#
+        guard case .zone(let id, let change)? = try UnitReport.decode(.event, Data(payload.utf8)) else {
+            Issue.record("a zone event must decode as one")
+            return
+        }
+        #expect(id == "z-1" && change.zone == "A")
+        h.feed(.report(unit: "T1", .zone(id: id, change)))
         #expect(h.dispatcher.queue(of: "A") == ["T1"])
     }
 
