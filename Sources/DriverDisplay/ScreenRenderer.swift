@@ -87,9 +87,9 @@ public struct ScreenRenderer: Sendable {
         switch view.mode {
         case .offDuty, .available, .paused:
             layout.row(title(view.mode))
-            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), isData: true)
+            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), right: queueText(view), isData: true)
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
-            layout.row(linkRow)
+            unreadRow(view, link: linkRow, into: &layout)
         case .offered(let pickup, let deadline):
             let secondsLeft = max(0, deadline.saturatingSubtract(now).saturatingAdd(999) / 1000)
             layout.row(title(view.mode), right: "\(secondsLeft)s", alert: true)
@@ -98,7 +98,7 @@ public struct ScreenRenderer: Sendable {
             layout.row(facts(pickup), right: meeting ?? "")
             layout.row(hints([("accept", .hintAccept), ("reject", .hintReject)]))
         case .enRoute(let pickup):
-            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(title(view.mode), right: badge(view))
             // `+2`: a shared ride's further pickups, listed in order on the detail pages.
             layout.row(pickup.address, right: pickup.stops > 0 ? "+\(pickup.stops)" : "", isData: true)
             layout.row(facts(pickup))
@@ -111,7 +111,7 @@ public struct ScreenRenderer: Sendable {
                 layout.row(hints([("arrived", .hintArrived)]))
             }
         case .atPickup(let pickup):
-            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(title(view.mode), right: badge(view))
             layout.row(catalogue.text(.promptOnBoard), alert: true)
             if let passenger = passengerRow(pickup) {
                 layout.row(passenger.name, right: passenger.code, isData: true)
@@ -120,7 +120,7 @@ public struct ScreenRenderer: Sendable {
             }
             layout.row(hints([("pob", .hintOnBoard), ("noshow", .hintNoShow)]))
         case .onBoard(let passengers, let dropoff):
-            layout.row(title(view.mode), right: linkBadge(view))
+            layout.row(title(view.mode), right: badge(view))
             layout.row(catalogue.text(.jobPassengers, ["n": "\(passengers)"]))
             if let dropoff {
                 layout.row(dropoff.address, right: dropoff.distanceM.map(formatDistance) ?? "", isData: true)

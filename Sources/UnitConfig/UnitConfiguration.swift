@@ -231,7 +231,7 @@ public struct UnitConfiguration: Sendable, Equatable {
             protocolVersion: mqttSection.oneOf("protocol", default: "5", allowed: ["5", "3.1.1"]),
             sessionExpiryS: mqttSection.integer("session_expiry_s", default: 86_400, in: 0...Int(UInt32.max)),
             maxPublishRate: mqttSection.number("max_publish_rate", default: 0, in: 0...100_000),
-            clientIDTemplate: mqttSection.string("client_id", default: MQTT.defaultClientID)!
+            clientIDTemplate: mqttSection.string("client_id", default: MQTT.defaultClientID) ?? MQTT.defaultClientID
         )
         if let problem = Self.clientIDProblem(mqtt.clientIDTemplate) { mqttSection.reject(problem) }
         let hosts = mqttSection.strings("hosts")

@@ -209,7 +209,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         guard let every = options.messageEveryS, let scheduleStartMs, !unitsSeen.isEmpty else { return }
         let due = nextMessageAt ?? scheduleStartMs
         guard now >= due else { return }
-        nextMessageAt = now + Int64(every * 1000)
+        nextMessageAt = now.saturatingAdd(Int64(millisecondsOf: every) ?? 0)
         var message = Self.scriptedMessages[messagesSent % Self.scriptedMessages.count]
         messagesSent += 1
         message.id = "msg-\(messagesSent)"
