@@ -91,10 +91,7 @@ import Testing
             """)
         try await expectWorking(rig, aside: "outbox_row")
         try await rig.recorder.waitFor("both good points arrive") { messages in
-            let points = messages.filter { $0.topic == rig.unit.topicBase + "pos" }.compactMap(\.json).flatMap { message -> [Any] in
-                message["points"] as? [Any] ?? []
-            }
-            return points.count >= 2
+            ReceivedPositions.all(messages, topic: rig.unit.topicBase + "pos").flatMap(\.points).count >= 2
         }
         let status = try await rig.unit.waitForStatus("drained") { $0.outbox.depth == 0 }
         #expect(status.outbox.positionsDropped == 2, "the two rows that are not points (no time, an infinite latitude)")

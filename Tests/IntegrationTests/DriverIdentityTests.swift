@@ -205,8 +205,8 @@ import Testing
         let topic = rig.unit.topicBase + "cmd"
         let expires = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
         try rig.recorder.publish(topic, try signer.sign(#"{"id":"r1","cmd":"report","expires_at":\#(expires)}"#, topic: topic))
-        try await rig.recorder.waitFor("the report") { _ in rig.jsons("cmd/reply").contains { $0["id"] as? String == "r1" } }
-        let reply = try #require(rig.jsons("cmd/reply").first { $0["id"] as? String == "r1" })
+        try await rig.recorder.waitFor("the report") { _ in rig.jsons("cmd/reply").contains { $0["cmd_id"] as? String == "r1" } }
+        let reply = try #require(rig.jsons("cmd/reply").first { $0["cmd_id"] as? String == "r1" })
         #expect(reply["result"] as? String == "ok" && reply["position"] != nil, "\(reply)")
         try await rig.recorder.waitFor("the reported position") { _ in rig.jsons("pos").count == 1 }
         _ = try rig.press("duty")

@@ -81,22 +81,10 @@ import UnitCore
         let midnight = Calendar(identifier: .gregorian).startOfDay(for: Date())
         let base = Int64(midnight.timeIntervalSince1970) * 1000
         var seconds = Set<Int>()
-        for message in recorder.messages {
-            guard let json = message.json else { continue }
-            for point in json["points"] as? [Any] ?? [] {
-                if let object = point as? [String: Any], let t = object["t"] as? Int64 {
-                    seconds.insert(Int((t - base) / 1000))
-                    #expect(((object["spd"] as? Double) ?? 0) < 150 && ((object["hdg"] as? Double) ?? 0) <= 360, "\(object)")
-                }
-            }
-            if json["backfill"] as? Bool == true {
-                let rows = (json["points"] as? [[Any]] ?? []).map { $0.map { ($0 as? NSNumber)?.int64Value } }
-                let points = PositionBatch.decode(rows)
-                #expect(points != nil)
-                for point in points ?? [] {
-                    seconds.insert(Int((point.t - base) / 1000))
-                    #expect((point.spd ?? 0) < 150 && (point.hdg ?? 0) <= 360, "\(point)")
-                }
+        for received in ReceivedPositions.all(recorder.messages, topic: unit.topicBase + "pos") {
+            for point in received.points {
+                seconds.insert(Int((point.t - base) / 1000))
+                #expect((point.spd ?? 0) < 150 && (point.hdg ?? 0) <= 360, "\(point)")
             }
         }
         #expect(seconds.isDisjoint(with: Self.poisonSeconds), "\(seconds.sorted())")
