@@ -95,7 +95,8 @@ import Testing
         _ = try rig.press("accept")
         try await rig.recorder.waitFor("the reply") { _ in !rig.jsons("job/reply").isEmpty }
         #expect(rig.jsons("job/reply").allSatisfy { $0["driver"] as? String == "42" })
-        #expect(rig.jsons("event").count >= 3)
+        // The reply goes out before the event it causes: wait for that event too.
+        try await rig.recorder.waitFor("on duty, offered, en route") { _ in rig.jsons("event").count >= 3 }
         #expect(rig.jsons("event").allSatisfy { $0["driver"] as? String == "42" })
         _ = try rig.press("sos")
         try await rig.recorder.waitFor("the alarm") { _ in !rig.jsons("sos").isEmpty }
