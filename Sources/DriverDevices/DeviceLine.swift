@@ -15,15 +15,18 @@ public struct DriverPress: Sendable, Equatable {
     /// The terminal key itself, mapped or not, for typing a login: a printable character, `\n`
     /// for ENTER, `\u{8}` for LEFT (erase). nil for buttons and other keys.
     public var typed: Character?
+    /// A badge number from a badge reader (`input` is then empty). Never logged.
+    public var badge: String?
 
-    public init(input: String, source: String, typed: Character? = nil) {
+    public init(input: String, source: String, typed: Character? = nil, badge: String? = nil) {
         self.input = input
         self.source = source
         self.typed = typed
+        self.badge = badge
     }
 }
 
-/// What both device adapters share: one thread that keeps a device file open while it exists,
+/// What the device adapters share: one thread that keeps a device file open while it exists,
 /// retries every few seconds while it does not, and logs once when it goes and once when it comes
 /// back. The adapter opens and configures the file and serves it until it fails or ends.
 final class DeviceLine: Sendable {
@@ -50,7 +53,7 @@ final class DeviceLine: Sendable {
     }
 
     let path: String
-    /// `button device`, `serial terminal`: how the log names it.
+    /// `button device`, `badge reader`, `serial terminal`: how the log names it.
     let role: String
     let retryIntervalS: Double
     let logger: Logger
@@ -60,7 +63,7 @@ final class DeviceLine: Sendable {
     private let wakePipe: (read: Int32, write: Int32)
     private let worker: BlockingWorker
 
-    /// `threadName`: the thread's name for the kernel (`buttons`, `serial-terminal`).
+    /// `threadName`: the thread's name for the kernel (`buttons`, `badge`, `serial-terminal`).
     init(path: String, role: String, threadName: String, retryIntervalS: Double, logger: Logger) {
         self.path = path
         self.role = role

@@ -3,7 +3,8 @@ import _CryptoExtras
 import UnitConfig
 import UnitCore
 
-/// The fleet's driver list (`[driver] drivers`) checked against what a driver typed.
+/// The fleet's driver list (`[driver] drivers`) checked against what a driver typed, and its
+/// badge list (`[driver] badges`) against what a badge reader read.
 ///
 /// PINs are hashed with PBKDF2-HMAC-SHA256 and a random per-driver salt: the one password KDF in
 /// swift-crypto that every fleet back office can produce too (Python's `hashlib.pbkdf2_hmac`,
@@ -28,9 +29,26 @@ public enum DriverRoster {
         return safeCompare(derived, credential.hash) ? .accepted : .wrongPIN
     }
 
-    /// A credential for `pin` with a fresh random salt (`taxiunitctl hash-pin`, tests).
-    public static func hash(pin: String, rounds: Int = defaultRounds) -> DriverConfiguration.Credential? {
-        let salt = Array(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) })
+    /// Whose badge `number` is, or nil (not on the list, or on it for two drivers). Each badge has
+    /// its own salt, so the number is derived once per distinct salt and rounds and compared with
+    /// every hash, always all of them: a read costs the same whether or not the badge is known
+    /// (`DriverConfiguration.maximumBadgeRounds` bounds it).
+    public static func identify(badge number: String, in badges: [DriverConfiguration.Badge]) -> String? {
+        var derived: [String: [UInt8]] = [:]
+        var drivers: Set<String> = []
+        for badge in badges {
+            let key = badge.credential.saltKey
+            if derived[key] == nil { derived[key] = derive(pin: number, salt: badge.credential.salt, rounds: badge.credential.rounds) ?? [] }
+            if safeCompare(derived[key] ?? [], badge.credential.hash) { drivers.insert(badge.driver) }
+        }
+        return drivers.count == 1 ? drivers.first : nil
+    }
+
+    /// A credential for `pin` (or a badge number) with a fresh random salt, or `salt` to hash a
+    /// fleet's badges with one salt (`taxiunitctl hash-pin`, tests).
+    public static func hash(pin: String, rounds: Int = defaultRounds, salt given: [UInt8]? = nil) -> DriverConfiguration.Credential? {
+        let salt = given ?? Array(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) })
+        guard DriverConfiguration.Credential.saltBytes.contains(salt.count) else { return nil }
         guard let hash = derive(pin: pin, salt: salt, rounds: rounds) else { return nil }
         return DriverConfiguration.Credential(rounds: rounds, salt: salt, hash: hash)
     }

@@ -43,6 +43,9 @@ public struct DriverConfiguration: Sendable, Equatable {
             public var description: String
         }
 
+        /// The salt and rounds: badges that share them are derived once per read.
+        public var saltKey: String { "\(rounds)$\(Data(salt).base64EncodedString())" }
+
         public var text: String {
             "\(Self.scheme)$\(rounds)$\(Data(salt).base64EncodedString())$\(Data(hash).base64EncodedString())"
         }
@@ -52,14 +55,38 @@ public struct DriverConfiguration: Sendable, Equatable {
     public var requireLogin = false
     /// Driver id → credential: the fleet's list of who may drive this taxi.
     public var drivers: [String: Credential] = [:]
+    /// A badge on the fleet's list: the badge number hashed like a PIN, and whose it is.
+    public struct Badge: Sendable, Equatable {
+        public var credential: Credential
+        public var driver: String
+
+        public init(credential: Credential, driver: String) {
+            self.credential = credential
+            self.driver = driver
+        }
+    }
+
+    /// The fleet's badges, in the order of their hash text. Every read checks all of them.
+    public var badges: [Badge] = []
     /// Wrong logins allowed before the first lock.
     public var freeTries = 3
     /// The first lock; each further wrong login doubles it, up to `longestLockS`.
     public var lockS: Double = 30
     public var longestLockS: Double = 3600
 
-    /// The most drivers one taxi's list may name.
+    /// The most drivers one taxi's list may name, and the most badges.
     public static let maximumDrivers = 1000
+    /// The PBKDF2 rounds one badge read may cost, summed over the list's distinct salts (a read
+    /// derives once per salt, `DriverRoster.identify`): about five PINs at the default rounds, so
+    /// that a read does not hold up the unit. Badges hashed with one salt cost one derivation.
+    public static let maximumBadgeRounds = 1_050_000
+
+    /// What one badge read costs: each distinct (salt, rounds) is derived once.
+    public static func badgeRounds(_ badges: [Badge]) -> Int {
+        // At most 1000 badges of at most 1 000 000 rounds: no overflow.
+        Dictionary(badges.map { ($0.credential.saltKey, $0.credential.rounds) }, uniquingKeysWith: { first, _ in first })
+            .values.reduce(0, +)
+    }
 
     public init() {}
 
@@ -93,8 +120,32 @@ public struct DriverConfiguration: Sendable, Equatable {
             case .failure(let problem): section.reject("drivers.\(id): \(problem.description)")
             }
         }
+        driver.badges = readBadges(section.table("badges") ?? [:], section: &section)
         section.finish(into: &problems)
         return driver
+    }
+
+    /// `badges = { "pbkdf2-sha256$…" = "<driver id>" }`. Problems never repeat a hash's text.
+    private static func readBadges(_ listed: [String: ConfigValue], section: inout SectionReader) -> [Badge] {
+        if listed.count > maximumDrivers { section.reject("badges lists \(listed.count) badges; at most \(maximumDrivers)") }
+        var badges: [Badge] = []
+        for (index, (text, value)) in listed.sorted(by: { $0.key < $1.key }).prefix(maximumDrivers).enumerated() {
+            guard case .string(let id) = value, SessionInput.isDriverID(id) else {
+                section.reject("badges: entry \(index + 1) must name a driver id (1-32 letters, digits, - or _)")
+                continue
+            }
+            switch Credential.parse(text) {
+            case .success(let credential): badges.append(Badge(credential: credential, driver: id))
+            case .failure(let problem): section.reject("badges: the hash of driver \(id)'s badge: \(problem.description)")
+            }
+        }
+        let rounds = badgeRounds(badges)
+        if rounds > maximumBadgeRounds {
+            section.reject(
+                "badges: a read would cost \(rounds) PBKDF2 rounds (one derivation per distinct salt); at most \(maximumBadgeRounds): "
+                    + "hash the badges with one salt (taxiunitctl hash-pin --badge --salt) or fewer rounds")
+        }
+        return badges
     }
 }
 

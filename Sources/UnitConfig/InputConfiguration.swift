@@ -1,7 +1,7 @@
 import DriverKeys
 
-/// `[input.buttons]` and `[input.serial]`: the driver's buttons and serial terminal. A section that
-/// is absent means the unit has no such device.
+/// `[input.buttons]`, `[input.badge]` and `[input.serial]`: the driver's buttons, badge reader and
+/// serial terminal. A section that is absent means the unit has no such device.
 public struct InputConfiguration: Sendable, Equatable {
     public struct Buttons: Sendable, Equatable {
         /// An evdev device, e.g. `/dev/input/by-path/platform-gpio-keys-event`.
@@ -11,6 +11,14 @@ public struct InputConfiguration: Sendable, Equatable {
         public var sosHoldMs: Int
         /// Key name (`KEY_F1`, or a decimal code) → driver input (`accept`, `pob 2`, `sos`).
         public var keys: [String: String]
+    }
+
+    /// A badge or key-fob reader that types the badge number and ENTER, as an evdev keyboard.
+    public struct Badge: Sendable, Equatable {
+        /// e.g. `/dev/input/by-id/usb-…-event-kbd`.
+        public var device: String
+        /// The terminal still asks the badge's driver for the PIN (two factors).
+        public var pin: Bool
     }
 
     public struct Serial: Sendable, Equatable {
@@ -28,6 +36,7 @@ public struct InputConfiguration: Sendable, Equatable {
     }
 
     public var buttons: Buttons?
+    public var badge: Badge?
     public var serial: Serial?
 
     public static let defaultButtonKeys = [
@@ -52,6 +61,7 @@ public struct InputConfiguration: Sendable, Equatable {
     init(value: ConfigValue?, isDriverInput: (String) -> String?, problems: inout [String]) {
         var section = SectionReader(path: "input", value: value, problems: &problems)
         let buttonsValue = section.table("buttons")
+        let badgeValue = section.table("badge")
         let serialValue = section.table("serial")
         section.finish(into: &problems)
 
@@ -84,6 +94,16 @@ public struct InputConfiguration: Sendable, Equatable {
                                    isDriverInput: isDriverInput, problems: &problems)
             reader.finish(into: &problems)
             serial = Serial(device: device, baud: baud, columns: columns, rows: rows, charset: charset, noiseGuardCharacters: noiseGuardCharacters, keys: keys)
+        }
+
+        if let badgeValue {
+            var reader = SectionReader(path: "input.badge", value: .table(badgeValue), problems: &problems)
+            let device = reader.string("device", default: nil) ?? ""
+            let pin = reader.bool("pin", default: false)
+            // The PIN is typed on the terminal's keys.
+            if pin && serial == nil { reader.reject("pin = true needs [input.serial], whose keys the PIN is typed on") }
+            reader.finish(into: &problems)
+            badge = Badge(device: device, pin: pin)
         }
     }
 

@@ -126,6 +126,12 @@ public enum SessionInput: Sendable, Equatable {
         (4...12).contains(text.utf8.count) && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
     }
 
+    /// A badge number as a badge reader types it (`DriverKeys.BadgeSequence`): 1...32 digits and
+    /// upper-case letters.
+    public static func isBadgeNumber(_ text: some StringProtocol) -> Bool {
+        (1...32).contains(text.utf8.count) && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
+    }
+
     /// A catalogue name: 1...16 lowercase letters, digits, `-`, `_` (also a safe file name).
     public static func isLanguage(_ text: some StringProtocol) -> Bool {
         (1...16).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
@@ -196,6 +202,8 @@ public struct DriverSession: Sendable, Equatable {
         case loggedOut(String)
         /// The terminal may ask for the id and PIN now.
         case promptLogin
+        /// A badge named this driver; the terminal asks for the PIN now.
+        case promptPIN(driver: String)
         /// The logged-in driver changed a preference.
         case preferences(driver: String, DriverPreferences)
         case refused(DriverRefusal)
@@ -204,11 +212,33 @@ public struct DriverSession: Sendable, Equatable {
         public var changesSession: Bool {
             switch self {
             case .loggedIn, .loggedOut: true
-            case .preferences, .promptLogin: false
+            case .preferences, .promptLogin, .promptPIN: false
             case .refused(.wrongLogin), .refused(.loginLocked): true
             case .refused: false
             }
         }
+    }
+
+    /// A badge was read. `identify` names the badge's driver, or nil for a badge not on the list
+    /// (counted as a wrong login); it is asked only when a login may be tried. With `pinRequired`
+    /// the driver types the PIN next, and only that login clears the failures counted: a badge
+    /// alone does not reopen PIN guessing.
+    public mutating func badge(state: StateName, now: Int64, pinRequired: Bool, identify: () -> String?) -> Outcome {
+        guard driver == nil else { return .refused(.alreadyLoggedIn) }
+        guard state == .offDuty else { return .refused(.offDutyFirst) }
+        lockout.bound(at: now)
+        if let seconds = lockout.secondsLocked(at: now) { return .refused(.loginLocked(secondsLeft: seconds)) }
+        guard let id = identify(), SessionInput.isDriverID(id) else { return wrongLogin(at: now) }
+        if pinRequired { return .promptPIN(driver: id) }
+        lockout.succeeded()
+        driver = id
+        return .loggedIn(id)
+    }
+
+    private mutating func wrongLogin(at now: Int64) -> Outcome {
+        lockout.failed(at: now)
+        if let seconds = lockout.secondsLocked(at: now) { return .refused(.loginLocked(secondsLeft: seconds)) }
+        return .refused(.wrongLogin)
     }
 
     /// `state`: the unit's; a shift starts and ends off duty. `verify` is asked only when a
@@ -237,9 +267,7 @@ public struct DriverSession: Sendable, Equatable {
                 return .loggedIn(id)
             case .wrongPIN, .unknownDriver:
                 // The same answer for both: the terminal does not tell which ids exist.
-                lockout.failed(at: now)
-                if let seconds = lockout.secondsLocked(at: now) { return .refused(.loginLocked(secondsLeft: seconds)) }
-                return .refused(.wrongLogin)
+                return wrongLogin(at: now)
             }
         case .logout:
             guard let id = driver else { return .refused(.notLoggedIn) }
@@ -299,6 +327,13 @@ public struct LoginEntry: Sendable, Equatable {
     }
 
     public init(at now: Int64) {
+        lastKeyAt = now
+    }
+
+    /// The PIN of `driver`, whom a badge named.
+    public init(pinOf driver: String, at now: Int64) {
+        self.driver = driver
+        onPIN = true
         lastKeyAt = now
     }
 

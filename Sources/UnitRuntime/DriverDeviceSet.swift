@@ -3,12 +3,13 @@ import DriverDisplay
 import Logging
 import UnitConfig
 
-extension ButtonReader: BackgroundAdapter {}
+extension EvdevReader: BackgroundAdapter {}
 extension SerialTerminal: BackgroundAdapter {}
 
-/// The buttons and the serial terminal the configuration asks for, built and ready to run.
+/// The buttons, badge reader and serial terminal the configuration asks for, built and ready to run.
 public struct DriverDeviceSet: Sendable {
-    public let buttons: ButtonReader?
+    public let buttons: EvdevReader?
+    public let badgeReader: EvdevReader?
     public let terminal: SerialTerminal?
 
     private let logger: Logger
@@ -16,8 +17,9 @@ public struct DriverDeviceSet: Sendable {
     public init(configuration: UnitConfiguration, logger: Logger) {
         self.logger = logger
         buttons = configuration.input.buttons.map { buttons in
-            ButtonReader(path: buttons.device, keys: buttons.keys, debounceMs: buttons.debounceMs, holdMs: buttons.sosHoldMs, logger: logger)
+            EvdevReader(path: buttons.device, keys: buttons.keys, debounceMs: buttons.debounceMs, holdMs: buttons.sosHoldMs, logger: logger)
         }
+        badgeReader = configuration.input.badge.map { EvdevReader(badgeReader: $0.device, logger: logger) }
         terminal = configuration.input.serial.map { serial in
             let catalogue: MessageCatalogue
             do {
@@ -61,6 +63,6 @@ public struct DriverDeviceSet: Sendable {
     }
 
     public var presses: [AsyncStream<DriverPress>] {
-        [buttons?.presses, terminal?.presses].compactMap { $0 }
+        [buttons?.presses, badgeReader?.presses, terminal?.presses].compactMap { $0 }
     }
 }

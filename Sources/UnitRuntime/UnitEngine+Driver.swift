@@ -29,11 +29,24 @@ extension UnitEngine {
         if case .language(let name) = input, !languageInstalled(name) { return refused(.unknownLanguage) }
         let drivers = configuration.driver.drivers
         let store = self.store
-        let outcome = session.handle(
+        return perform(session.handle(
             input, state: machine.state.name, now: clockMs(),
             verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
             preferences: { (try? store.driverPreferences($0)) ?? DriverPreferences() },
-            installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language)
+            installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language))
+    }
+
+    /// A badge reader read `number`: the badge's driver logs in, or is asked for the PIN
+    /// (`[input.badge] pin`). The number is never logged.
+    private func badgeRead(_ number: String) {
+        let badges = configuration.driver.badges
+        let outcome = session.badge(
+            state: machine.state.name, now: clockMs(), pinRequired: configuration.input.badge?.pin ?? false,
+            identify: { DriverRoster.identify(badge: number, in: badges) })
+        for line in perform(outcome) { logger.info("badge read: \(line)") }
+    }
+
+    private func perform(_ outcome: DriverSession.Outcome) -> [String] {
         if outcome.changesSession {
             do {
                 try store.saveDriverSession(session.record)
@@ -65,14 +78,22 @@ extension UnitEngine {
             guard devices?.terminal != nil else { return ["login needs a driver id and a PIN: login <id> <pin>"] }
             loginEntry = LoginEntry(at: clockMs())
             return ["Type the driver id, ENTER, the PIN, ENTER"]
+        case .promptPIN(let driver):
+            // `[input.badge] pin` requires a terminal (UnitConfig): its login screen asks.
+            loginEntry = LoginEntry(pinOf: driver, at: clockMs())
+            return ["Badge of \(driver): type the PIN, ENTER"]
         case .refused(let refusal):
             return refused(refusal)
         }
     }
 
-    /// A terminal key while a login is typed: true when the entry took it. The PIN is passed on,
-    /// never logged.
+    /// A badge read, or a terminal key while a login is typed: true when the login took it. The PIN
+    /// and the badge number are passed on, never logged.
     func typeLogin(_ press: DriverPress) -> Bool {
+        if let badge = press.badge {
+            badgeRead(badge)
+            return true
+        }
         guard var entry = loginEntry, let typed = press.typed else { return false }
         let now = clockMs()
         guard !entry.expired(at: now), machine.state.name == .offDuty else {

@@ -9,23 +9,43 @@ extension TaxiUnitCtl {
     struct HashPIN: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "hash-pin",
-            abstract: "Hash a driver's PIN for the fleet's [driver] drivers list.",
+            abstract: "Hash a driver's PIN for [driver] drivers, or a badge number for [driver] badges.",
             discussion: """
                 Reads the PIN (4 to 12 digits) from standard input, never from the command line where \
                 other users could see it, and prints pbkdf2-sha256$<rounds>$<salt>$<hash> with a fresh \
-                random salt: the value for the driver's id in [driver] drivers.
+                random salt: the value for the driver's id in [driver] drivers. With --badge it reads a \
+                badge number (1 to 32 digits and letters, as the reader types it) and prints the key for \
+                [driver] badges; --salt gives every badge of a list the same salt, so that a read costs \
+                one derivation (the salt of an existing hash: its third $-field).
                 """
         )
         @Option(name: .long, help: "PBKDF2 rounds, 1000...1000000.") var rounds = DriverRoster.defaultRounds
+        @Flag(name: .long, help: "Hash a badge number instead of a PIN.") var badge = false
+        @Option(name: .long, help: "The salt, base64 of 16 to 64 bytes (default: a fresh random one).") var salt: String?
 
         func run() throws {
             guard DriverConfiguration.Credential.rounds.contains(rounds) else {
                 throw ValidationErrorLine("--rounds must be between 1000 and 1000000")
             }
+            var saltBytes: [UInt8]?
+            if let salt {
+                guard let decoded = Data(base64Encoded: salt), DriverConfiguration.Credential.saltBytes.contains(decoded.count) else {
+                    throw ValidationErrorLine("--salt must be 16 to 64 bytes in base64")
+                }
+                saltBytes = Array(decoded)
+            }
             let input = FileHandle.standardInput.readData(ofLength: 64)
-            let pin = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard SessionInput.isPIN(pin) else { throw ValidationErrorLine("a PIN is 4 to 12 digits, on standard input") }
-            guard let credential = DriverRoster.hash(pin: pin, rounds: rounds) else { throw ValidationErrorLine("cannot hash the PIN") }
+            var secret = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if badge {
+                // The reader types upper-case letters.
+                secret = secret.uppercased()
+                guard SessionInput.isBadgeNumber(secret) else {
+                    throw ValidationErrorLine("a badge number is 1 to 32 digits or letters, on standard input")
+                }
+            } else {
+                guard SessionInput.isPIN(secret) else { throw ValidationErrorLine("a PIN is 4 to 12 digits, on standard input") }
+            }
+            guard let credential = DriverRoster.hash(pin: secret, rounds: rounds, salt: saltBytes) else { throw ValidationErrorLine("cannot hash it") }
             print(credential.text)
         }
     }

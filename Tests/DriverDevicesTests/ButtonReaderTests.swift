@@ -32,7 +32,7 @@ final class PressCollector: @unchecked Sendable {
     struct Rig {
         let scratch: ScratchDirectory
         let fifo: EvdevFIFO
-        let reader: ButtonReader
+        let reader: EvdevReader
         let collector: PressCollector
         let logs: LogRecorder
         let layout: InputEventLayout
@@ -57,7 +57,7 @@ final class PressCollector: @unchecked Sendable {
         let scratch = try ScratchDirectory()
         let fifo = try EvdevFIFO(path: scratch.file("event0"))
         let logs = LogRecorder()
-        let reader = ButtonReader(path: fifo.path, keys: Self.keys, debounceMs: 30, holdMs: 2000, layout: layout, retryIntervalS: 0.2, logger: logs.logger)
+        let reader = EvdevReader(path: fifo.path, keys: Self.keys, debounceMs: 30, holdMs: 2000, layout: layout, retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(reader.presses)
         reader.start()
         try await fifo.connect()
@@ -182,7 +182,7 @@ final class PressCollector: @unchecked Sendable {
         let scratch = try ScratchDirectory()
         let logs = LogRecorder()
         let path = scratch.file("event7")
-        let reader = ButtonReader(path: path, keys: Self.keys, debounceMs: 30, holdMs: 2000, retryIntervalS: 0.2, logger: logs.logger)
+        let reader = EvdevReader(path: path, keys: Self.keys, debounceMs: 30, holdMs: 2000, retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(reader.presses)
         reader.start()
         try await waitUntil("the absence logged", timeoutS: 5) { logs.count(containing: "button device unavailable") == 1 }
@@ -200,7 +200,7 @@ final class PressCollector: @unchecked Sendable {
         let logs = LogRecorder()
         let path = scratch.file("not-a-device")
         try Data(InputEventDecoder.encode(InputEventRecord(type: 1, code: Self.f1, value: 1))).write(to: URL(fileURLWithPath: path))
-        let reader = ButtonReader(path: path, keys: Self.keys, debounceMs: 30, holdMs: 2000, retryIntervalS: 0.2, logger: logs.logger)
+        let reader = EvdevReader(path: path, keys: Self.keys, debounceMs: 30, holdMs: 2000, retryIntervalS: 0.2, logger: logs.logger)
         let collector = PressCollector(reader.presses)
         reader.start()
         try await waitUntil("the refusal logged", timeoutS: 5) { logs.count(containing: "button device unavailable") == 1 }

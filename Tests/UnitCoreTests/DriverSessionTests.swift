@@ -196,3 +196,42 @@ import UnitCore
         #expect(SessionInput.parse("alert next") == .success(.nextAlert))
     }
 }
+
+@Suite struct BadgeSessionTests {
+    @Test func aKnownBadgeLogsItsDriverInOffDutyOnly() {
+        var session = DriverSession()
+        var asked = false
+        #expect(session.badge(state: .available, now: 0, pinRequired: false, identify: { asked = true; return "42" }) == .refused(.offDutyFirst))
+        #expect(!asked, "a badge is not checked on duty")
+        #expect(session.badge(state: .offDuty, now: 1, pinRequired: false, identify: { "42" }) == .loggedIn("42"))
+        #expect(session.driver == "42")
+        #expect(session.badge(state: .offDuty, now: 2, pinRequired: false, identify: { "7" }) == .refused(.alreadyLoggedIn))
+    }
+
+    @Test func unknownBadgesCountAsWrongLoginsAndLockLikeThem() {
+        var session = DriverSession(lockout: PINLockout(freeTries: 2, firstLockMs: 30_000))
+        #expect(session.badge(state: .offDuty, now: 0, pinRequired: false, identify: { nil }) == .refused(.wrongLogin))
+        #expect(session.badge(state: .offDuty, now: 1, pinRequired: false, identify: { nil }) == .refused(.loginLocked(secondsLeft: 30)))
+        var asked = false
+        #expect(session.badge(state: .offDuty, now: 2, pinRequired: false, identify: { asked = true; return "42" }) == .refused(.loginLocked(secondsLeft: 30)))
+        #expect(!asked, "a locked terminal checks no badge")
+        #expect(session.badge(state: .offDuty, now: 30_001, pinRequired: false, identify: { "42" }) == .loggedIn("42"))
+        #expect(session.lockout.failures == 0)
+    }
+
+    @Test func withAPINTheBadgeOnlyNamesTheDriverAndClearsNoFailures() {
+        var session = DriverSession()
+        _ = session.badge(state: .offDuty, now: 0, pinRequired: true, identify: { nil })
+        #expect(session.badge(state: .offDuty, now: 1, pinRequired: true, identify: { "42" }) == .promptPIN(driver: "42"))
+        #expect(session.driver == nil)
+        #expect(session.lockout.failures == 1)
+        var entry = LoginEntry(pinOf: "42", at: 1)
+        #expect(entry.driver == "42" && entry.onPIN)
+        for digit in "1234" { _ = entry.type(.character(digit), at: 2) }
+        guard case .submit(let input) = entry.type(.enter, at: 3) else { Issue.record("no submit"); return }
+        #expect(input == .login(driver: "42", pin: "1234"))
+        let outcome = session.handle(input, state: .offDuty, now: 4, verify: DriverSessionTests.verify, preferences: { _ in DriverPreferences() })
+        #expect(outcome == .loggedIn("42"))
+        #expect(session.lockout.failures == 0)
+    }
+}

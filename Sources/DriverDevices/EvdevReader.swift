@@ -1,0 +1,173 @@
+import DriverKeys
+import Foundation
+import Logging
+import Platform
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
+/// on its own thread, grabbed so that the keys reach nothing else. For the driver's buttons it turns
+/// debounced key presses into `DriverPress`es; for a badge reader, typed badge numbers into
+/// `DriverPress.badge`. All of its unsafe code is here and in `DeviceLine`.
+public final class EvdevReader: Sendable {
+    public let presses: AsyncStream<DriverPress>
+    private let sink: AsyncStream<DriverPress>.Continuation
+    private let line: DeviceLine
+    private let layout: InputEventLayout
+    private let interpreter: @Sendable () -> any KeyInterpreter
+
+    /// The input that acts only when its key is held for `holdMs`.
+    public static let holdOnlyInput = "sos"
+    /// EVIOCGRAB: the keys are ours alone, so KEY_F1 does not also switch the console and a badge
+    /// number is not typed into a console login.
+    static let grabRequest: UInt = 0x4004_4590
+
+    /// The driver's buttons. `keys`: key name (`KEY_F1` or a decimal code) → driver input; names
+    /// must be valid (`EvdevKeyNames`).
+    public convenience init(
+        path: String, keys: [String: String], debounceMs: Int, holdMs: Int, layout: InputEventLayout = .native,
+        retryIntervalS: Double = 3, logger: Logger
+    ) {
+        var inputs: [UInt16: (String, String)] = [:]
+        for (name, input) in keys {
+            if let code = EvdevKeyNames.code(named: name) { inputs[code] = (name, input) }
+        }
+        let keys = ButtonKeys(inputsByCode: inputs, debounceMs: Int64(debounceMs), holdMs: Int64(holdMs))
+        self.init(path: path, role: "button device", threadName: "buttons", layout: layout, retryIntervalS: retryIntervalS, logger: logger) { keys }
+    }
+
+    /// A badge or key-fob reader that types the badge number and ENTER (`BadgeSequence`).
+    public convenience init(badgeReader path: String, layout: InputEventLayout = .native, retryIntervalS: Double = 3, logger: Logger) {
+        self.init(path: path, role: "badge reader", threadName: "badge", layout: layout, retryIntervalS: retryIntervalS, logger: logger) {
+            BadgeKeys(logger: logger)
+        }
+    }
+
+    private init(
+        path: String, role: String, threadName: String, layout: InputEventLayout, retryIntervalS: Double, logger: Logger,
+        interpreter: @escaping @Sendable () -> any KeyInterpreter
+    ) {
+        self.layout = layout
+        self.interpreter = interpreter
+        line = DeviceLine(path: path, role: role, threadName: threadName, retryIntervalS: retryIntervalS, logger: logger)
+        (presses, sink) = AsyncStream.makeStream(of: DriverPress.self, bufferingPolicy: .bufferingNewest(256))
+    }
+
+    /// Starts the reader thread; it opens the device, or keeps trying.
+    public func start() {
+        line.start(open: Self.open, serve: serve)
+    }
+
+    /// Returns once the thread has closed the device; `presses` then ends.
+    public func stop() {
+        line.stop()
+        sink.finish()
+    }
+
+    private static func open(_ path: String) -> Result<Int32, DeviceError> {
+        let opened = DeviceLine.openDevice(path, flags: O_RDONLY)
+        if case .success(let fd) = opened {
+            // Fails harmlessly (ENOTTY) on a FIFO.
+            _ = try? syscall("ioctl EVIOCGRAB") { ioctl(fd, grabRequest, 1) }
+        }
+        return opened
+    }
+
+    /// Each (re)opened device starts with a fresh interpreter: what was held or half typed is gone.
+    private func serve(_ fd: Int32) -> DeviceLine.Served {
+        var decoder = InputEventDecoder(layout: layout)
+        var keys = interpreter()
+        var buffer = [UInt8](repeating: 0, count: layout.recordSize * 64)
+        while !line.stopping {
+            let now = DeviceLine.monotonicMs()
+            let timeout = keys.nextDeadline.map { Int(clamping: max(0, $0 - now)) } ?? 1000
+            switch line.wait(fd: fd, timeoutMs: timeout) {
+            case .failed(let reason): return .lost(reason)
+            case .woken, .timedOut: break
+            case .readable:
+                switch DeviceLine.read(fd, into: &buffer) {
+                case .failed(let reason): return .lost(reason)
+                case .end: return .ended
+                case .nothingYet: break
+                case .bytes(let count):
+                    let at = DeviceLine.monotonicMs()
+                    for record in decoder.decode(buffer[..<count]) {
+                        guard let (code, value) = record.keyChange else { continue }
+                        for press in keys.key(code, value, at: at) { sink.yield(press) }
+                    }
+                }
+            }
+            for press in keys.tick(at: DeviceLine.monotonicMs()) { sink.yield(press) }
+        }
+        return .stopped
+    }
+}
+
+/// What a reader makes of its device's key changes (the pure work is in DriverKeys).
+protocol KeyInterpreter: Sendable {
+    var nextDeadline: Int64? { get }
+    mutating func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress]
+    mutating func tick(at now: Int64) -> [DriverPress]
+}
+
+/// Buttons: mapped keys only, debounced; the `sos` key acts when held.
+private struct ButtonKeys: KeyInterpreter {
+    let inputsByCode: [UInt16: (name: String, input: String)]
+    var debouncer: ButtonDebouncer
+
+    init(inputsByCode: [UInt16: (name: String, input: String)], debounceMs: Int64, holdMs: Int64) {
+        self.inputsByCode = inputsByCode
+        let holdOnly = Set(inputsByCode.filter { $0.value.input == EvdevReader.holdOnlyInput }.keys)
+        debouncer = ButtonDebouncer(debounceMs: debounceMs, holdMs: holdMs, holdOnlyKeys: holdOnly)
+    }
+
+    var nextDeadline: Int64? { debouncer.nextDeadline }
+
+    mutating func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress] {
+        guard inputsByCode[code] != nil else { return [] }
+        return presses(debouncer.key(code, value, at: now))
+    }
+
+    mutating func tick(at now: Int64) -> [DriverPress] {
+        presses(debouncer.tick(at: now))
+    }
+
+    private func presses(_ gestures: [ButtonGesture]) -> [DriverPress] {
+        gestures.compactMap { gesture in
+            switch gesture {
+            case .pressed(let code), .held(let code):
+                inputsByCode[code].map { DriverPress(input: $0.input, source: "button \($0.name)") }
+            }
+        }
+    }
+}
+
+/// A badge reader: whole badge numbers; a dropped one is logged (without its characters).
+private struct BadgeKeys: KeyInterpreter {
+    let logger: Logger
+    var sequence = BadgeSequence()
+
+    var nextDeadline: Int64? { sequence.nextDeadline }
+
+    mutating func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress] {
+        presses(sequence.key(code, value, at: now))
+    }
+
+    mutating func tick(at now: Int64) -> [DriverPress] {
+        presses(sequence.tick(at: now))
+    }
+
+    private func presses(_ outcomes: [BadgeSequence.Outcome]) -> [DriverPress] {
+        outcomes.compactMap { outcome in
+            switch outcome {
+            case .badge(let number):
+                return DriverPress(input: "", source: "badge reader", badge: number)
+            case .dropped(let drop):
+                logger.info("badge read dropped: \(drop.rawValue)")
+                return nil
+            }
+        }
+    }
+}
