@@ -102,8 +102,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
             timers[timer] = nil
             perform(dispatcher.handle(.timerFired(timer), now: now))
         }
-        // Changes are announced as the dispatcher makes them (perform); here only the refresh.
-        if queueAnnouncer.refreshDue(now: now) { announceQueues(now: now) }
+        // Changes are announced as the dispatcher makes them (perform); here the refresh, and the
+        // changes that waited for a taxi's interval.
+        if queueAnnouncer.refreshDue(now: now) || queueAnnouncer.pendingDue(now: now) { announceQueues(now: now) }
         sendScriptedMessages(now: now)
         if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
            dispatcher.pendingOffers == 0 {

@@ -8,7 +8,7 @@ import UnitCore
     }
 
     @Test func everyoneIsToldFirstThenOnlyThoseWhosePlaceChanged() {
-        var announcer = QueueAnnouncer(refreshMs: 300_000)
+        var announcer = QueueAnnouncer(refreshMs: 300_000, minIntervalMs: 0)
         let first = announcer.announcements(for: ["A": ["T1", "T2", "T3"], "B": ["T9"]], now: 1000)
         #expect(positions(first) == ["T1": "A 1/3", "T2": "A 2/3", "T3": "A 3/3", "T9": "B 1/1"])
         #expect(first.allSatisfy { $0.position.t == 1000 })
@@ -21,7 +21,7 @@ import UnitCore
     }
 
     @Test func everyoneIsToldAgainEveryRefreshSoNoUnitShowsAStalePlace() {
-        var announcer = QueueAnnouncer(refreshMs: 300_000)
+        var announcer = QueueAnnouncer(refreshMs: 300_000, minIntervalMs: 0)
         #expect(announcer.refreshDue(now: 0))
         _ = announcer.announcements(for: ["A": ["T1"]], now: 0)
         #expect(!announcer.refreshDue(now: 299_999))
@@ -29,6 +29,23 @@ import UnitCore
         #expect(announcer.refreshDue(now: 300_000))
         #expect(positions(announcer.announcements(for: ["A": ["T1"]], now: 300_000)) == ["T1": "A 1/1"])
         #expect(MessageLimits.queueFreshMs > 300_000)
+    }
+
+    /// A busy zone moves everyone's place all the time: each taxi hears of it at most once per
+    /// interval, then the newest place; one whose place went back to what it was told hears nothing.
+    @Test func aTaxiIsToldAtMostOncePerIntervalThenItsNewestPlace() {
+        var announcer = QueueAnnouncer(refreshMs: 300_000, minIntervalMs: 5_000)
+        #expect(positions(announcer.announcements(for: ["A": ["T1", "T2", "T3"]], now: 0)).count == 3)
+        #expect(announcer.announcements(for: ["A": ["T2", "T3"]], now: 1_000).isEmpty)
+        #expect(announcer.announcements(for: ["A": ["T3"]], now: 2_000).isEmpty)
+        #expect(!announcer.pendingDue(now: 4_999))
+        #expect(announcer.pendingDue(now: 5_000))
+        #expect(positions(announcer.announcements(for: ["A": ["T3"]], now: 5_000)) == ["T3": "A 1/1"])
+        #expect(!announcer.pendingDue(now: 20_000))
+        // T4 joins and leaves again within T3's interval: T3's place is back to what it was told.
+        #expect(positions(announcer.announcements(for: ["A": ["T3", "T4"]], now: 6_000)) == ["T4": "A 2/2"])
+        #expect(announcer.announcements(for: ["A": ["T3"]], now: 7_000).isEmpty)
+        #expect(!announcer.pendingDue(now: 20_000))
     }
 
     @Test func aQueueLongerThanTheProtocolCanSayIsCutNotTrappedOn() {
@@ -42,7 +59,7 @@ import UnitCore
     /// The dispatcher's own queue, announced: taxis ahead take jobs, the ones behind move up.
     @Test func placesFollowTheDispatchersQueueAsTaxisAheadTakeJobs() {
         var harness = Harness()
-        var announcer = QueueAnnouncer()
+        var announcer = QueueAnnouncer(minIntervalMs: 0)
         harness.queue("T1", "T2", "T3")
         #expect(positions(announcer.announcements(for: harness.dispatcher.queues, now: harness.now)) == ["T1": "A 1/3", "T2": "A 2/3", "T3": "A 3/3"])
         harness.request("R1", at: inA)
