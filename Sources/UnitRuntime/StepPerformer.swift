@@ -185,22 +185,24 @@ final class StepPerformer {
         }
     }
 
+    /// `body` with the unit, sequence number, id and driver every unit message carries beside it.
+    private func enveloped(_ body: some Encodable & Sendable, topic: String, messageClass: MessageClass, now: Int64) -> UnstoredMessage {
+        let unit = self.unit, driver = self.driver
+        return UnstoredMessage(topic: topic, messageClass: messageClass, createdAt: now) { seq, id in
+            try Array(JSONEncoder.wire.encode(Envelope(body, unit: unit, seq: seq, id: id, driver: driver)))
+        }
+    }
+
     /// A message for the dispatcher with its topic and class; numbered and given an id when stored.
     private func unstored(_ message: OutgoingMessage, now: Int64) -> UnstoredMessage {
         let unit = self.unit, driver = self.driver
         switch message {
         case .reply(let reply):
-            return UnstoredMessage(topic: UnitTopic.jobReply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id, driver: driver)))
-            }
+            return enveloped(reply, topic: UnitTopic.jobReply.rawValue, messageClass: .reply, now: now)
         case .event(let transition):
-            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(transition, unit: unit, seq: seq, id: id, driver: driver)))
-            }
+            return enveloped(transition, topic: UnitTopic.event.rawValue, messageClass: .event, now: now)
         case .sos(let alarm):
-            return UnstoredMessage(topic: UnitTopic.sos.rawValue, messageClass: .alarm, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(alarm, unit: unit, seq: seq, id: id, driver: driver)))
-            }
+            return enveloped(alarm, topic: UnitTopic.sos.rawValue, messageClass: .alarm, now: now)
         case .zone(let change, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
                 try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change, driver: driver)))
@@ -209,13 +211,9 @@ final class StepPerformer {
             // Kept in memory only when the commit failed; the retry has no ride row to measure on.
             return rideMessage(ride, distanceM: nil, now: now)
         case .messageReply(let reply):
-            return UnstoredMessage(topic: MessageTopic.reply.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(reply, unit: unit, seq: seq, id: id, driver: driver)))
-            }
+            return enveloped(reply, topic: MessageTopic.reply.rawValue, messageClass: .reply, now: now)
         case .messageRead(let read):
-            return UnstoredMessage(topic: MessageTopic.read.rawValue, messageClass: .reply, createdAt: now) { seq, id in
-                try Array(JSONEncoder.wire.encode(Envelope(read, unit: unit, seq: seq, id: id, driver: driver)))
-            }
+            return enveloped(read, topic: MessageTopic.read.rawValue, messageClass: .reply, now: now)
         case .stalePosition(let fix, let ageMs):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
                 try LivePositionMessage(point: PositionPoint(fix, staleAgeMs: ageMs), seq: seq).json()
