@@ -61,6 +61,14 @@ public final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
+    /// SIGHUP: mosquitto reads its ACL file again and keeps every connection, as `systemctl reload`
+    /// does after an operator fixed an ACL. (After a restart, mosquitto 2.0.11 delivers nothing to a
+    /// session restored from disk under anonymous `topic` lines until its client reconnects: a test
+    /// subscriber would race the unit for what it sends first.)
+    public func reload() {
+        process?.signalLeader(SIGHUP)
+    }
+
     /// Read leniently: with `log_type all` mosquitto may log bytes that are not UTF-8.
     public var log: String {
         String(decoding: FileManager.default.contents(atPath: directory.file("mosquitto-\(port).log")) ?? Data(), as: UTF8.self)
