@@ -259,6 +259,7 @@ public final class MQTTConnection: @unchecked Sendable {
             case .v311: MQTT_PROTOCOL_V311
             }
         _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, version)
+        if endpoint.protocolVersion == .v5 { _ = mosquitto_int_option(handle, MOSQ_OPT_RECEIVE_MAXIMUM, Int32(endpoint.receiveMaximum)) }
         // Small packets (a reply, a PUBACK) must not wait for the broker's delayed ACK: Nagle would add ~40 ms.
         _ = mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1)
         // libmosquitto explains TLS failures (OpenSSL's reasons) only through its log.

@@ -17,11 +17,14 @@ public struct MQTTEndpoint: Sendable, Equatable {
     /// subscriptions and queued QoS 1 messages) after we went away. `UInt32.max`: never expires.
     /// Unused on 3.1.1, where a persistent session lasts as long as the broker keeps it.
     public var sessionExpiryS: UInt32
+    /// MQTT 5's Receive Maximum: how many QoS 1 messages the broker may have in flight to us, and
+    /// so how many it sends again when a connection breaks (libmosquitto's default is 20).
+    public var receiveMaximum: UInt16
 
     public init(
         host: String, port: Int, keepaliveS: Int, clientID: String, cleanSession: Bool = false,
         tls: MQTTTLS? = nil, credentials: MQTTCredentials? = nil, protocolVersion: MQTTProtocolVersion = .v5,
-        sessionExpiryS: UInt32 = 86_400, otherNodes: [MQTTNode] = []
+        sessionExpiryS: UInt32 = 86_400, receiveMaximum: UInt16 = 20, otherNodes: [MQTTNode] = []
     ) {
         nodes = [MQTTNode(host: host, port: port)] + otherNodes
         self.keepaliveS = keepaliveS
@@ -31,6 +34,7 @@ public struct MQTTEndpoint: Sendable, Equatable {
         self.credentials = credentials
         self.protocolVersion = protocolVersion
         self.sessionExpiryS = sessionExpiryS
+        self.receiveMaximum = max(1, receiveMaximum)
     }
 }
 

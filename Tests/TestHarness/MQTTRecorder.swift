@@ -12,14 +12,16 @@ public final class MQTTRecorder: @unchecked Sendable {
     private var pump: Task<Void, Never>?
 
     /// `persistentSession`: the broker queues QoS 1 messages for this recorder while it reconnects.
+    /// `receiveMaximum`: how many messages the broker may have in flight to it, all of which it sends
+    /// again after a broker restart (MQTT 5).
     public init(
         port: Int, subscribe patterns: [String], clientID: String = "recorder-\(UUID().uuidString.prefix(8))",
-        persistentSession: Bool = false, protocolVersion: MQTTProtocolVersion = .v5
+        persistentSession: Bool = false, protocolVersion: MQTTProtocolVersion = .v5, receiveMaximum: UInt16 = 20
     ) async throws {
         connection = MQTTConnection(
             endpoint: MQTTEndpoint(
                 host: "127.0.0.1", port: port, keepaliveS: 10, clientID: clientID, cleanSession: !persistentSession,
-                protocolVersion: protocolVersion),
+                protocolVersion: protocolVersion, receiveMaximum: receiveMaximum),
             will: nil, backoff: ReconnectBackoff(minimumS: 0.1, maximumS: 0.5), logger: Logger(label: "recorder"))
         pump = Task { [connection, weak self] in
             for await event in connection.events {
