@@ -116,7 +116,7 @@ def percentiles(samples):
     return f"n={len(samples)} p50 {rank(samples, 0.5)} ms  p95 {rank(samples, 0.95)} ms  p99 {rank(samples, 0.99)} ms  max {max(samples)} ms"
 
 
-def run_fleet(name, count, args, bin_dir, work, broker_port, gpsd_ports, group):
+def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports, group):
     print(f"== {name}: {count} units, {args.rate} requests/s for {args.duration if name == 'fleet' else args.baseline_duration} s", flush=True)
     duration = args.duration if name == "fleet" else args.baseline_duration
     directory = os.path.join(work, name)
@@ -168,16 +168,21 @@ level = "warning"
          "--seed", str(count), "--stats-json", stats_path],
         os.path.join(directory, "dispatchsim.log"))
     _, cpu_start = usage(pids)
+    _, broker_cpu_start = usage([broker.pid])
     started = time.time()
     peak_rss = 0
+    dispatcher_cpu = 0
     while dispatcher.poll() is None:
         time.sleep(5)
         rss, _ = usage(pids)
         peak_rss = max(peak_rss, rss)
+        # Its last reading before it exits: up to 5 s of its end are not counted.
+        dispatcher_cpu = usage([dispatcher.pid])[1] or dispatcher_cpu
         elapsed = time.time() - started
         if int(elapsed) % 60 < 5:
             print(f"   {elapsed:5.0f} s  units RSS {rss / 2**20:7.0f} MiB", flush=True)
     _, cpu_end = usage(pids)
+    _, broker_cpu_end = usage([broker.pid])
     pss, private = memory(pids)
     wall = time.time() - started
     alive = sum(1 for u in units if u.poll() is None)
@@ -187,7 +192,7 @@ level = "warning"
         stats = json.load(f)
     stats.update(
         name=name, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
-        cpu_s=cpu_end - cpu_start, wall_s=wall,
+        cpu_s=cpu_end - cpu_start, wall_s=wall, broker_cpu_s=broker_cpu_end - broker_cpu_start, dispatcher_cpu_s=dispatcher_cpu,
         summary=open(os.path.join(directory, "dispatchsim.log")).read().split("----- dispatchsim summary", 1)[-1])
     return stats
 
@@ -216,6 +221,9 @@ def describe(stats):
         f"and private {stats['private'] / mib / stats['units']:.1f} MiB per unit",
         f"units CPU: {stats['cpu_s']:.0f} s over {stats['wall_s']:.0f} s = {100 * stats['cpu_s'] / stats['wall_s']:.0f} % of one core "
         f"({100 * stats['cpu_s'] / stats['wall_s'] / stats['units']:.2f} % per unit) on {os.cpu_count()} cores",
+        # Where the units' messages are carried and read: a slower dispatcher or broker lengthens every round trip.
+        f"mosquitto CPU {100 * stats['broker_cpu_s'] / stats['wall_s']:.0f} %, "
+        f"dispatchsim CPU {100 * stats['dispatcher_cpu_s'] / stats['wall_s']:.0f} % of one core",
     ]
     return "\n".join(lines)
 
@@ -237,7 +245,7 @@ def main():
         with open(f"{work}/mosquitto.conf", "w") as f:
             f.write(f"listener {broker_port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n"
                     + ("user root\n" if os.getuid() == 0 else ""))
-        group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
+        broker = group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
         wait_port(broker_port)
         # gpsd serves a limited number of clients (64 in Debian's build): one replay per 50 units,
         # started 5 s apart so the fleet is spread along the route.
@@ -249,8 +257,8 @@ def main():
             wait_port(port)
             gpsd_ports.append(port)
             time.sleep(5)
-        results = [run_fleet("baseline", args.baseline_units, args, args.bin, work, broker_port, gpsd_ports, group),
-                   run_fleet("fleet", args.units, args, args.bin, work, broker_port, gpsd_ports, group)]
+        results = [run_fleet("baseline", args.baseline_units, args, args.bin, work, broker, broker_port, gpsd_ports, group),
+                   run_fleet("fleet", args.units, args, args.bin, work, broker, broker_port, gpsd_ports, group)]
         print()
         for stats in results:
             print(describe(stats))
