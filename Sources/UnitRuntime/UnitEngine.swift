@@ -421,6 +421,10 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// The retained status. Published after a step's messages were handed to the broker: its
     /// outbox count is a store query that a driver's reply must not wait for.
     func publishStatus(online: Bool = true) {
+        // Once the offline status is out, an online one (a fix's or a press's step while the
+        // broker's acknowledgement is awaited) would replace the retained status of a unit that is
+        // gone, and the clean disconnect sends no will to correct it.
+        guard !(stopping && online) else { return }
         let depth = online ? performer.upkeep.refreshDepth(outbox.depth) : nil
         // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
         let aside = online ? lastAsideCounts : nil

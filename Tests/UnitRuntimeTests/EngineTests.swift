@@ -33,6 +33,25 @@ import UnitCore
         await unit.stop()
     }
 
+    /// While the unit waits for the broker to acknowledge its offline status, a fix or a press that
+    /// changes the status is still stored but publishes no online status after the offline one.
+    @Test func nothingReplacesTheOfflineStatusWhileTheUnitStops() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        unit.fixes.fix(latitude: 46.05, longitude: 7.05)
+        try await unit.eventually("the online status") { unit.published(on: "status").last?.json["online"] as? Bool == true }
+        unit.engine.inbox.post(.shutdownRequested)
+        try await unit.eventually("the offline status") { unit.published(on: "status").last?.json["online"] as? Bool == false }
+        let offline = try #require(unit.published(on: "status").last)
+        unit.fixes.fix(latitude: 46.06, longitude: 7.06)
+        try await unit.press("duty")
+        #expect(try await unit.status().state == "available", "the press is still handled")
+        #expect(unit.published(on: "status").last?.json["online"] as? Bool == false, "\(unit.published(on: "status").map(\.json))")
+        unit.broker.acknowledge(offline)
+        await unit.stop()
+    }
+
     @Test func zoneChangesArePublishedOnEvent() async throws {
         let unit = try EngineUnderTest("""
             [[zones]]
