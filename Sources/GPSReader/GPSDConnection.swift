@@ -98,8 +98,9 @@ public final class GPSDConnection: Sendable {
             retryDelayS = minRetryDelayS
             guard gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil) == 0 else {
                 gps_close(data)
-                lastFailure = "gpsd refused the watch request"
-                deliver(.disconnected(reason: lastFailure!))
+                let reason = "gpsd refused the watch request"
+                lastFailure = reason
+                deliver(.disconnected(reason: reason))
                 waitBeforeRetry(retryDelayS)
                 continue
             }
