@@ -31,13 +31,11 @@ public struct QueueAnnouncer: Sendable {
         lastRefresh.map { now.saturatingSubtract($0) >= refreshMs } ?? true
     }
 
-    /// A changed place waits whose interval is over: worth calling `announcements` on a tick.
-    public func pendingDue(now: Int64) -> Bool {
-        pending.contains { intervalOver($0, now: now) }
-    }
-
-    /// `queues`: zone → available taxis, head first (`Dispatcher.queues`). Returns what to send, by unit name.
-    public mutating func announcements(for queues: [String: [String]], now: Int64) -> [(unit: String, position: QueuePosition)] {
+    /// `queues`: zone → available taxis, head first (`Dispatcher.queues`). Returns what to send, by
+    /// unit name, at most `limit` (by unit name; the rest stay due for the next call).
+    public mutating func announcements(
+        for queues: [String: [String]], now: Int64, limit: Int = .max
+    ) -> [(unit: String, position: QueuePosition)] {
         let refresh = refreshDue(now: now)
         if refresh || queues != lastQueues {
             lastQueues = queues
@@ -51,11 +49,14 @@ public struct QueueAnnouncer: Sendable {
             }
             // A taxi that left the queue is told its place again when it comes back.
             announced = announced.filter { current[$0.key] != nil }
-            pending = Set(current.keys.filter { refresh || announced[$0] != current[$0] })
+            // A refresh cut short by `limit` is still owed to the taxis it has not reached.
+            let refreshedAt = lastRefresh ?? .min
+            pending = Set(current.keys.filter { refresh || announced[$0] != current[$0] || (sentAt[$0] ?? .min) < refreshedAt })
         }
         if refresh { lastRefresh = now }
         var due: [(unit: String, position: QueuePosition)] = []
         for unit in pending.sorted() where refresh || intervalOver(unit, now: now) {
+            guard due.count < limit else { break }
             guard var position = current[unit] else { continue }
             announced[unit] = position
             sentAt[unit] = now

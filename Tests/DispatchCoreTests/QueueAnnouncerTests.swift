@@ -38,14 +38,31 @@ import UnitCore
         #expect(positions(announcer.announcements(for: ["A": ["T1", "T2", "T3"]], now: 0)).count == 3)
         #expect(announcer.announcements(for: ["A": ["T2", "T3"]], now: 1_000).isEmpty)
         #expect(announcer.announcements(for: ["A": ["T3"]], now: 2_000).isEmpty)
-        #expect(!announcer.pendingDue(now: 4_999))
-        #expect(announcer.pendingDue(now: 5_000))
+        #expect(announcer.announcements(for: ["A": ["T3"]], now: 4_999).isEmpty)
         #expect(positions(announcer.announcements(for: ["A": ["T3"]], now: 5_000)) == ["T3": "A 1/1"])
-        #expect(!announcer.pendingDue(now: 20_000))
+        var later = announcer
+        #expect(later.announcements(for: ["A": ["T3"]], now: 20_000).isEmpty)
         // T4 joins and leaves again within T3's interval: T3's place is back to what it was told.
         #expect(positions(announcer.announcements(for: ["A": ["T3", "T4"]], now: 6_000)) == ["T4": "A 2/2"])
         #expect(announcer.announcements(for: ["A": ["T3"]], now: 7_000).isEmpty)
-        #expect(!announcer.pendingDue(now: 20_000))
+        #expect(announcer.announcements(for: ["A": ["T3"]], now: 20_000).isEmpty)
+    }
+
+    /// dispatchsim announces a few places per tick: what a call leaves out goes on the next ones,
+    /// a refresh included, even when a queue moved in between.
+    @Test func whatALimitLeavesOutComesNextAndARefreshReachesEveryone() {
+        var announcer = QueueAnnouncer(refreshMs: 300_000, minIntervalMs: 5_000)
+        let queues = ["A": ["T1", "T2", "T3", "T4"]]
+        #expect(positions(announcer.announcements(for: queues, now: 0, limit: 3)) == ["T1": "A 1/4", "T2": "A 2/4", "T3": "A 3/4"])
+        #expect(positions(announcer.announcements(for: queues, now: 20, limit: 3)) == ["T4": "A 4/4"])
+        #expect(announcer.announcements(for: queues, now: 40, limit: 3).isEmpty)
+
+        #expect(positions(announcer.announcements(for: queues, now: 300_000, limit: 2)) == ["T1": "A 1/4", "T2": "A 2/4"])
+        // T9 comes to zone B: the queues differ, and T3 and T4 are still owed the refresh.
+        let moved = ["A": ["T1", "T2", "T3", "T4"], "B": ["T9"]]
+        #expect(positions(announcer.announcements(for: moved, now: 300_020, limit: 2)) == ["T3": "A 3/4", "T4": "A 4/4"])
+        #expect(positions(announcer.announcements(for: moved, now: 300_040, limit: 2)) == ["T9": "B 1/1"])
+        #expect(announcer.announcements(for: moved, now: 300_060, limit: 2).isEmpty)
     }
 
     @Test func aQueueLongerThanTheProtocolCanSayIsCutNotTrappedOn() {
