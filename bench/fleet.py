@@ -197,7 +197,7 @@ level = "warning"
     with open(stats_path) as f:
         stats = json.load(f)
     stats.update(
-        name=name, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
+        name=name, system_clock=args.system_clock, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
         cpu_s=cpu_end - cpu_start, wall_s=wall, broker_cpu_s=broker_cpu_end - broker_cpu_start, dispatcher_cpu_s=dispatcher_cpu,
         summary=open(os.path.join(directory, "dispatchsim.log")).read().split("----- dispatchsim summary", 1)[-1])
     return stats
@@ -218,6 +218,14 @@ def describe(stats):
         f"timed-out {stats['timed_out']}  unserved {stats['unserved']}  busy {stats['busy']}  expired {stats['expired']}",
         f"offer -> reply, think time excluded  {percentiles(stats['offer_to_reply_transit_ms'])}",
         f"offer -> reply, as seen by dispatch  {percentiles(stats['offer_to_reply_ms'])}",
+    ]
+    if stats["system_clock"]:
+        # Both legs are differences of this machine's clock only when the units stamp with it.
+        lines += [
+            f"  offer -> the unit's offered event  {percentiles(stats.get('offer_leg_ms', []))}",
+            f"  the unit's reply -> dispatch       {percentiles(stats.get('reply_leg_ms', []))}",
+        ]
+    lines += [
         f"request -> assignment                {percentiles(assignment)}   within 5 s {within(assignment, 5000):.1f} %, "
         f"within 10 s {within(assignment, 10000):.1f} %",
         f"  the same, drivers' think time out  {percentiles(system)}   within 5 s {within(system, 5000):.1f} %, "

@@ -31,6 +31,11 @@ public struct DispatchStats: Sendable, Equatable {
     public var offerToReplyMs: [Int64] = []
     /// The same round trip without the time the offer sat on the unit waiting for the driver, ms.
     public var offerToReplyTransitMs: [Int64] = []
+    /// The round trip's two legs: from publishing the offer to the unit's `offered` event, and from
+    /// the unit's reply to receiving it, ms. Across two clocks, so they mean something only when the
+    /// units stamp with this machine's clock (the fleet bench's `--system-clock`).
+    public var offerLegMs: [Int64] = []
+    public var replyLegMs: [Int64] = []
 
     public init() {}
 

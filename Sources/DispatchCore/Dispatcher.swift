@@ -279,6 +279,8 @@ public struct Dispatcher: Sendable {
     private mutating func completeProbe(_ key: ProbeKey) {
         guard let round = replyProbes.removeIfComplete(key) else { return }
         stats.offerToReplyTransitMs.append(round.transitMs)
+        stats.offerLegMs.append(round.offerLegMs)
+        stats.replyLegMs.append(round.replyLegMs)
         requests[key.job]?.driverThinkMs += round.thinkMs
         requests[key.job]?.offersWithUnknownThink -= 1
     }
@@ -491,11 +493,13 @@ public struct Dispatcher: Sendable {
 extension Dictionary where Key == Dispatcher.ProbeKey, Value == Dispatcher.ReplyProbe {
     /// The round trip split into the driver's think time and the rest, once all four clocks are
     /// known; the probe is then dropped.
-    mutating func removeIfComplete(_ key: Key) -> (transitMs: Int64, thinkMs: Int64)? {
+    mutating func removeIfComplete(_ key: Key) -> (transitMs: Int64, thinkMs: Int64, offerLegMs: Int64, replyLegMs: Int64)? {
         guard let probe = self[key], let received = probe.offerReceivedAt, let made = probe.replyMadeAt,
               let arrived = probe.replyReceivedAt else { return nil }
         self[key] = nil
-        let thinkMs = made - received
-        return ((arrived - probe.offerSentAt) - thinkMs, thinkMs)
+        let thinkMs = made.saturatingSubtract(received)
+        let offerLegMs = received.saturatingSubtract(probe.offerSentAt)
+        let replyLegMs = arrived.saturatingSubtract(made)
+        return (offerLegMs.saturatingAdd(replyLegMs), thinkMs, offerLegMs, replyLegMs)
     }
 }

@@ -305,7 +305,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             "messages_read": stats.messagesRead, "message_replies": stats.messageReplies,
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
-            "offer_to_reply_transit_ms": stats.offerToReplyTransitMs,
+            "offer_to_reply_transit_ms": stats.offerToReplyTransitMs, "offer_leg_ms": stats.offerLegMs, "reply_leg_ms": stats.replyLegMs,
         ]
         if let data = try? JSONSerialization.data(withJSONObject: numbers, options: [.sortedKeys]) {
             try? data.write(to: URL(fileURLWithPath: path))

@@ -394,6 +394,8 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .accept, t: sent + 7 + 3000))))
         #expect(h.dispatcher.stats.offerToReplyMs == [3012])
         #expect(h.dispatcher.stats.offerToReplyTransitMs == [12])
+        #expect(h.dispatcher.stats.offerLegMs == [7])
+        #expect(h.dispatcher.stats.replyLegMs == [5])
         #expect(h.dispatcher.stats.requestToAssignmentMs == [3012])
         #expect(h.dispatcher.stats.requestToAssignmentWithoutThinkMs == [12])
     }
