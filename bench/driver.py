@@ -10,10 +10,12 @@ later, clear after a 20-60 s ride) so the taxi comes back to its zone's queue.
 """
 import asyncio
 import json
+import math
 import random
 import signal
 import socket
 import sys
+import time
 
 
 def press(path, word):
@@ -37,11 +39,22 @@ async def main():
     loop = asyncio.get_running_loop()
     counts = {"accept": 0, "reject": 0, "failed": 0}
 
+    # How long the unit took to answer an accept or reject: the engine stores the reply
+    # (synchronous=FULL) and hands it to libmosquitto before it answers.
+    answered_ms = []
+
+    def timed_press(path, word):
+        started = time.monotonic()
+        response = press(path, word)
+        return response, (time.monotonic() - started) * 1000
+
     async def send(unit, word):
         try:
-            response = await loop.run_in_executor(None, press, f"{socket_dir}/{unit}.sock", word)
+            response, took_ms = await loop.run_in_executor(None, timed_press, f"{socket_dir}/{unit}.sock", word)
             if not response.get("ok"):
                 counts["failed"] += 1
+            elif word in ("accept", "reject"):
+                answered_ms.append(took_ms)
         except OSError:
             counts["failed"] += 1
 
@@ -64,6 +77,11 @@ async def main():
 
     def report_and_exit():
         print(f"driver: {counts}", flush=True)
+        if answered_ms:
+            ranked = sorted(answered_ms)
+            at = lambda share: ranked[min(len(ranked) - 1, math.ceil(share * len(ranked)) - 1)]
+            print(f"driver: accept/reject answered n={len(ranked)} p50 {at(0.5):.0f} ms  p95 {at(0.95):.0f} ms  "
+                  f"p99 {at(0.99):.0f} ms  max {ranked[-1]:.0f} ms", flush=True)
         offers.kill()
         sys.exit(0)
 

@@ -194,10 +194,12 @@ level = "warning"
     alive = sum(1 for u in units if u.poll() is None)
     group.stop([driver])
     group.stop(units)
+    with open(os.path.join(directory, "driver.log")) as f:
+        answered = [line.strip() for line in f if line.startswith("driver: accept/reject answered")]
     with open(stats_path) as f:
         stats = json.load(f)
     stats.update(
-        name=name, system_clock=args.system_clock, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
+        name=name, system_clock=args.system_clock, press=answered[-1].removeprefix("driver: ") if answered else None, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
         cpu_s=cpu_end - cpu_start, wall_s=wall, broker_cpu_s=broker_cpu_end - broker_cpu_start, dispatcher_cpu_s=dispatcher_cpu,
         summary=open(os.path.join(directory, "dispatchsim.log")).read().split("----- dispatchsim summary", 1)[-1])
     return stats
@@ -225,6 +227,9 @@ def describe(stats):
             f"  offer -> the unit's offered event  {percentiles(stats.get('offer_leg_ms', []))}",
             f"  the unit's reply -> dispatch       {percentiles(stats.get('reply_leg_ms', []))}",
         ]
+    if stats["press"]:
+        # The unit's part of the reply leg: its control socket answers once the reply is stored and handed over.
+        lines.append(f"  taxiunitctl-style {stats['press']}")
     lines += [
         f"request -> assignment                {percentiles(assignment)}   within 5 s {within(assignment, 5000):.1f} %, "
         f"within 10 s {within(assignment, 10000):.1f} %",
