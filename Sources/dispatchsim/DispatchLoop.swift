@@ -194,9 +194,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
     static let queueAnnouncementsPerTick = 25
 
     /// Tells the taxis whose place in a zone queue changed (and all of them every few minutes), on
-    /// the tick and a few at a time. Announcing after every input, all at once, held the replies and
-    /// offers behind up to a hundred publishes: with 500 units offer -> reply went from p50 3 ms /
-    /// p95 33 ms without announcements to 11 / 44 ms (bench/README.md, session 9).
+    /// the tick and a few at a time: after every input the announcer ran about 1,000 times a second
+    /// with 500 units, and a refresh went out as hundreds of publishes in a row ahead of the next
+    /// reply (bench/README.md, session 9).
     private func announceQueues(now: Int64) {
         let due = queueAnnouncer.announcements(for: dispatcher.queues, now: now, limit: Self.queueAnnouncementsPerTick)
         for (unit, position) in due {
