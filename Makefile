@@ -43,7 +43,10 @@ build: deps
 # The tests start their own mosquitto, gpsd (gpsfake) and taxiunitd processes on free loopback ports.
 # One test at a time: on a 2-core machine, dozens of daemons and gpsd replays at once starve each
 # other and time out; the corpus test runs its replays concurrently by itself.
+# Tests that run the daemon, the engine or the store against the real clock hold no literal epoch
+# time (scripts/check-test-clock.py): a fixture dated last week is purged by the store's retention.
 test: build
+	python3 scripts/check-test-clock.py
 	$(SWIFT) build --build-tests
 	$(MAKE) -s man-pages
 	$(SWIFT) test --skip-build --no-parallel

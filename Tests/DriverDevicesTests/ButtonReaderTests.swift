@@ -44,7 +44,7 @@ final class PressCollector: @unchecked Sendable {
         func record(_ code: UInt16, _ value: Int32, layout: InputEventLayout) -> [UInt8] {
             // A real device sends EV_MSC and EV_SYN around every key record: they must be skipped.
             InputEventDecoder.encode(InputEventRecord(type: 4, code: 4, value: Int32(code)), layout: layout)
-                + InputEventDecoder.encode(InputEventRecord(type: 1, code: code, value: value), layout: layout, seconds: 1_795_000_000, microseconds: 5)
+                + InputEventDecoder.encode(InputEventRecord(type: 1, code: code, value: value), layout: layout, seconds: Int(TestClock.seconds()), microseconds: 5)
                 + InputEventDecoder.encode(InputEventRecord(type: 0, code: 0, value: 0), layout: layout)
         }
 

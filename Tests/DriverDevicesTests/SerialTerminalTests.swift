@@ -54,7 +54,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
 
     @Test func anOfferCountsDownRingsAndBlinks() async throws {
         let rig = try await rig()
-        let deadline = Int64(Date().timeIntervalSince1970 * 1000) + 5000
+        let deadline = TestClock.milliseconds() + 5000
         let pickup = DriverView.Pickup(address: "Via Roma 12", distanceM: 350, passengers: 2, meetingTime: nil)
         rig.terminal.show(DriverView(mode: .offered(pickup, deadline: deadline), online: true))
         let first = try await rig.screen.waitFor("the offer") { $0.rows[0].hasPrefix("NEW JOB") }

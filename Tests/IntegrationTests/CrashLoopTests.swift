@@ -79,7 +79,7 @@ import Testing
     @Test func queuedRowsThatCannotBePackedAreSetAsideAndTheRestDrains() async throws {
         let rig = try await preparedRig()
         defer { rig.stop() }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = TestClock.milliseconds()
         try sqlite(rig.unit.storePath, """
             INSERT INTO position_queue (created_at, t, lat, lon, spd, hdg, acc) VALUES
                 (\(now), \(now - 3000), 46.5, 7.5, 1e20, 1e20, -5),

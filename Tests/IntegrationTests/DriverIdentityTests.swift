@@ -204,7 +204,7 @@ import Testing
         #expect(try rig.unit.status().storedPositions == 0, "nor kept in the history")
         // The fleet's signed `report` is still answered, with the fix the unit kept in memory.
         let topic = rig.unit.topicBase + "cmd"
-        let expires = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+        let expires = TestClock.milliseconds() + 60_000
         try rig.recorder.publish(topic, try signer.sign(#"{"id":"r1","cmd":"report","expires_at":\#(expires)}"#, topic: topic))
         try await rig.recorder.waitFor("the report") { _ in rig.jsons("cmd/reply").contains { $0["cmd_id"] as? String == "r1" } }
         let reply = try #require(rig.jsons("cmd/reply").first { $0["cmd_id"] as? String == "r1" })

@@ -66,7 +66,7 @@ import UnitCore
 
         func command(_ json: String) throws -> String { try signer.sign(json, topic: commandTopic) }
 
-        static var inAMinute: Int64 { Int64(Date().timeIntervalSince1970 * 1000) + 60_000 }
+        static var inAMinute: Int64 { TestClock.milliseconds() + 60_000 }
     }
 
     static func ack(_ version: Int, _ result: String) -> ([String: Any]) -> Bool {

@@ -82,7 +82,7 @@ import UnitCore
         let rig = try await Rig()
         try await rig.goOnDuty()
         // A reservation tomorrow (meeting times must be within a year of the unit clock).
-        let meeting = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+        let meeting = TestClock.milliseconds() + 86_400_000
         try rig.offer("J1", extra: #","meeting_time":\#(meeting),"note":"2 bags""#)
         let offered = try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
         let job = try #require(offered.job)

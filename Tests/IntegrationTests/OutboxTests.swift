@@ -9,7 +9,7 @@ import UnitCore
 /// Backlogs are written into the unit's store through `LocalCache` (the daemon's own store code,
 /// from this process) because gpsd cannot produce 10,000 fixes in test time.
 @Suite(.serialized) struct OutboxTests {
-    static let baseTime: Int64 = 1_795_000_000_000
+    static let baseTime = TestClock.aDayAgoMilliseconds()
 
     /// A taxi driving north-east at about 10 m/s, one fix a second.
     static func fix(_ index: Int) -> Fix {

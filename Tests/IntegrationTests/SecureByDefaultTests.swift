@@ -396,7 +396,7 @@ final class Account: @unchecked Sendable {
         try await unit.start()
         try await unit.waitForStatus("connected") { $0.broker.connected }
         let topic = unit.topicBase + "cmd"
-        let expires = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+        let expires = TestClock.milliseconds() + 60_000
         try recorder.publish(topic, try config.sign(#"{"id":"by-config-key","cmd":"status","expires_at":\#(expires)}"#, topic: topic))
         try recorder.publish(topic, try commands.sign(#"{"id":"by-command-key","cmd":"status","expires_at":\#(expires)}"#, topic: topic))
         let fleetTopic = "taxi/\(unit.fleet)/config"

@@ -116,10 +116,9 @@ import Testing
         try await unit.waitForStatus("broker connected") { $0.broker.connected }
         try await screen.press("d")
         try await screen.waitFor("available") { $0.rows[0].hasPrefix("AVAILABLE") }
-        func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
         // Meeting in 66 s: the reminder is due 6 s after the offer.
-        try recorder.publish(unit.topicBase + "job/offer", #"{"job":"R1","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"meeting_time":\#(nowMs() + 66_000)}"#)
+        try recorder.publish(unit.topicBase + "job/offer", #"{"job":"R1","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"meeting_time":\#(TestClock.milliseconds() + 66_000)}"#)
         try await screen.waitFor("the offer") { $0.rows[0].hasPrefix("NEW JOB") }
         try await screen.press("a")
         let accepted = try await screen.waitFor("on the way") { $0.rows[0].hasPrefix("TO PICKUP") }
@@ -134,7 +133,7 @@ import Testing
         try await screen.waitFor("available again") { $0.rows[0].hasPrefix("AVAILABLE") }
 
         // The unit is down when the next reminder falls due: it rings as soon as it is back.
-        try recorder.publish(unit.topicBase + "job/offer", #"{"job":"R2","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"meeting_time":\#(nowMs() + 64_000)}"#)
+        try recorder.publish(unit.topicBase + "job/offer", #"{"job":"R2","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"meeting_time":\#(TestClock.milliseconds() + 64_000)}"#)
         try await screen.waitFor("the second offer") { $0.rows[0].hasPrefix("NEW JOB") }
         try await screen.press("a")
         try await screen.waitFor("on the way again") { $0.rows[0].hasPrefix("TO PICKUP") && !$0.rows[3].hasPrefix("REMINDER") }

@@ -23,10 +23,12 @@ import UnitCore
     /// Ids made later sort after earlier ones, so the unique index on them grows at its end; ids
     /// made in the same millisecond, or with the clock set back, still never meet.
     @Test func messageIDsSortByTheirTimeAndNeverRepeatWithinAMillisecond() {
-        let times: [Int64] = [1_795_000_000_000, 1_795_000_000_001, 1_795_000_060_000, 281_474_976_710_655]
+        let now = TestClock.milliseconds()
+        let times: [Int64] = [now, now + 1, now + 60_000, 281_474_976_710_655]
         let ordered = times.map { MessageID.timeOrdered(at: $0) }
         #expect(ordered == ordered.sorted())
-        #expect(ordered[0].hasPrefix("01a1ee56-5e00-7"), "1795000000000 is 0x01a1ee565e00")
+        let hex = String(repeating: "0", count: 12 - String(now, radix: 16).count) + String(now, radix: 16)
+        #expect(ordered[0].hasPrefix("\(hex.prefix(8))-\(hex.suffix(4))-7"), "the first 48 bits are the time in milliseconds")
         #expect(ordered[3].hasPrefix("ffffffff-ffff-7"))
         let sameMillisecond = (0..<10_000).map { _ in MessageID.timeOrdered(at: times[0]) }
         #expect(Set(sameMillisecond).count == sameMillisecond.count)
@@ -185,7 +187,7 @@ import UnitCore
         let record = ConfigScopeRecord(
             seenVersion: 3,
             applied: AppliedConfigDocument(version: 3, payload: Array("{}".utf8), topic: "taxi/north/config"),
-            probation: .init(lastGood: AppliedConfigDocument(version: 2, payload: Array("[]".utf8), topic: "cab/north/config"), startedAt: 1_795_000_000_000, windowS: 90))
+            probation: .init(lastGood: AppliedConfigDocument(version: 2, payload: Array("[]".utf8), topic: "cab/north/config"), startedAt: TestClock.milliseconds(), windowS: 90))
         try store.write { try $0.saveFleetConfig(record, for: .fleet, at: 1) }
         let plain = ConfigScopeRecord(seenVersion: 1, applied: AppliedConfigDocument(version: 1, payload: Array("{}".utf8), topic: "taxi/north/T1/config"))
         try store.write { try $0.saveFleetConfig(plain, for: .unit, at: 1) }

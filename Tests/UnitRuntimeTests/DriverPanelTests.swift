@@ -1,4 +1,5 @@
 import DriverDisplay
+import TestHarness
 import Testing
 import UnitCore
 @testable import UnitRuntime
@@ -6,7 +7,7 @@ import UnitCore
 /// What the engine hands the terminal after each step: detail pages, the dispatcher's words with a
 /// notice, reminders and seats.
 @Suite struct DriverPanelTests {
-    let t: Int64 = 1_800_000_000_000
+    let t = TestClock.milliseconds()
     var job: Job {
         var job = Job(id: "J1", pickup: Place(lat: 46.5, lon: 7.5), note: "ring twice", dropoff: Place(lat: 46.6, lon: 7.6, address: "Airport"))
         job.passenger = Passenger(name: "Anna")

@@ -1,6 +1,7 @@
 import ControlSocket
 import Foundation
 import LocalCache
+import TestHarness
 import Testing
 import UnitCore
 @testable import UnitRuntime
@@ -203,11 +204,12 @@ import UnitCore
     /// Draining a backlog, the pump keeps up to two windows of backfill packed ahead, so batches are
     /// read and written a window at a time, not one per PUBACK; the lanes stay in order.
     @Test func aBacklogIsPackedAheadAWindowAtATime() async throws {
+        let start = TestClock.aDayAgoMilliseconds()
         let unit = try EngineUnderTest("[mqtt]\nmax_inflight = 4\nbatch_max = 10\n") { store in
             try store.write { transaction in
                 for index in 0..<1000 {
                     try transaction.queuePosition(
-                        Fix(time: 1_795_000_000_000 + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: 1_795_000_000_000)
+                        Fix(time: start + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: start)
                 }
             }
         }

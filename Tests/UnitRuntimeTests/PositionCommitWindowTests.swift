@@ -1,12 +1,14 @@
+import TestHarness
 import Testing
 import UnitCore
 @testable import UnitRuntime
 
 @Suite struct PositionCommitWindowTests {
     let start = ContinuousClock.now
+    let firstFixTime = TestClock.milliseconds()
 
     func held(_ index: Int, report: Bool = true) -> PositionCommitWindow.HeldFix {
-        .init(fix: Fix(time: 1_795_000_000_000 + Int64(index) * 100, latitude: 46.5, longitude: 7.5), report: report, createdAt: Int64(index))
+        .init(fix: Fix(time: firstFixTime + Int64(index) * 100, latitude: 46.5, longitude: 7.5), report: report, createdAt: Int64(index))
     }
 
     @Test func theFirstFixIsCommittedAtOnce() {

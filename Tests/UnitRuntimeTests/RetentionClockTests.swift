@@ -1,6 +1,7 @@
 import Foundation
 import LocalCache
 import Logging
+import TestHarness
 import Testing
 import UnitConfig
 import UnitCore
@@ -13,7 +14,7 @@ import UnitCore
         let directory = NSTemporaryDirectory() + "taxiunitd-retention-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try LocalCache(path: directory + "/unit.sqlite")
-        let now: Int64 = 1_800_000_000_000
+        let now = TestClock.milliseconds()
         try store.write { transaction in
             for index in 0..<20 { try transaction.queuePosition(Fix(time: now + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: now) }
         }
