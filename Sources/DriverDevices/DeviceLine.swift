@@ -17,12 +17,16 @@ public struct DriverPress: Sendable, Equatable {
     public var typed: Character?
     /// A badge number from a badge reader (`input` is then empty). Never logged.
     public var badge: String?
+    /// The serial terminal dropped a burst of line noise here, with any keys in it (`input` is then
+    /// empty): the driver is told, and a login being typed starts its field again.
+    public var discarded: Bool
 
-    public init(input: String, source: String, typed: Character? = nil, badge: String? = nil) {
+    public init(input: String, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false) {
         self.input = input
         self.source = source
         self.typed = typed
         self.badge = badge
+        self.discarded = discarded
     }
 }
 

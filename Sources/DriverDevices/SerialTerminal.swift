@@ -17,7 +17,7 @@ public final class SerialTerminal: Sendable {
     private let line: DeviceLine
     private let baud: Int
     private let keys: [TerminalKey: (name: String, input: String)]
-    /// The noise guard's quiet time before and after a key (see `TerminalKeyDecoder`).
+    /// The noise guard's quiet time that ends a burst of bytes (see `TerminalKeyDecoder`).
     private let quietUs: Int64
 
     /// What the engine last showed, and what the terminal has drawn of it.
@@ -144,8 +144,12 @@ public final class SerialTerminal: Sendable {
         return .stopped
     }
 
-    private func handle(_ pressed: [TerminalKey]) {
-        for key in pressed {
+    private func handle(_ inputs: [TerminalInput]) {
+        for input in inputs {
+            guard case .key(let key) = input else {
+                sink.yield(DriverPress(input: "", source: "terminal noise", discarded: true))
+                continue
+            }
             if key == .redraw {
                 screen.withLock { $0.presenter.invalidate() }
             } else {

@@ -98,12 +98,14 @@ public struct DriverView: Sendable, Equatable {
         case freeSeats(Int)
         /// A message from the dispatcher arrived (MessageScreens.swift).
         case newMessage
+        /// Line noise on the serial terminal dropped keys: the driver types them again.
+        case inputDiscarded
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
             case .cancelled, .updated, .reminder, .newMessage: true
-            case .sent, .timedOut, .refused, .freeSeats: false
+            case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded: false
             }
         }
     }

@@ -61,6 +61,8 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeUpdated = "notice.updated"
     case noticeSent = "notice.sent"
     case noticeTimedOut = "notice.timeout"
+    /// Line noise dropped keys on the serial terminal.
+    case noticeInputDiscarded = "notice.input_discarded"
     /// `{time}`: an accepted reservation's meeting time.
     case noticeReminder = "notice.reminder"
     case noticeNewMessage = "notice.new_message"

@@ -244,6 +244,7 @@ public struct ScreenRenderer: Sendable {
         case .updated: catalogue.text(.noticeUpdated)
         case .sent: catalogue.text(.noticeSent)
         case .timedOut: catalogue.text(.noticeTimedOut)
+        case .inputDiscarded: catalogue.text(.noticeInputDiscarded)
         case .refused(let refusal): catalogue.text(refusal)
         case .newMessage: catalogue.text(.noticeNewMessage)
         }

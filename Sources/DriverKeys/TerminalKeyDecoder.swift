@@ -27,36 +27,60 @@ public enum TerminalKey: Sendable, Hashable {
     }
 }
 
+/// What the decoder makes of the line: a key, or a burst of line noise it dropped.
+public enum TerminalInput: Sendable, Hashable {
+    case key(TerminalKey)
+    /// A burst held bytes no terminal key sends: all of it was dropped, any keys inside included.
+    case discarded
+}
+
 /// Turns the bytes from a serial terminal into keys. Pure: the caller passes the time (µs, any
 /// monotonic origin) and calls `tick` at `nextDeadline` when the line has nothing to read.
 ///
-/// Whatever is not a key is dropped: bytes outside printable ASCII, unknown or broken escape
-/// sequences (including a lone ESC, dropped after `escapeTimeoutUs`). Line noise is told from typing
-/// by timing: a keypad sends one key per press, alone on the line, while noise (a loose cable, a
-/// spike) comes as bursts at line speed, one character time apart or several bytes in one read. So
-/// a key counts only when the line was quiet for `quietUs` before it and is seen quiet again
-/// `quietUs` after it; every key in a burst, and one that a burst follows, is dropped. `quietUs` is
-/// a couple of character times (`quietTimeUs(characters:baud:)`), so a lone key counts about 2 ms
-/// after it arrived at 9600 baud and sooner on faster lines.
+/// Bytes come in bursts: a burst is everything read until the line is seen quiet for `quietUs` (a
+/// couple of character times, `quietTimeUs(characters:baud:)`), only a `tick` ends it, and it is
+/// judged whole by what it holds, never by when the adapter got to read it (a busy machine reads a
+/// driver's keys typed 80 ms apart in one read). A burst whose every byte is part of a key (printable
+/// ASCII, ENTER, Ctrl-L, a complete escape sequence) is typing: all its keys count, in order, when
+/// the line goes quiet. A burst holding anything else (a control byte, a byte with the high bit set, a
+/// broken or over-long escape sequence, more than `maximumBurstKeys` keys) is line noise (a loose
+/// cable, a spike): it is dropped whole and reported as `.discarded`, so the terminal can say so and
+/// a login being typed starts its field again. Harmless keys count as neither: a lone ESC (after
+/// `escapeTimeoutUs`), TAB, BS, DEL and complete but unknown escape sequences are ignored.
 public struct TerminalKeyDecoder: Sendable {
     public let quietUs: Int64
     public let escapeTimeoutUs: Int64
     /// Longer than any sequence a terminal sends for a key: beyond it, the bytes are noise.
     static let maximumSequenceLength = 16
+    /// More keys than a driver types ahead in one go (a whole login, `l`, an id, ENTER, a PIN, ENTER,
+    /// is about 20): a longer burst is noise.
+    public static let maximumBurstKeys = 32
     /// Start bit, 8 data bits, stop bit.
     static let bitsPerCharacter: Int64 = 10
 
     private enum Parse {
         case ground
-        case escape(startedAt: Int64, quietBefore: Bool)
-        case controlSequence(startedAt: Int64, quietBefore: Bool, bytes: [UInt8])
-        case singleShift(startedAt: Int64, quietBefore: Bool)
+        case escape(startedAt: Int64)
+        case controlSequence(startedAt: Int64, bytes: [UInt8])
+        case singleShift(startedAt: Int64)
+    }
+
+    /// What one byte completes.
+    private enum Byte {
+        case key(TerminalKey)
+        case noise
+        case nothing
+    }
+
+    /// The bytes read since the line was last seen quiet.
+    private struct Burst {
+        var keys: [TerminalKey] = []
+        var noise = false
+        var lastByteAt: Int64
     }
 
     private var parse = Parse.ground
-    private var lastByteAt: Int64?
-    /// A key that was quiet before and now waits for the line to be seen quiet after it.
-    private var pending: (key: TerminalKey, endedAt: Int64)?
+    private var burst: Burst?
 
     public init(quietUs: Int64, escapeTimeoutUs: Int64 = 100_000) {
         self.quietUs = quietUs
@@ -68,95 +92,94 @@ public struct TerminalKeyDecoder: Sendable {
         (Int64(characters) * bitsPerCharacter * 1_000_000 + Int64(baud) - 1) / Int64(max(1, baud))
     }
 
-    public mutating func receive(_ bytes: some Sequence<UInt8>, at now: Int64) -> [TerminalKey] {
-        dropUnfinishedSequence(at: now)
-        var keys: [TerminalKey] = []
+    public mutating func receive(_ bytes: some Sequence<UInt8>, at now: Int64) -> [TerminalInput] {
+        var current = burst ?? Burst(lastByteAt: now)
         for byte in bytes {
-            // Anything on the line before it was seen quiet after a key makes that key part of a
-            // burst, however late this thread got to read it.
-            pending = nil
-            let quietBefore = lastByteAt.map { now - $0 >= quietUs } ?? true
-            lastByteAt = now
-            if let key = step(byte, at: now, quietBefore: quietBefore) {
-                keys += decided(key, at: now)
+            switch step(byte, at: now) {
+            case .key(let key):
+                if current.keys.count < Self.maximumBurstKeys { current.keys.append(key) } else { current.noise = true }
+            case .noise: current.noise = true
+            case .nothing: break
             }
         }
-        return keys
+        current.lastByteAt = now
+        burst = current
+        // Without a guard every read is a burst of its own.
+        return quietUs == 0 ? tick(at: now) : []
     }
 
-    /// The line had nothing to read at `now`: releases a key whose quiet time after it has passed,
-    /// and drops an escape sequence left unfinished.
-    public mutating func tick(at now: Int64) -> [TerminalKey] {
-        dropUnfinishedSequence(at: now)
-        guard let waiting = pending, now - waiting.endedAt >= quietUs else { return [] }
-        pending = nil
-        return [waiting.key]
+    /// The line had nothing to read at `now`: ends the burst once the line was quiet for `quietUs`
+    /// after it (and an escape sequence in it had its `escapeTimeoutUs` to finish).
+    public mutating func tick(at now: Int64) -> [TerminalInput] {
+        guard var ended = burst, let deadline = nextDeadline, now >= deadline else { return [] }
+        switch parse {
+        case .ground, .escape: break
+        case .controlSequence, .singleShift: ended.noise = true
+        }
+        parse = .ground
+        burst = nil
+        return ended.noise ? [.discarded] : ended.keys.map { .key($0) }
     }
 
     /// When `tick` has something to decide, or nil when nothing is pending.
     public var nextDeadline: Int64? {
-        [pending.map { $0.endedAt + quietUs }, sequenceStart.map { $0 + escapeTimeoutUs }].compactMap { $0 }.min()
-    }
-
-    private mutating func dropUnfinishedSequence(at now: Int64) {
-        if let started = sequenceStart, now - started >= escapeTimeoutUs {
-            parse = .ground
-        }
+        guard let burst else { return nil }
+        let quietAt = burst.lastByteAt + quietUs
+        guard let started = sequenceStart else { return quietAt }
+        return max(quietAt, started + escapeTimeoutUs)
     }
 
     private var sequenceStart: Int64? {
         switch parse {
         case .ground: nil
-        case .escape(let started, _), .controlSequence(let started, _, _), .singleShift(let started, _): started
+        case .escape(let started), .controlSequence(let started, _), .singleShift(let started): started
         }
     }
 
-    private mutating func decided(_ key: (TerminalKey, quietBefore: Bool), at now: Int64) -> [TerminalKey] {
-        guard key.quietBefore else { return [] }
-        if quietUs == 0 { return [key.0] }
-        pending = (key.0, now)
-        return []
-    }
-
-    /// Feeds one byte to the parser; returns a completed key and whether the line was quiet before it began.
-    private mutating func step(_ byte: UInt8, at now: Int64, quietBefore: Bool) -> (TerminalKey, quietBefore: Bool)? {
+    /// Feeds one byte to the parser.
+    private mutating func step(_ byte: UInt8, at now: Int64) -> Byte {
         switch parse {
         case .ground:
             switch byte {
             case 0x1b:
-                parse = .escape(startedAt: now, quietBefore: quietBefore)
-                return nil
-            case 0x0d, 0x0a: return (.enter, quietBefore)
-            case 0x0c: return (.redraw, quietBefore)
-            case 0x21...0x7e: return (.character(Character(Unicode.Scalar(byte))), quietBefore)
-            default: return nil
+                parse = .escape(startedAt: now)
+                return .nothing
+            case 0x0d, 0x0a: return .key(.enter)
+            case 0x0c: return .key(.redraw)
+            case 0x21...0x7e: return .key(.character(Character(Unicode.Scalar(byte))))
+            // Space, TAB, BS and DEL are keys of every keyboard that the unit does not use.
+            case 0x20, 0x09, 0x08, 0x7f: return .nothing
+            default: return .noise
             }
-        case .escape(let started, let quiet):
+        case .escape(let started):
             switch byte {
-            case UInt8(ascii: "["): parse = .controlSequence(startedAt: started, quietBefore: quiet, bytes: [])
-            case UInt8(ascii: "O"): parse = .singleShift(startedAt: started, quietBefore: quiet)
-            case 0x1b: parse = .escape(startedAt: now, quietBefore: false)
-            default: parse = .ground
+            case UInt8(ascii: "["): parse = .controlSequence(startedAt: started, bytes: [])
+            case UInt8(ascii: "O"): parse = .singleShift(startedAt: started)
+            // A lone ESC key, and another one.
+            case 0x1b: parse = .escape(startedAt: now)
+            // Alt with a key.
+            case 0x20...0x7e: parse = .ground
+            default:
+                parse = .ground
+                return .noise
             }
-            return nil
-        case .singleShift(_, let quiet):
+            return .nothing
+        case .singleShift:
             parse = .ground
-            return Self.singleShiftKey(byte).map { ($0, quiet) }
-        case .controlSequence(let started, let quiet, var bytes):
+            guard (0x20...0x7e).contains(byte) else { return .noise }
+            return Self.singleShiftKey(byte).map { .key($0) } ?? .nothing
+        case .controlSequence(let started, var bytes):
             switch byte {
             case 0x20...0x3f where bytes.count < Self.maximumSequenceLength:
                 bytes.append(byte)
-                parse = .controlSequence(startedAt: started, quietBefore: quiet, bytes: bytes)
-                return nil
+                parse = .controlSequence(startedAt: started, bytes: bytes)
+                return .nothing
             case 0x40...0x7e:
                 parse = .ground
-                return Self.controlSequenceKey(parameters: bytes, final: byte).map { ($0, quiet) }
-            case 0x1b:
-                parse = .escape(startedAt: now, quietBefore: false)
-                return nil
+                return Self.controlSequenceKey(parameters: bytes, final: byte).map { .key($0) } ?? .nothing
             default:
                 parse = .ground
-                return nil
+                return .noise
             }
         }
     }

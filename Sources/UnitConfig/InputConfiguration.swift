@@ -28,8 +28,8 @@ public struct InputConfiguration: Sendable, Equatable {
         public var rows: Int
         /// `ascii` or `utf-8`.
         public var charset: String
-        /// A key counts only with this many character times of silence on the line before and after
-        /// it (line noise comes in bursts at line speed).
+        /// This many character times of silence end a burst of bytes, which counts as keys or is
+        /// dropped as line noise whole (`TerminalKeyDecoder`).
         public var noiseGuardCharacters: Int
         /// Key (`a`, `ENTER`, `PF1`, ...) → driver input.
         public var keys: [String: String]

@@ -318,6 +318,9 @@ public struct LoginEntry: Sendable, Equatable {
         case character(Character)
         case enter
         case erase
+        /// Keys were lost on the way (line noise): the field being typed is emptied, so that a PIN
+        /// missing a digit is never submitted and never counts as wrong.
+        case lost
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -364,6 +367,9 @@ public struct LoginEntry: Sendable, Equatable {
             }
             guard SessionInput.isPIN(pin) else { return .typing }
             return .submit(.login(driver: driver, pin: pin))
+        case .lost:
+            if onPIN { pin = "" } else { driver = "" }
+            return .typing
         }
     }
 }

@@ -67,6 +67,11 @@ struct DriverPanel {
         raise(.refused(refusal))
     }
 
+    /// The serial terminal dropped keys with a burst of line noise.
+    mutating func inputDiscarded() {
+        raise(.inputDiscarded)
+    }
+
     private mutating func raise(_ notice: DriverView.Notice, detail: String? = nil) {
         self.notice = notice
         noticeDetail = detail

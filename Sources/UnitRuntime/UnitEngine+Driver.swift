@@ -87,23 +87,31 @@ extension UnitEngine {
         }
     }
 
-    /// A badge read, or a terminal key while a login is typed: true when the login took it. The PIN
+    /// A badge read, dropped line noise, or a terminal key while a login is typed: true when the login
+    /// took it. The PIN
     /// and the badge number are passed on, never logged.
     func typeLogin(_ press: DriverPress) -> Bool {
         if let badge = press.badge {
             badgeRead(badge)
             return true
         }
-        guard var entry = loginEntry, let typed = press.typed else { return false }
+        if press.discarded {
+            logger.notice("the serial terminal dropped a burst of line noise", metadata: ["login": "\(loginEntry != nil)"])
+            panel.inputDiscarded()
+        }
+        let key: LoginEntry.Key
+        switch press.typed {
+        case _ where press.discarded: key = .lost
+        case "\n": key = .enter
+        case "\u{8}": key = .erase
+        case let typed?: key = .character(typed)
+        case nil: return false
+        }
+        guard var entry = loginEntry else { return false }
         let now = clockMs()
         guard !entry.expired(at: now), machine.state.name == .offDuty else {
             loginEntry = nil
             return false
-        }
-        let key: LoginEntry.Key = switch typed {
-        case "\n": .enter
-        case "\u{8}": .erase
-        default: .character(typed)
         }
         switch entry.type(key, at: now) {
         case .typing:

@@ -6,24 +6,31 @@ import Testing
 /// deadline that comes first, and ticks (a byte that is readable at a deadline is read first).
 struct Line {
     var decoder: TerminalKeyDecoder
-    var keys: [TerminalKey] = []
+    var inputs: [TerminalInput] = []
 
     init(quietUs: Int64 = TerminalKeyDecoderTests.quiet) {
         decoder = TerminalKeyDecoder(quietUs: quietUs)
     }
 
+    var keys: [TerminalKey] { inputs.compactMap { if case .key(let key) = $0 { key } else { nil } } }
+    var discarded: Int { inputs.filter { $0 == .discarded }.count }
+
     mutating func read(_ bytes: [UInt8], at time: Int64) {
-        while let deadline = decoder.nextDeadline, deadline < time { keys += decoder.tick(at: deadline) }
-        keys += decoder.receive(bytes, at: time)
+        while let deadline = decoder.nextDeadline, deadline < time { inputs += decoder.tick(at: deadline) }
+        inputs += decoder.receive(bytes, at: time)
     }
 
     mutating func read(_ text: String, at time: Int64) { read(Array(text.utf8), at: time) }
 
     /// The line stays quiet until `time`.
     mutating func quiet(until time: Int64) {
-        while let deadline = decoder.nextDeadline, deadline <= time { keys += decoder.tick(at: deadline) }
+        while let deadline = decoder.nextDeadline, deadline <= time { inputs += decoder.tick(at: deadline) }
     }
 }
+
+/// Bytes no terminal key sends: control bytes other than ENTER, Ctrl-L, ESC, TAB and BS, and the
+/// high half.
+let noiseBytes: [UInt8] = Array(0x00...0x07) + [0x0b] + Array(0x0e...0x1a) + Array(0x1c...0x1f) + Array(0x80...0xff)
 
 @Suite struct TerminalKeyDecoderTests {
     /// One character on an 8N1 line at 9600 baud, and the default guard of two (µs).
@@ -33,7 +40,7 @@ struct Line {
     var quiet: Int64 { Self.quiet }
 
     /// Types `bytes` one at a time, `gapUs` apart, and lets the guard pass after the last one.
-    func typed(_ bytes: [UInt8], gapUs: Int64 = 200_000) -> [TerminalKey] {
+    func typed(_ bytes: [UInt8], gapUs: Int64 = 200_000) -> [TerminalInput] {
         var line = Line()
         var now: Int64 = 1_000_000
         for byte in bytes {
@@ -41,7 +48,7 @@ struct Line {
             now += gapUs
         }
         line.quiet(until: now)
-        return line.keys
+        return line.inputs
     }
 
     @Test func theQuietTimeIsTwoCharacterTimesAtTheLineSpeed() {
@@ -57,33 +64,71 @@ struct Line {
         #expect(decoder.receive(Array("a".utf8), at: 100_000) == [])
         #expect(decoder.nextDeadline == 100_000 + quiet)
         #expect(decoder.tick(at: 100_000 + quiet - 1) == [])
-        #expect(decoder.tick(at: 100_000 + quiet) == [.character("a")])
+        #expect(decoder.tick(at: 100_000 + quiet) == [.key(.character("a"))])
         #expect(decoder.nextDeadline == nil)
-        #expect(typed(Array("ar12345678".utf8)) == "ar12345678".map { .character($0) })
+        #expect(typed(Array("ar12345678".utf8)) == "ar12345678".map { .key(.character($0)) })
         // A driver typing fast still gets every key: 50 ms between presses is 25 quiet times.
-        #expect(typed(Array("ar".utf8), gapUs: 50_000) == [.character("a"), .character("r")])
+        #expect(typed(Array("ar".utf8), gapUs: 50_000) == [.key(.character("a")), .key(.character("r"))])
     }
 
     @Test func onAFastLineTheKeyCountsSooner() {
         var decoder = TerminalKeyDecoder(quietUs: TerminalKeyDecoder.quietTimeUs(characters: 2, baud: 115_200))
         #expect(decoder.receive(Array("a".utf8), at: 0) == [])
-        #expect(decoder.tick(at: 174) == [.character("a")])
+        #expect(decoder.tick(at: 174) == [.key(.character("a"))])
     }
 
     @Test func withoutAGuardKeysArriveAtOnce() {
         var decoder = TerminalKeyDecoder(quietUs: 0)
-        #expect(decoder.receive(Array("a".utf8), at: 100) == [.character("a")])
+        #expect(decoder.receive(Array("a".utf8), at: 100) == [.key(.character("a"))])
+        #expect(decoder.receive([0x00, UInt8(ascii: "b")], at: 200) == [.discarded])
+        #expect(decoder.receive(Array("cd".utf8), at: 300) == [.key(.character("c")), .key(.character("d"))])
     }
 
-    @Test func burstsAreNoise() {
+    /// A busy machine reads keys typed apart in one go; a UART's FIFO, a PTY or a USB adapter
+    /// hands several over at once: every key counts, in order.
+    @Test func keysReadTogetherAllCountInOrder() {
+        let login = "lD-0417\r2468\r"
+        var line = Line()
+        line.read(login, at: 1_000_000)
+        line.quiet(until: 2_000_000)
+        #expect(line.inputs == [.key(.character("l")), .key(.character("D")), .key(.character("-")), .key(.character("0")),
+                                .key(.character("4")), .key(.character("1")), .key(.character("7")), .key(.enter),
+                                .key(.character("2")), .key(.character("4")), .key(.character("6")), .key(.character("8")), .key(.enter)])
+        // Eight keys in one write, and keys with their escape sequences in the same read.
+        var eight = Line()
+        eight.read("ar12\u{1b}[A34\u{1b}OP", at: 0)
+        eight.quiet(until: 1_000_000)
+        #expect(eight.inputs == [.key(.character("a")), .key(.character("r")), .key(.character("1")), .key(.character("2")), .key(.up),
+                                 .key(.character("3")), .key(.character("4")), .key(.function(1))])
+        // Keys typed 50 ms apart, read in twos and threes whenever the thread gets to them.
+        var late = Line()
+        late.read("D-0", at: 0)
+        late.read("41", at: 150_000)
+        late.read("7\r", at: 400_000)
+        late.quiet(until: 1_000_000)
+        #expect(late.keys == "D-0417".map { .character($0) } + [.enter])
+    }
+
+    @Test func aBurstWithABytesNoKeySendsIsDiscardedWhole() {
         var decoder = TerminalKeyDecoder(quietUs: quiet)
-        #expect(decoder.receive(Array("ar".utf8), at: 100_000) == [])
-        #expect(decoder.tick(at: 200_000) == [], "two keys in one read are a burst")
+        #expect(decoder.receive(Array("ar".utf8) + [0x00], at: 100_000) == [])
+        #expect(decoder.tick(at: 200_000) == [.discarded], "keys inside a noisy burst are dropped with it")
         #expect(decoder.receive(Array("a".utf8), at: 300_000) == [])
-        #expect(decoder.receive(Array("r".utf8), at: 300_000 + character) == [])
-        #expect(decoder.tick(at: 400_000) == [], "a key followed within the guard is dropped, and so is the one after it")
+        #expect(decoder.receive([0x9b], at: 300_000 + character) == [])
+        #expect(decoder.tick(at: 400_000) == [.discarded], "a key followed within the guard by noise is dropped with it")
         #expect(decoder.receive(Array("a".utf8), at: 500_000) == [])
-        #expect(decoder.tick(at: 500_000 + quiet) == [.character("a")], "quiet before and after")
+        #expect(decoder.tick(at: 500_000 + quiet) == [.key(.character("a"))], "the next burst is judged on its own")
+    }
+
+    @Test func moreKeysInOneBurstThanADriverTypesAheadIsNoise() {
+        let most = String(repeating: "1", count: TerminalKeyDecoder.maximumBurstKeys)
+        var line = Line()
+        line.read(most, at: 0)
+        line.quiet(until: 1_000_000)
+        #expect(line.keys.count == TerminalKeyDecoder.maximumBurstKeys && line.discarded == 0)
+        line.read(most + "1", at: 2_000_000)
+        line.quiet(until: 3_000_000)
+        #expect(line.keys.count == TerminalKeyDecoder.maximumBurstKeys && line.discarded == 1)
     }
 
     @Test func aKeyInsideABurstDoesNothing() {
@@ -93,11 +138,11 @@ struct Line {
         let burst: [UInt8] = [0x00, 0x9b, UInt8(ascii: "a"), 0xff, UInt8(ascii: "r"), 0x07, 0x80]
         for (index, byte) in burst.enumerated() { line.read([byte], at: 1_000_000 + Int64(index) * character) }
         line.quiet(until: 2_000_000)
-        #expect(line.keys == [])
+        #expect(line.inputs == [.discarded])
         // The same in one read, as a PTY, a UART's FIFO or a USB adapter hands it over.
         line.read(burst, at: 3_000_000)
         line.quiet(until: 4_000_000)
-        #expect(line.keys == [])
+        #expect(line.inputs == [.discarded, .discarded])
     }
 
     @Test func aKeyThatStartsABurstDoesNothing() {
@@ -107,12 +152,12 @@ struct Line {
         line.read("a", at: 1_000_000)
         line.read([0x00], at: 1_000_000 + character)
         line.quiet(until: 2_000_000)
-        #expect(line.keys == [])
+        #expect(line.inputs == [.discarded])
         // Even when the adapter's thread only gets to read the next byte long after the guard.
         var late = TerminalKeyDecoder(quietUs: quiet)
         #expect(late.receive(Array("a".utf8), at: 0) == [])
         #expect(late.receive([0x00], at: 50_000) == [], "no tick in between: the line was never seen quiet after the key")
-        #expect(late.tick(at: 100_000) == [])
+        #expect(late.tick(at: 100_000) == [.discarded])
     }
 
     @Test func aKeyRightAfterABurstDoesNothingUntilTheLineIsQuiet() {
@@ -121,15 +166,17 @@ struct Line {
         for index in 0..<100 { line.read([UInt8(truncatingIfNeeded: index * 37)], at: 1_000_000 + Int64(index) * character) }
         line.read("a", at: burstEnd + character)
         line.quiet(until: burstEnd + 100_000)
-        #expect(line.keys == [], "one character time after the burst")
+        #expect(line.inputs == [.discarded], "one character time after the burst")
         for index in 0..<100 { line.read([UInt8(truncatingIfNeeded: index * 37)], at: 2_000_000 + Int64(index) * character) }
         line.read("a", at: 2_000_000 + 99 * character + quiet - 1)
         line.quiet(until: 3_000_000)
-        #expect(line.keys == [], "just inside the quiet time after the burst")
+        #expect(line.inputs == [.discarded, .discarded], "just inside the quiet time after the burst")
         for index in 0..<100 { line.read([UInt8(truncatingIfNeeded: index * 37)], at: 4_000_000 + Int64(index) * character) }
-        line.read("a", at: 4_000_000 + 99 * character + quiet)
+        // A byte readable at the deadline is read before the poll can time out, so it takes a little
+        // more than the guard's time for the line to be seen quiet.
+        line.read("a", at: 4_000_000 + 99 * character + quiet + 1)
         line.quiet(until: 5_000_000)
-        #expect(line.keys == [.character("a")], "the line was quiet for the guard's time: the key counts")
+        #expect(line.inputs == [.discarded, .discarded, .discarded, .key(.character("a"))], "the line was seen quiet for the guard's time: the key counts")
     }
 
     @Test func escapeSequencesForCursorAndFunctionKeys() {
@@ -141,21 +188,24 @@ struct Line {
         ]
         for (text, key) in sequences {
             var decoder = TerminalKeyDecoder(quietUs: quiet)
-            #expect(decoder.receive(Array(text.utf8), at: 10) + decoder.tick(at: 10 + quiet) == [key], "\(text.debugDescription)")
+            #expect(decoder.receive(Array(text.utf8), at: 10) + decoder.tick(at: 10 + quiet) == [.key(key)], "\(text.debugDescription)")
         }
     }
 
-    @Test func brokenAndUnknownSequencesAreDropped() {
-        let junk = [
-            "\u{1b}[99~", "\u{1b}[1;5A", "\u{1b}x", "\u{1b}O", "\u{1b}[", "\u{1b}[12", "\u{1b}[\u{07}",
-            "\u{1b}" + String(repeating: "1", count: 40) + "~", "\u{1b}\u{1b}", "\u{7f}", "\u{00}", "\t",
-        ]
-        for text in junk {
-            var decoder = TerminalKeyDecoder(quietUs: quiet)
-            let keys = decoder.receive(Array(text.utf8), at: 10) + decoder.tick(at: 1_000_000)
-            #expect(keys == [], "\(text.debugDescription)")
+    @Test func unknownSequencesAndUnusedKeysAreIgnoredAndBrokenSequencesAreNoise() {
+        // Whole sequences of keys the unit does not use, and keys without a use.
+        let ignored = ["\u{1b}[99~", "\u{1b}[1;5A", "\u{1b}x", "\u{1b}\u{1b}", "\u{1b}", "\u{7f}", "\u{08}", "\t", " "]
+        // What no key sends: sequences cut short or broken by a control byte, over-long ones, NUL.
+        let broken = ["\u{1b}O", "\u{1b}[", "\u{1b}[12", "\u{1b}[\u{07}", "\u{1b}" + "[" + String(repeating: "1", count: 40) + "~", "\u{00}", "\u{1b}\u{07}"]
+        for (text, expected) in ignored.map({ ($0, [TerminalInput]()) }) + broken.map({ ($0, [TerminalInput.discarded]) }) {
+            var line = Line()
+            line.read(text, at: 10)
+            line.quiet(until: 1_000_000)
+            #expect(line.inputs == expected, "\(text.debugDescription)")
             // The line is usable again afterwards.
-            #expect(decoder.receive(Array("a".utf8), at: 2_000_000) + decoder.tick(at: 2_000_000 + quiet) == [.character("a")], "\(text.debugDescription)")
+            line.read("a", at: 2_000_000)
+            line.quiet(until: 3_000_000)
+            #expect(line.inputs == expected + [.key(.character("a"))], "\(text.debugDescription)")
         }
     }
 
@@ -164,11 +214,12 @@ struct Line {
         #expect(decoder.receive([0x1b], at: 0) == [])
         #expect(decoder.nextDeadline == 100_000)
         #expect(decoder.tick(at: 100_000) == [])
-        #expect(decoder.receive(Array("a".utf8), at: 500_000) + decoder.tick(at: 500_000 + quiet) == [.character("a")])
+        #expect(decoder.nextDeadline == nil)
+        #expect(decoder.receive(Array("a".utf8), at: 500_000) + decoder.tick(at: 500_000 + quiet) == [.key(.character("a"))])
     }
 
-    @Test func bytesOutsideASCIIAreIgnored() {
-        #expect(typed([0x80, 0xff, 0xc3, 0xa8, 0x9b]) == [])
+    @Test func bytesOutsideASCIIAreNoise() {
+        #expect(typed([0x80, 0xff, 0xc3, 0xa8, 0x9b]) == Array(repeating: .discarded, count: 5))
     }
 
     @Test func configNames() {
@@ -184,27 +235,43 @@ struct Line {
         #expect(TerminalKey(configName: "") == nil)
     }
 
-    /// Garbage at line speed (one read, or one byte per read 1 ms apart as at 9600 baud) never
-    /// yields a key.
-    @Test func randomBurstsYieldNothing() async {
-        await propertyCheck(count: 500, input: Gen.int(in: 0...255).array(of: 2...300), Gen.bool()) { bytes, oneRead in
+    /// A burst at line speed (one read, or one byte per read 1 ms apart as at 9600 baud) that holds
+    /// a byte no key sends never yields a key, and is reported once.
+    @Test func noisyBurstsYieldNoKey() async {
+        await propertyCheck(count: 500, input: Gen.int(in: 0...255).array(of: 0...300), Gen.int(in: 0...(noiseBytes.count - 1)), Gen.bool()) { bytes, noise, oneRead in
+            var burst = bytes.map { UInt8($0) }
+            burst.insert(noiseBytes[noise], at: bytes.isEmpty ? 0 : noise % (bytes.count + 1))
             var line = Line()
             if oneRead {
-                line.read(bytes.map { UInt8($0) }, at: 0)
+                line.read(burst, at: 0)
             } else {
-                for (index, byte) in bytes.enumerated() { line.read([UInt8(byte)], at: Int64(index) * 1000) }
+                for (index, byte) in burst.enumerated() { line.read([byte], at: Int64(index) * 1000) }
             }
             line.quiet(until: 1_000_000_000)
-            #expect(line.keys == [])
+            #expect(line.inputs == [.discarded])
         }
     }
 
-    /// Garbage read in pieces of random size, each arriving up to (not including) the quiet time
-    /// after the one before, with the serve loop ticking at every deadline in between, never yields
-    /// a key.
-    @Test func randomBurstsInPiecesYieldNothing() async {
+    /// Noise read in pieces of random size, each arriving up to (not including) the quiet time after
+    /// the one before, with the serve loop ticking at every deadline in between, never yields a key.
+    @Test func noisyBurstsInPiecesYieldNoKey() async {
         let pieces = zip(Gen.int(in: 0...255).array(of: 1...8), Gen.int(in: 1...Int(Self.quiet - 1)))
-        await propertyCheck(count: 500, input: pieces.array(of: 2...100)) { pieces in
+        await propertyCheck(count: 500, input: pieces.array(of: 2...100), Gen.int(in: 0...(noiseBytes.count - 1))) { pieces, noise in
+            var line = Line()
+            var now: Int64 = 1_000_000
+            for (index, (bytes, gap)) in pieces.enumerated() {
+                line.read(bytes.map { UInt8($0) } + (index == noise % pieces.count ? [noiseBytes[noise]] : []), at: now)
+                now += Int64(gap)
+            }
+            line.quiet(until: now + 1_000_000)
+            #expect(line.inputs == [.discarded])
+        }
+    }
+
+    /// Printable keys typed ahead, read in pieces of any size at any time: every one counts, in order.
+    @Test func typedKeysAllCountHoweverTheyAreRead() async {
+        let pieces = zip(Gen.int(in: 0x21...0x7e).array(of: 1...8), Gen.int(in: 1...200_000))
+        await propertyCheck(count: 500, input: pieces.array(of: 1...4)) { pieces in
             var line = Line()
             var now: Int64 = 1_000_000
             for (bytes, gap) in pieces {
@@ -212,7 +279,7 @@ struct Line {
                 now += Int64(gap)
             }
             line.quiet(until: now + 1_000_000)
-            #expect(line.keys == [])
+            #expect(line.keys == pieces.flatMap { $0.0 }.map { .character(Character(Unicode.Scalar(UInt8($0)))) })
         }
     }
 }

@@ -144,6 +144,40 @@ import Testing
         rig.stop()
     }
 
+    /// Keys that reach the unit together (typed ahead, read late by a busy unit, handed over at once
+    /// by a UART's FIFO or a PTY) all count, in order. A burst of line noise in the PIN empties the
+    /// field and says so: three of them in a row lock nothing, where three wrong PINs would.
+    @Test func keysTypedTogetherAllCountAndNoiseNeverCountsAsAWrongPIN() async throws {
+        let credential = try #require(DriverRoster.hash(pin: Self.pin, rounds: 1000))
+        let rig = try await Rig(extraTOML: "[driver]\nrequire_login = true\ndrivers = { \"D-0417\" = \"\(credential.text)\" }\n")
+        try await rig.screen.waitFor("off duty") { $0.rows[0].hasPrefix("OFF DUTY") }
+        try await rig.screen.press("l")
+        try await rig.screen.waitFor("the login screen") { $0.rows[0].hasPrefix("LOGIN") && $0.rows[1].hasPrefix("Driver _") }
+        try await rig.pair.type(Array("D-0417\r".utf8))
+        try await rig.screen.waitFor("the PIN field") { $0.rows[1].hasPrefix("Driver D-0417 ") && $0.rows[2].hasPrefix("PIN _") }
+        for attempt in 1...3 {
+            try await rig.pair.type(Array(Self.pin.prefix(2).utf8))
+            try await rig.screen.waitFor("two digits, attempt \(attempt)") { $0.rows[2].hasPrefix("PIN **_") }
+            // A spike on the line as the driver types the rest: the burst is dropped whole.
+            try await rig.pair.type([0x00] + Array(Self.pin.dropFirst(2).utf8) + Array("\r".utf8))
+            try await rig.screen.waitFor("keys lost, attempt \(attempt)") {
+                $0.rows[0].hasPrefix("LOGIN") && $0.rows[2].hasPrefix("PIN _") && $0.rows[3].hasPrefix("Keys lost: again")
+            }
+        }
+        #expect(rig.unit.log.contains("the serial terminal dropped a burst of line noise"))
+        try await rig.pair.type(Array((Self.pin + "\r").utf8))
+        try await rig.waitForStatus("logged in, not locked") { $0["driver"] as? String == "D-0417" }
+        try await rig.screen.press("o")
+        try await rig.waitForStatus("logged out") { $0["driver"] == nil }
+        // The whole login typed ahead in one write, as the reported "D-17" was typed.
+        try await rig.screen.press("l")
+        try await rig.screen.waitFor("the login screen again") { $0.rows[0].hasPrefix("LOGIN") }
+        try await rig.pair.type(Array("D-0417\r\(Self.pin)\r".utf8))
+        try await rig.waitForStatus("logged in from one write") { $0["driver"] as? String == "D-0417" }
+        #expect(!rig.unit.log.contains(Self.pin))
+        rig.stop()
+    }
+
     @Test func wrongPINsLockTheTerminalAndTheLockSurvivesARestart() async throws {
         // The fleet's tool, the PIN on standard input.
         let (hashed, code) = try runCommand("/bin/sh", ["-c", "echo \(Self.pin) | '\(Corpus.binary("taxiunitctl"))' hash-pin --rounds 1000"])
