@@ -66,9 +66,17 @@ extension DriverView.Inbox {
 /// The message screen, the unread row and badges, the queue position (docs/terminal.md).
 extension ScreenRenderer {
     /// `Q 2/7` beside the zone while available.
-    func queueText(_ view: DriverView) -> String {
-        guard case .available = view.mode, let queue = view.queue else { return "" }
-        return catalogue.text(.queuePosition, ["n": "\(queue.position)", "of": "\(queue.of)"])
+    /// The zone and, while available, the taxi's place in its queue. The zone's name is what the
+    /// driver reads: where both do not fit, the queue's label goes first, then the zone's; only a
+    /// name too long to stand beside the bare place is cut.
+    func zoneRow(_ view: DriverView, into layout: inout Layout) {
+        let zone = view.zone ?? "-"
+        let labelled = catalogue.text(.statusZone, ["zone": zone])
+        guard case .available = view.mode, let queue = view.queue else { return layout.row(labelled, isData: true) }
+        let place = "\(queue.position)/\(queue.of)"
+        let choices = [(labelled, catalogue.text(.queuePosition, ["n": "\(queue.position)", "of": "\(queue.of)"])), (labelled, place), (zone, place)]
+        let fitting = choices.first { left, right in Layout.printable(left).count + 1 + right.count <= size.columns } ?? (zone, place)
+        layout.row(fitting.0, right: fitting.1, isData: true)
     }
 
     /// The idle screens' last row: unread messages when there are, else the link.

@@ -87,7 +87,7 @@ public struct ScreenRenderer: Sendable {
         switch view.mode {
         case .offDuty, .available, .paused:
             layout.row(title(view.mode))
-            layout.row(catalogue.text(.statusZone, ["zone": view.zone ?? "-"]), right: queueText(view), isData: true)
+            zoneRow(view, into: &layout)
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
             unreadRow(view, link: linkRow, into: &layout)
         case .offered(let pickup, let deadline):

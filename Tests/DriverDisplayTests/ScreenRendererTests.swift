@@ -172,6 +172,17 @@ let halfPastTwo: Int64 = 1_795_271_400_000
         ])
         view.mode = .paused(reason: "break")
         #expect(try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[1] == "Zone Z3             ")
+        view.mode = .available
+        // The zone's name stays whole: the queue's label gives way first, then the zone's.
+        view.zone = "Midtown"
+        view.queue = QueuePosition(zone: "Midtown", position: 12, of: 40)
+        #expect(try renderer("zu").render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[1] == "Indawo Midtown 12/40")
+        view.zone = "Upper East Side"
+        #expect(try renderer("zu").render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[1] == "Upper East Sid 12/40")
+        view.zone = "Upper East"
+        #expect(try renderer("en").render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[1] == "Upper East     12/40")
+        view.zone = "Z3"
+        #expect(try renderer("en").render(view, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[1] == "Zone Z3      Q 12/40")
         view.mode = .enRoute(pickup)
         view.inbox.urgentUnread = true
         let job = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
@@ -257,8 +268,8 @@ func worstCaseViews() -> [DriverView] {
 }
 
 @Suite struct CatalogueTests {
-    @Test func theThreeRequiredLanguagesShip() {
-        for language in ["en", "it", "zu"] { #expect(shippedLanguages.contains(language)) }
+    @Test func theRequiredLanguagesShip() {
+        for language in ["en", "it", "zu", "xh", "st"] { #expect(shippedLanguages.contains(language)) }
     }
 
     @Test(arguments: shippedLanguages)
