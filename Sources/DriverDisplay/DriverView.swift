@@ -100,12 +100,14 @@ public struct DriverView: Sendable, Equatable {
         case newMessage
         /// Line noise on the serial terminal dropped keys: the driver types them again.
         case inputDiscarded
+        /// The driver chose how alerts get attention.
+        case alertStyle(AlertStyle)
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
             case .cancelled, .updated, .reminder, .newMessage: true
-            case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded: false
+            case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }
     }
@@ -131,6 +133,8 @@ public struct DriverView: Sendable, Equatable {
     public var inbox = Inbox()
     /// The taxi's place in its zone's queue, shown while available.
     public var queue: QueuePosition?
+    /// The logged-in driver, shown on the idle screens.
+    public var driver: String?
 
     public init(
         mode: Mode = .offDuty, zone: String? = nil, seatsLeft: Int = 0, online: Bool = false, waiting: Int = 0,

@@ -63,6 +63,9 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeTimedOut = "notice.timeout"
     /// Line noise dropped keys on the serial terminal.
     case noticeInputDiscarded = "notice.input_discarded"
+    /// The driver chose the bell, or blinking, for alerts.
+    case noticeAlertBell = "notice.alert_bell"
+    case noticeAlertBlink = "notice.alert_blink"
     /// `{time}`: an accepted reservation's meeting time.
     case noticeReminder = "notice.reminder"
     case noticeNewMessage = "notice.new_message"

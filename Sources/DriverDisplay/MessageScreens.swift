@@ -66,6 +66,13 @@ extension DriverView.Inbox {
 /// The message screen, the unread row and badges, the queue position (docs/terminal.md).
 extension ScreenRenderer {
     /// `Q 2/7` beside the zone while available.
+    /// Who is logged in, beside an idle screen's title: as much of the id as the row has room for.
+    func driverText(_ view: DriverView, beside title: String) -> String {
+        guard let driver = view.driver else { return "" }
+        let room = size.columns - Layout.printable(title).count - 1
+        return room >= 3 ? String(Layout.printable(driver).prefix(room)) : ""
+    }
+
     /// The zone and, while available, the taxi's place in its queue. The zone's name is what the
     /// driver reads: where both do not fit, the queue's label goes first, then the zone's; only a
     /// name too long to stand beside the bare place is cut.

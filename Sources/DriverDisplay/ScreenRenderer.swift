@@ -68,8 +68,14 @@ public struct ScreenRenderer: Sendable {
             jobScreen(view, now: now, utcOffsetS: utcOffsetS, linkRow: linkRow, into: &layout)
         }
         if showNotice, let notice = view.notice {
-            if let detail = view.noticeDetail { layout.replace(row: layout.lines.count - 2, with: detail) }
-            layout.replaceLast(noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts)
+            if case .offered = view.mode, view.page == nil {
+                // The offer's answer keys stay on screen: the notice takes the row above them, and
+                // its detail (about an earlier job) is left out.
+                layout.replace(row: layout.lines.count - 2, with: noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts, isData: false)
+            } else {
+                if let detail = view.noticeDetail { layout.replace(row: layout.lines.count - 2, with: detail) }
+                layout.replaceLast(noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts)
+            }
         }
         messageRows(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice, into: &layout)
         var lines = layout.lines
@@ -86,7 +92,8 @@ public struct ScreenRenderer: Sendable {
     private func jobScreen(_ view: DriverView, now: Int64, utcOffsetS: Int, linkRow: String, into layout: inout Layout) {
         switch view.mode {
         case .offDuty, .available, .paused:
-            layout.row(title(view.mode))
+            let heading = title(view.mode)
+            layout.row(heading, right: driverText(view, beside: heading))
             zoneRow(view, into: &layout)
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
             unreadRow(view, link: linkRow, into: &layout)
@@ -245,6 +252,8 @@ public struct ScreenRenderer: Sendable {
         case .sent: catalogue.text(.noticeSent)
         case .timedOut: catalogue.text(.noticeTimedOut)
         case .inputDiscarded: catalogue.text(.noticeInputDiscarded)
+        case .alertStyle(.bell): catalogue.text(.noticeAlertBell)
+        case .alertStyle(.blink): catalogue.text(.noticeAlertBlink)
         case .refused(let refusal): catalogue.text(refusal)
         case .newMessage: catalogue.text(.noticeNewMessage)
         }
@@ -265,10 +274,10 @@ struct Layout {
         lines[lines.count - 1] = ScreenLine(fit(text, right, isData: isData), alert: alert)
     }
 
-    /// Puts data (the dispatcher's words) on `row`, when the screen has that row.
-    mutating func replace(row: Int, with text: String) {
+    /// Puts `text` (by default data: the dispatcher's words) on `row`, when the screen has that row.
+    mutating func replace(row: Int, with text: String, alert: Bool = false, isData: Bool = true) {
         guard lines.indices.contains(row) else { return }
-        lines[row] = ScreenLine(fit(text, "", isData: true))
+        lines[row] = ScreenLine(fit(text, "", isData: isData), alert: alert)
     }
 
     /// `text` over at most `rows` rows of `columns`, broken between words where a word fits; the

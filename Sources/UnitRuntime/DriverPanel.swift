@@ -67,6 +67,11 @@ struct DriverPanel {
         raise(.refused(refusal))
     }
 
+    /// The driver chose how alerts get attention; nothing else shows it until the next alert.
+    mutating func alertStyleChosen(_ style: AlertStyle) {
+        raise(.alertStyle(style))
+    }
+
     /// The serial terminal dropped keys with a burst of line noise.
     mutating func inputDiscarded() {
         raise(.inputDiscarded)

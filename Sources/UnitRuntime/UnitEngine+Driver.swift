@@ -29,11 +29,14 @@ extension UnitEngine {
         if case .language(let name) = input, !languageInstalled(name) { return refused(.unknownLanguage) }
         let drivers = configuration.driver.drivers
         let store = self.store
-        return perform(session.handle(
+        let outcome = session.handle(
             input, state: machine.state.name, now: clockMs(),
             verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
             preferences: { (try? store.driverPreferences($0)) ?? DriverPreferences() },
-            installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language))
+            installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language)
+        // A new language shows itself; a new alert style is silent until the next alert: it is said.
+        let choosesAlert = if case .alert = input { true } else { input == .nextAlert }
+        return perform(outcome, saysAlertStyle: choosesAlert)
     }
 
     /// A badge reader read `number`: the badge's driver logs in, or is asked for the PIN
@@ -46,7 +49,7 @@ extension UnitEngine {
         for line in perform(outcome) { logger.info("badge read: \(line)") }
     }
 
-    private func perform(_ outcome: DriverSession.Outcome) -> [String] {
+    private func perform(_ outcome: DriverSession.Outcome, saysAlertStyle: Bool = false) -> [String] {
         if outcome.changesSession {
             do {
                 try store.saveDriverSession(session.record)
@@ -72,6 +75,7 @@ extension UnitEngine {
                 return ["NOT STORED: \(error)"]
             }
             applyDriverPreferences()
+            if saysAlertStyle { panel.alertStyleChosen(preferences.alert ?? .bell) }
             return ["Preferences of \(driver): language \(preferences.language ?? "-"), alert \(preferences.alert?.rawValue ?? "-")"]
         case .promptLogin:
             // Only a terminal has keys to type on; `taxiunitctl press` gives `login <id> <pin>`.

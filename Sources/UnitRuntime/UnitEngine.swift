@@ -480,6 +480,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
             unitClockAheadMs: unitClockAheadMs, login: machine.state.name == .offDuty ? loginEntry : nil, distance: { place in fix?.distance(to: place.coordinate) })
         view.inbox = DriverView.Inbox(machine.driverMessages)
+        view.driver = session.driver
         view.queue = machine.driverMessages.queuePosition(now: clockMs())
         guard view != shownView else { return }
         shownView = view

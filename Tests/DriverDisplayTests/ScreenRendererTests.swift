@@ -100,6 +100,26 @@ let halfPastTwo: Int64 = 1_795_271_400_000
         #expect(try renderer("it").formatDistance(1234) == "1,2 km")
     }
 
+    /// The driver's words in the catalogue: who is logged in on the idle screens, the alert style
+    /// just chosen, and an offer whose answer keys no notice hides.
+    @Test func theIdleScreenNamesTheDriverAndTheOfferKeepsItsKeys() throws {
+        var idle = DriverView(mode: .available, zone: "Z3", seatsLeft: 4, online: true)
+        idle.driver = "D-0417"
+        #expect(try renderer().render(idle, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[0] == "AVAILABLE     D-0417")
+        idle.mode = .offDuty
+        idle.driver = String(repeating: "D", count: 32)
+        #expect(try renderer().render(idle, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[0] == "OFF DUTY " + String(repeating: "D", count: 11))
+        idle.notice = .alertStyle(.blink)
+        idle.noticeSerial = 1
+        #expect(try renderer().render(idle, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Alerts: blink only  ")
+        var offer = DriverView(mode: .offered(pickup, deadline: 60_000), online: true, notice: .refused(.noOffer), noticeDetail: "earlier job", noticeSerial: 1)
+        let shown = try renderer().render(offer, now: 0, utcOffsetS: 0, showNotice: true).screen
+        #expect(shown.rows[2] == "No offer to answer  ")
+        #expect(shown.rows[3] == "a=Accept r=Reject   ")
+        offer.notice = .cancelled
+        #expect(try renderer().render(offer, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[3] == "a=Accept r=Reject   ")
+    }
+
     @Test func noticesTakeTheBottomRowAndAlertsBlink() throws {
         var view = DriverView(mode: .available, seatsLeft: 4, online: true, notice: .cancelled, noticeSerial: 1)
         let shown = try renderer().render(view, now: 0, utcOffsetS: 0, showNotice: true).screen
@@ -227,6 +247,7 @@ func worstCaseViews() -> [DriverView] {
     modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
     let notices: [DriverView.Notice?] = [
         nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99), .newMessage,
+        .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink),
     ]
         + everyRefusal.map { .refused($0) }
     // The most messages kept (200), the longest canned reply (18), an open one on each of its pages.
@@ -246,7 +267,9 @@ func worstCaseViews() -> [DriverView] {
     for mode in modes {
         for online in [true, false] {
             for notice in notices {
-                views.append(DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, notice: notice, noticeSerial: 1, sosAcknowledged: true))
+                var view = DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, notice: notice, noticeSerial: 1, sosAcknowledged: true)
+                view.driver = String(repeating: "W", count: 32)
+                views.append(view)
             }
             for inbox in inboxes {
                 var view = DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, sosAcknowledged: true)

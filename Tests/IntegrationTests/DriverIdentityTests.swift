@@ -135,8 +135,11 @@ import Testing
         try await rig.screen.press("l")
         for key in ["D", "-", "4", "2", "\r"] + Self.pin.map(String.init) + ["\r"] { try await rig.screen.press(key) }
         try await rig.waitForStatus("logged in") { $0["driver"] as? String == "D-42" }
+        try await rig.screen.waitFor("the driver named") { $0.rows[0] == "OFF DUTY        D-42" }
+        try await rig.screen.press("b")
+        try await rig.screen.waitFor("the alert style said") { $0.rows[3] == "Alerts: blink only  " }
         try await rig.screen.press("d")
-        try await rig.screen.waitFor("on duty") { $0.rows[0].hasPrefix("AVAILABLE") }
+        try await rig.screen.waitFor("on duty") { $0.rows[0] == "AVAILABLE       D-42" }
         try await rig.screen.press("d")
         try await rig.screen.press("o")
         try await rig.waitForStatus("logged out") { $0["driver"] == nil }

@@ -138,6 +138,7 @@ import Testing
         rig.stop()
     }
 
+    /// Noise answers nothing; the driver is told keys were lost, on the row above the offer's keys.
     @Test func tenThousandGarbageBytesChangeNothing() async throws {
         let rig = try await Rig()
         try await rig.screen.press("d")
@@ -150,6 +151,8 @@ import Testing
         let after = rig.screen.refresh()
         #expect(after.rows[0].hasPrefix("NEW JOB"))
         #expect(after.rows[1] == "Via Roma 12         ")
+        #expect(after.rows[2] == "Keys lost: again    ")
+        #expect(after.rows[3] == "a=Accept r=Reject   ")
         #expect(rig.replies("J3") == [], "no key came out of the noise")
         #expect(try rig.unit.status().state == "offered")
         // The line still works afterwards.
