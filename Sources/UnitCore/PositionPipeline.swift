@@ -25,7 +25,7 @@ public struct PositionSettings: Sendable, Equatable {
 public struct PositionPipeline: Sendable {
     public private(set) var clock = UnitClock()
     public private(set) var zones: ZoneTracker
-    public let settings: PositionSettings
+    public private(set) var settings: PositionSettings
     private var validator: FixValidator
     private var lastReported: Fix?
     /// The last valid fix and the unit clock (ms) when it arrived.
@@ -68,6 +68,19 @@ public struct PositionPipeline: Sendable {
             step.messages.append(.zone(change, at: now))
         }
         return (fix, step)
+    }
+
+    /// The fleet changed the settings: from the next fix on, validity, reporting, privacy and zones
+    /// follow them. The clock and the fixes seen are kept; the zone the taxi is in is kept unless the
+    /// zones themselves changed (then the next fix says where it is); the heartbeat is re-armed on
+    /// the new interval.
+    public mutating func reconfigure(_ next: PositionSettings, state: String) -> Step {
+        if next.zones != settings.zones || next.zoneHysteresisM != settings.zoneHysteresisM {
+            zones = ZoneTracker(zones: next.zones, hysteresisM: next.zoneHysteresisM, current: zones.current)
+        }
+        settings = next
+        validator = FixValidator(maxHorizontalErrorM: next.maxHorizontalErrorM)
+        return stateChanged(to: state, reportNextFix: false)
     }
 
     /// The state changed (or panic began or ended): the heartbeat follows the new interval (at once,

@@ -258,13 +258,16 @@ public enum UnitEvent: Sendable, Equatable {
     case timerFired(TimerID, at: Int64)
     /// The daemon (re)started with the restored snapshot: pending deadlines are re-armed or due.
     case resumed(at: Int64)
+    /// A fleet document changed the settings: they are in force from this step on.
+    case settingsChanged(UnitSettings)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
 /// `Step` each `handle` returns: the complete set of effects of one event.
 public struct UnitStateMachine: Sendable {
     public private(set) var snapshot: UnitSnapshot
-    public var settings: UnitSettings
+    /// The settings in force; a fleet document changes them through `.settingsChanged`.
+    public private(set) var settings: UnitSettings
     public private(set) var positions: PositionPipeline
     public private(set) var lastFix: Fix?
     /// Whether a driver is logged in (`DriverSession`, kept by the shell in its own table).
@@ -358,6 +361,15 @@ public struct UnitStateMachine: Sendable {
                 return .note("offer deadline for \(job) no longer pending")
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
+        case .settingsChanged(let next):
+            settings = next
+            var step = positions.reconfigure(next.positions, state: reportingState)
+            let remembered = snapshot.answeredOffers.count
+            trimMemory()
+            if snapshot.answeredOffers.count != remembered { step.snapshot = snapshot }
+            // The seats shown and offered follow a new seat count at once.
+            step.status = status
+            return step
         case .resumed(let now):
             var step = Step()
             if let reminder = snapshot.reminder {
@@ -383,8 +395,11 @@ public struct UnitStateMachine: Sendable {
         // The retained status names the zone.
         if step.messages.contains(where: { if case .zone = $0 { true } else { false } }) { step.status = status }
         if case .enRoute(let job) = state, Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.arrivalRadiusM {
+            // On the unit clock, as every other time the no-show wait and the ride are measured on:
+            // the fix's own GPS time can be far behind it (a receiver that lags).
+            let now = positions.clock.reading(at: sample).milliseconds
             step += transition(
-                to: .atPickup(job, arrivedAt: fix.time), now: fix.time, reason: "arrived_by_gps",
+                to: .atPickup(job, arrivedAt: now), now: now, reason: "arrived_by_gps",
                 tell: "Arrived at \(job.pickup.label). Passenger on board?")
         }
         return step

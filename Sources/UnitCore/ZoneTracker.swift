@@ -84,9 +84,11 @@ public struct ZoneTracker: Sendable, Equatable {
     public let hysteresisM: Double
     public private(set) var current: String?
 
-    public init(zones: [Zone], hysteresisM: Double = 30) {
+    /// `current`: the zone the taxi was last reported in; the next fix reports a change from it.
+    public init(zones: [Zone], hysteresisM: Double = 30, current: String? = nil) {
         self.zones = zones
         self.hysteresisM = hysteresisM
+        self.current = current
     }
 
     /// Returns the change, if the fix moved the taxi to another zone (or out of every zone).

@@ -57,7 +57,7 @@ struct DriverPanel {
             }
         case .inbound(.message, _):
             if !step.inbox.isEmpty { raise(.newMessage) }
-        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed:
+        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .settingsChanged:
             break
         }
     }

@@ -96,7 +96,7 @@ extension UnitEngine {
             // The logged-in driver's language stays; a driver without one sees the fleet's.
             applyDriverPreferences()
             inboundFlow.setRate(perSecond: next.mqtt.inboundPerS)
-            machine.settings = next.unitSettings
+            step(.settingsChanged(next.unitSettings))
             session.configure(lockout: next.driver.lockout)
             machine.useCannedMessages(next.messages.canned)
             outbox.maxInFlight = next.mqtt.maxInflight
