@@ -208,6 +208,55 @@ final class DeviceLine: Sendable {
         return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
     }
 
+    /// Opens an evdev device for reading and grabs it (EVIOCGRAB): the keys are ours alone, so KEY_F1
+    /// does not also switch the console and a badge number is not typed into a console login.
+    static func openInputDevice(_ path: String) -> Result<Int32, DeviceError> {
+        let opened = openDevice(path, flags: O_RDONLY)
+        if case .success(let fd) = opened {
+            // Fails harmlessly (ENOTTY) on a FIFO.
+            _ = try? syscall("ioctl EVIOCGRAB") { ioctl(fd, evdevGrabRequest, 1) }
+        }
+        return opened
+    }
+
+    /// `EVIOCGRAB`: _IOW('E', 0x90, int).
+    static let evdevGrabRequest: UInt = 0x4004_4590
+
+    public static let baudRates: [Int: speed_t] = [
+        1200: speed_t(B1200), 2400: speed_t(B2400), 4800: speed_t(B4800), 9600: speed_t(B9600),
+        19200: speed_t(B19200), 38400: speed_t(B38400), 57600: speed_t(B57600), 115200: speed_t(B115200),
+    ]
+
+    /// Opens a serial port read-write and sets it raw 8N1 at `baud`.
+    static func openSerialPort(_ path: String, baud: Int) -> Result<Int32, DeviceError> {
+        let opened = openDevice(path, flags: O_RDWR)
+        guard case .success(let fd) = opened else { return opened }
+        var settings = termios()
+        do throws(SystemCallError) {
+            try syscall("tcgetattr") { tcgetattr(fd, &settings) }
+        } catch {
+            closeDescriptor(fd)
+            return .failure(DeviceError("not a serial port", error))
+        }
+        cfmakeraw(&settings)
+        // 8N1, no flow control, ignore modem lines (a missing cable must not hang writes), ignore
+        // breaks and bytes with framing or parity errors (line noise).
+        settings.c_cflag &= ~(tcflag_t(PARENB | CSTOPB | CSIZE) | tcflag_t(CRTSCTS))
+        settings.c_cflag |= tcflag_t(CS8 | CLOCAL | CREAD)
+        settings.c_iflag &= ~tcflag_t(IXON | IXOFF | IXANY)
+        settings.c_iflag |= tcflag_t(IGNBRK | IGNPAR)
+        let speed = baudRates[baud] ?? speed_t(B9600)
+        cfsetispeed(&settings, speed)
+        cfsetospeed(&settings, speed)
+        do throws(SystemCallError) {
+            try syscall("tcsetattr") { tcsetattr(fd, TCSANOW, &settings) }
+        } catch {
+            closeDescriptor(fd)
+            return .failure(DeviceError("cannot configure the port", error))
+        }
+        return .success(fd)
+    }
+
     /// Opens `path` non-blocking; refuses regular files, which would be read again from the start on every reopen.
     static func openDevice(_ path: String, flags: Int32) -> Result<Int32, DeviceError> {
         let fd: Int32

@@ -1,16 +1,11 @@
 import DriverKeys
 import Foundation
 import Logging
-import Platform
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
 /// on its own thread, grabbed so that the keys reach nothing else. For the driver's buttons it turns
 /// debounced key presses into `DriverPress`es; for a badge reader, typed badge numbers into
-/// `DriverPress.badge`. All of its unsafe code is here and in `DeviceLine`.
+/// `DriverPress.badge`. Its system calls are in `DeviceLine`.
 public final class EvdevReader: Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
@@ -20,9 +15,6 @@ public final class EvdevReader: Sendable {
 
     /// The input that acts only when its key is held for `holdMs`.
     public static let holdOnlyInput = "sos"
-    /// EVIOCGRAB: the keys are ours alone, so KEY_F1 does not also switch the console and a badge
-    /// number is not typed into a console login.
-    static let grabRequest: UInt = 0x4004_4590
 
     /// The driver's buttons. `keys`: key name (`KEY_F1` or a decimal code) → driver input; names
     /// must be valid (`EvdevKeyNames`).
@@ -67,12 +59,7 @@ public final class EvdevReader: Sendable {
     }
 
     private static func open(_ path: String) -> Result<Int32, DeviceError> {
-        let opened = DeviceLine.openDevice(path, flags: O_RDONLY)
-        if case .success(let fd) = opened {
-            // Fails harmlessly (ENOTTY) on a FIFO.
-            _ = try? syscall("ioctl EVIOCGRAB") { ioctl(fd, grabRequest, 1) }
-        }
-        return opened
+        DeviceLine.openInputDevice(path)
     }
 
     /// Each (re)opened device starts with a fresh interpreter: what was held or half typed is gone.

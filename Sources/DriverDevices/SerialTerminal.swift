@@ -2,15 +2,10 @@ import DriverDisplay
 import DriverKeys
 import Foundation
 import Logging
-import Platform
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
-/// All of its unsafe code is here and in `DeviceLine`.
+/// Its system calls are in `DeviceLine`.
 public final class SerialTerminal: Sendable {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
@@ -30,10 +25,6 @@ public final class SerialTerminal: Sendable {
 
     /// How often the screen is looked at while nothing happens: countdowns tick in seconds.
     static let refreshUs: Int64 = 200_000
-    public static let baudRates: [Int: speed_t] = [
-        1200: speed_t(B1200), 2400: speed_t(B2400), 4800: speed_t(B4800), 9600: speed_t(B9600),
-        19200: speed_t(B19200), 38400: speed_t(B38400), 57600: speed_t(B57600), 115200: speed_t(B115200),
-    ]
 
     /// `keys`: key name (see `TerminalKey(configName:)`) → driver input. `noiseGuardCharacters`: the
     /// quiet time a key needs before and after it, in character times at `baud`.
@@ -91,32 +82,7 @@ public final class SerialTerminal: Sendable {
     }
 
     private func open(_ path: String) -> Result<Int32, DeviceError> {
-        let opened = DeviceLine.openDevice(path, flags: O_RDWR)
-        guard case .success(let fd) = opened else { return opened }
-        var settings = termios()
-        do throws(SystemCallError) {
-            try syscall("tcgetattr") { tcgetattr(fd, &settings) }
-        } catch {
-            closeDescriptor(fd)
-            return .failure(DeviceError("not a serial port", error))
-        }
-        cfmakeraw(&settings)
-        // 8N1, no flow control, ignore modem lines (a missing cable must not hang writes), ignore
-        // breaks and bytes with framing or parity errors (line noise).
-        settings.c_cflag &= ~(tcflag_t(PARENB | CSTOPB | CSIZE) | tcflag_t(CRTSCTS))
-        settings.c_cflag |= tcflag_t(CS8 | CLOCAL | CREAD)
-        settings.c_iflag &= ~tcflag_t(IXON | IXOFF | IXANY)
-        settings.c_iflag |= tcflag_t(IGNBRK | IGNPAR)
-        let speed = Self.baudRates[baud] ?? speed_t(B9600)
-        cfsetispeed(&settings, speed)
-        cfsetospeed(&settings, speed)
-        do throws(SystemCallError) {
-            try syscall("tcsetattr") { tcsetattr(fd, TCSANOW, &settings) }
-        } catch {
-            closeDescriptor(fd)
-            return .failure(DeviceError("cannot configure the port", error))
-        }
-        return .success(fd)
+        DeviceLine.openSerialPort(path, baud: baud)
     }
 
     private func serve(_ fd: Int32) -> DeviceLine.Served {
