@@ -231,6 +231,29 @@ final class Account: @unchecked Sendable {
     }
 }
 
+extension PlaintextBrokerTests {
+    /// A unit waived for its loopback broker: a fleet list whose first node is the loopback and
+    /// whose second is a plaintext broker elsewhere is refused, and the unit stays where it was.
+    @Test func aFleetHostsListWithARemotePlaintextNodeAfterTheLoopbackIsInvalid() async throws {
+        let broker = try MosquittoBroker(in: scratch)
+        let signer = try FleetSigner(in: scratch)
+        let unit = try UnitUnderTest(
+            mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch,
+            extraTOML: signer.fleetSection(), mqttTOML: "allow_plaintext = true")
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "config/ack"])
+        try await unit.start()
+        try await unit.waitForStatus("connected") { $0.broker.connected }
+        let topic = "taxi/\(unit.fleet)/config"
+        try recorder.publish(topic, try signer.sign(#"{"version":1,"settings":{"mqtt":{"hosts":["127.0.0.1:1","192.0.2.2:1883"]}}}"#, topic: topic))
+        let ack = try #require(try await recorder.waitFor("the ack") { $0.count == 1 }.first?.json)
+        #expect(ack["result"] as? String == "rejected" && ack["reason"] as? String == "invalid", "\(ack)")
+        #expect((ack["errors"] as? [String]) == ["mqtt.hosts: a fleet config cannot move the unit to a broker off this machine without TLS (192.0.2.2:1883)"], "\(ack)")
+        let status = try unit.status()
+        #expect(status.config?.broker == "127.0.0.1:\(broker.port)" && status.broker.connected)
+        unit.stop()
+    }
+}
+
 /// `cafile = "system"` against mosquitto with a test CA, and what `--check` says of the TLS files.
 @Suite(.serialized) struct SystemCATests {
     let scratch: ScratchDirectory
