@@ -60,6 +60,10 @@ public struct FleetConfigMachine: Sendable {
     public private(set) var restoreProblems: [String] = []
     private var settings: [ConfigScope: ConfigValue] = [:]
 
+    /// The highest version a document may carry (2^53, the largest integer every JSON reader keeps
+    /// exact): a signed version near Int.max would otherwise leave a scope no newer version.
+    public static let highestVersion = 1 << 53
+
     /// `local` must be a valid configuration document (the unit refuses to start otherwise).
     public init(local: ConfigValue, restoring records: [ConfigScope: ConfigScopeRecord]) throws(ConfigError) {
         let localConfiguration = try UnitConfiguration(document: local)
@@ -74,9 +78,17 @@ public struct FleetConfigMachine: Sendable {
                 restoreProblems.append("stored \(scope.rawValue) config version \(lastGood.version) (the last good one): \(rejection.errors.joined(separator: "; "))")
                 self.records[scope]?.probation?.lastGood = nil
             }
+            // A version is held only while a trusted key vouches for it: one signed by a removed key,
+            // or past the ceiling, no longer blocks newer documents.
+            if let seen = records[scope]?.seenVersion, seen > Self.highestVersion {
+                restoreProblems.append("stored \(scope.rawValue) config: held version \(seen) is above the highest version \(Self.highestVersion)")
+                self.records[scope]?.seenVersion = records[scope]?.applied.map(\.version).flatMap { $0 <= Self.highestVersion ? $0 : nil } ?? 0
+            }
             guard let document = records[scope]?.applied else { continue }
             if let rejection = Self.verify(document, topic: topic, trust: trust) {
                 restoreProblems.append("stored \(scope.rawValue) config version \(document.version): \(rejection.errors.joined(separator: "; "))")
+                let trustedVersion = self.records[scope]?.probation?.lastGood?.version ?? 0
+                self.records[scope]?.seenVersion = trustedVersion
                 continue
             }
             switch Self.settings(of: document.payload) {
@@ -147,9 +159,9 @@ public struct FleetConfigMachine: Sendable {
             return [.cancelRollbackTimer, .commit(trial, trialRecord, ack: nil)]
                 + receive(scope, topic: topic, payload: payload, retained: retained, at: now)
         }
-        guard let version, version >= 1 else {
-            let rejection = FleetRejection(.invalid, ["version must be an integer of at least 1"])
-            return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
+        guard let version, (1...Self.highestVersion).contains(version) else {
+            let rejection = FleetRejection(.invalid, ["version must be an integer from 1 to \(Self.highestVersion)"])
+            return [.acknowledge(Self.rejected(scope, version: version, rejection))]
         }
         let record = records[scope] ?? ConfigScopeRecord()
         if version == record.seenVersion {
@@ -230,7 +242,10 @@ public struct FleetConfigMachine: Sendable {
     }
 
     private static func verify(_ document: AppliedConfigDocument, topic fallback: String, trust: FleetTrust) -> FleetRejection? {
-        switch FleetMessage.parse(document.payload) {
+        if document.version > highestVersion {
+            return FleetRejection(.invalid, ["version \(document.version) is above the highest version \(highestVersion)"])
+        }
+        return switch FleetMessage.parse(document.payload) {
         case .success(let parsed): FleetMessage.authenticate(parsed, topic: document.topic ?? fallback, trust: trust, as: .config)
         case .failure(let rejection): rejection
         }

@@ -163,6 +163,32 @@ import UnitCore
         setup.unit.stop()
     }
 
+    /// An absurd version is refused; one at the ceiling holds its scope only while its key is trusted.
+    @Test func aVersionAboveTheCeilingIsInvalidAndRotatingTheKeyUnblocksTheScope() async throws {
+        let setup = try await Setup()
+        try setup.push(Int.max, #"{"reporting":{"interval_s":2}}"#)
+        let absurd = try await setup.waitForAck("2^63-1 refused", Self.ack(Int.max, "rejected"))
+        #expect(absurd["reason"] as? String == "invalid")
+        #expect(absurd["errors"] as? [String] == ["version must be an integer from 1 to 9007199254740992"])
+        let ceiling = 9_007_199_254_740_992
+        try setup.push(ceiling, #"{"reporting":{"interval_s":30}}"#)
+        try await setup.waitForAck("2^53 applied", Self.ack(ceiling, "applied"))
+        setup.unit.stop()
+
+        // The fleet rotates its key: the unit's file now trusts the new one only.
+        let rotated = try FleetSigner(in: setup.scratch, name: "rotated")
+        let file = try String(contentsOfFile: setup.unit.configPath, encoding: .utf8)
+        try file.replacingOccurrences(of: setup.signer.pubkeysLine, with: rotated.pubkeysLine)
+            .write(toFile: setup.unit.configPath, atomically: true, encoding: .utf8)
+        try await setup.unit.start()
+        try await setup.unit.waitForStatus("connected with the new key") { $0.broker.connected }
+        try setup.recorder.publish(setup.fleetTopic, try rotated.sign(#"{"version":2,"settings":{"reporting":{"interval_s":20}}}"#, topic: setup.fleetTopic), retain: true)
+        try await setup.waitForAck("v2 under the new key applied", Self.ack(2, "applied"))
+        #expect(try setup.config().versions == ["fleet": 2])
+        #expect(try setup.remoteSettings()["reporting"] as? [String: Int] == ["interval_s": 20])
+        setup.unit.stop()
+    }
+
     @Test func theAppliedConfigSurvivesARestart() async throws {
         let setup = try await Setup()
         try setup.push(3, #"{"reporting":{"interval_s":30}}"#)
