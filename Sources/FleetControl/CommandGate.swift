@@ -125,6 +125,11 @@ public struct CommandGate: Sendable {
         return .execute(FleetCommand(id: id, name: name, action: action, expiresAt: Int64(expiresAt)))
     }
 
+    /// A command over the size limit, refused unread.
+    public static func refuseOversized(bytes: Int) -> CommandDecision {
+        .refuse(refusal(id: nil, name: nil, .rejected, FleetMessage.tooLarge(bytes: bytes)))
+    }
+
     private static func refusal(id: String?, name: String?, _ result: CommandRefusal.Result, _ rejection: FleetRejection) -> CommandRefusal {
         CommandRefusal(id: id, name: name, result: result, reason: rejection.reason.rawValue, errors: rejection.errors)
     }

@@ -63,9 +63,7 @@ public enum FleetMessage {
     public static let maximumBytes = 64 * 1024
 
     public static func parse(_ payload: [UInt8]) -> Result<JSONDocument, FleetRejection> {
-        guard payload.count <= maximumBytes else {
-            return .failure(FleetRejection(.tooLarge, ["payload is \(payload.count) bytes, more than the limit of \(maximumBytes)"]))
-        }
+        guard payload.count <= maximumBytes else { return .failure(tooLarge(bytes: payload.count)) }
         let document: JSONDocument
         do {
             document = try JSONDocument.parse(payload)
@@ -76,6 +74,11 @@ public enum FleetMessage {
             return .failure(FleetRejection(.notJSON, ["the payload must be a JSON object"]))
         }
         return .success(document)
+    }
+
+    /// A payload of `bytes`, over `maximumBytes`: refused whether it was read or not.
+    public static func tooLarge(bytes: Int) -> FleetRejection {
+        FleetRejection(.tooLarge, ["payload is \(bytes) bytes, more than the limit of \(maximumBytes)"])
     }
 
     /// Config documents and commands are signed by keys of their own.

@@ -16,6 +16,17 @@ extension UnitEngine {
         }
     }
 
+    /// A message over the size limit, refused unread: answered `invalid` where the topic has an answer.
+    func receiveOversized(topic: String, bytes: Int) {
+        let base = configuration.unitTopicBase
+        guard topic.hasPrefix(base), let inbound = InboundTopic(rawValue: String(topic.dropFirst(base.count))) else {
+            logger.warning("ignoring an oversized message", metadata: ["topic": "\(topic)", "bytes": "\(bytes)"])
+            return
+        }
+        logger.warning("oversized message refused unread", metadata: ["topic": "\(inbound.rawValue)", "bytes": "\(bytes)"])
+        step(.malformed(.tooLarge(inbound, bytes: bytes), at: clockMs()))
+    }
+
     func receive(_ message: MQTTMessage) {
         let base = configuration.unitTopicBase
         guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {

@@ -186,7 +186,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             switch linked.event {
             case .published:
                 inbox.post(.mqtt(linked), mayWait: .acknowledgement)
-            case .message:
+            case .message, .oversized:
                 // A flood is dropped here, on the broker's thread, before it queues up or is parsed.
                 guard inboundFlow.admit() else { return }
                 inbox.post(.mqtt(linked), droppable: true)
@@ -414,6 +414,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         case .message(let message):
             if handleFleetMessage(message) { break }
             receive(message)
+        case .oversized(let topic, let bytes, _):
+            if handleOversizedFleetMessage(topic: topic, bytes: bytes) { break }
+            receiveOversized(topic: topic, bytes: bytes)
         }
         return .running
     }

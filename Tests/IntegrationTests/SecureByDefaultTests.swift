@@ -178,7 +178,7 @@ final class Account: @unchecked Sendable {
         // The example's listener settings that are not paths (those are the scratch directory's here).
         let listener = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto.conf.example", encoding: .utf8)
             .split(separator: "\n").map(String.init)
-            .filter { line in ["allow_anonymous ", "use_username_as_clientid ", "per_listener_settings "].contains { line.hasPrefix($0) } }
+            .filter { line in ["allow_anonymous ", "use_username_as_clientid ", "per_listener_settings ", "max_packet_size "].contains { line.hasPrefix($0) } }
         guard listener.contains("use_username_as_clientid true") else { throw HarnessError("the example listener does not tie client ids to usernames") }
         broker = try MosquittoBroker(in: scratch, listenerSettings: (listener + ["password_file \(passwords)", "acl_file \(acl)"]).joined(separator: "\n"))
     }
@@ -223,6 +223,30 @@ final class Account: @unchecked Sendable {
         }
         #expect(Set(allowed.map { String($0.split(separator: "|")[0]) }) == Set(accounts), "every account may publish something")
         for account in connected.values { account.stop() }
+    }
+
+    /// The example's `max_packet_size`: a fleet document of the largest size a unit reads gets
+    /// through, a message far over it never reaches anyone.
+    @Test func theBrokerRefusesAPacketOverTheExamplesLimit() async throws {
+        let observer = try await Account("observer", port: broker.port, subscribe: ["#"])
+        let admin = try await Account("admin", port: broker.port)
+        let largest = String(repeating: "x", count: 64 * 1024)
+        try admin.publish("taxi/north/config", largest)
+        try await waitUntil("the 64 KiB document", timeoutS: 10) { observer.messages.contains { $0.payload.count == largest.utf8.count } }
+        // An MQTT 5 client hears the limit in the CONNACK and does not even send it.
+        let fleet = try await Account("fleet", port: broker.port)
+        #expect(throws: MQTTLinkError.self) { try fleet.publish("taxi/north/T1/config", String(repeating: "y", count: 200 * 1024)) }
+        // A 3.1.1 client hears nothing: the broker refuses the packet and drops the client.
+        let big = scratch.file("big.json")
+        try String(repeating: "z", count: 200 * 1024).write(toFile: big, atomically: true, encoding: .utf8)
+        let sent = try runCommand("/usr/bin/mosquitto_pub", [
+            "-p", "\(broker.port)", "-V", "mqttv311", "-u", "fleet", "-P", "pw-fleet", "-q", "1", "-t", "taxi/north/T1/config", "-f", big,
+        ])
+        #expect(sent.exitCode != 0, "\(sent.output)")
+        try admin.publish("taxi/north/T1/status", "after")
+        try await waitUntil("a later message", timeoutS: 10) { observer.messages.contains { $0.text == "after" } }
+        #expect(!observer.messages.contains { $0.payload.count >= 200 * 1024 })
+        for account in [observer, admin, fleet] { account.stop() }
     }
 
     /// A real unit logged in as T1 behind the shipped ACL: every message kind it publishes reaches
