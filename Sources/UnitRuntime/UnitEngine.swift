@@ -186,14 +186,21 @@ public final class UnitEngine: Service, @unchecked Sendable {
             switch linked.event {
             case .published:
                 inbox.post(.mqtt(linked), mayWait: .acknowledgement)
-            case .message, .oversized:
-                // A flood is dropped here, on the broker's thread, before it queues up or is parsed.
-                guard inboundFlow.admit() else { return }
-                inbox.post(.mqtt(linked), droppable: true)
+            case .message(let message):
+                Self.admit(linked, topic: message.topic, retained: message.retained, flow: inboundFlow, inbox: inbox)
+            case .oversized(let topic, _, let retained):
+                Self.admit(linked, topic: topic, retained: retained, flow: inboundFlow, inbox: inbox)
             case .connected, .connectFailed, .disconnected, .refused:
                 inbox.post(.mqtt(linked))
             }
         }
+    }
+
+    /// A flood is dropped here, on the broker's thread, before it queues up or is parsed. A retained
+    /// document comes once per connection: never dropped for a full inbox either.
+    private static func admit(_ linked: BrokerLink.Event, topic: String, retained: Bool, flow: InboundFlow, inbox: EngineInbox<EngineInput>) {
+        guard flow.admit(topic: topic, retained: retained) else { return }
+        inbox.post(.mqtt(linked), droppable: !retained)
     }
 
     /// Loads something kept in the store; when that fails, sets it aside (kept for diagnosis and

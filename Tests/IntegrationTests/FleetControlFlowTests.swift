@@ -189,6 +189,48 @@ import UnitCore
         setup.unit.stop()
     }
 
+    /// About 100 offers a second from the dispatcher's side spend the dispatcher's budget only: the
+    /// fleet's signed commands, sent meanwhile, are all answered.
+    @Test func fleetCommandsGetThroughAFloodOfOffers() async throws {
+        let setup = try await Setup()
+        let commands = try (0..<10).map { try setup.command(#"{"id":"f\#($0)","cmd":"purge","days":30,"expires_at":\#(Setup.inAMinute + 60_000)}"#) }
+        let flooder = try await MQTTRecorder(port: setup.broker.port, subscribe: [])
+        let offerTopic = setup.unit.topicBase + "job/offer"
+        let flood = Task.detached {
+            for index in 0..<1000 {
+                try? flooder.publish(offerTopic, #"{"job":"junk-\#(index)","pickup":{"lat":"x"}}"#)
+                try? await Task.sleep(for: .milliseconds(10))
+                if Task.isCancelled { return }
+            }
+        }
+        try await Task.sleep(for: .seconds(2))
+        for command in commands {
+            try setup.recorder.publish(setup.commandTopic, command)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        for index in 0..<10 { #expect(try await setup.waitForReply("f\(index)", timeoutS: 30)["result"] as? String == "ok") }
+        flood.cancel()
+        _ = await flood.value
+        #expect(try setup.unit.status().refused?["inbound_over_rate"] ?? 0 > 0, "the flood was over the dispatcher's budget")
+        flooder.stop()
+        setup.unit.stop()
+    }
+
+    /// A thousand offers queued in the unit's session while it was away come with the fleet's
+    /// retained document at the next connection: the document is still handled.
+    @Test func theRetainedDocumentIsHandledBehindAThousandQueuedOffers() async throws {
+        let setup = try await Setup()
+        setup.unit.stop()
+        for index in 0..<1000 {
+            try setup.recorder.publish(setup.unit.topicBase + "job/offer", #"{"job":"queued-\#(index)","pickup":{"lat":"x"}}"#)
+        }
+        try setup.push(1, #"{"reporting":{"interval_s":30}}"#)
+        try await setup.unit.start()
+        try await setup.waitForAck("the retained document applied", timeoutS: 60, Self.ack(1, "applied"))
+        #expect(try setup.config().versions == ["fleet": 1])
+        setup.unit.stop()
+    }
+
     @Test func theAppliedConfigSurvivesARestart() async throws {
         let setup = try await Setup()
         try setup.push(3, #"{"reporting":{"interval_s":30}}"#)
