@@ -258,6 +258,9 @@ public enum UnitEvent: Sendable, Equatable {
     case timerFired(TimerID, at: Int64)
     /// The daemon (re)started with the restored snapshot: pending deadlines are re-armed or due.
     case resumed(at: Int64)
+    /// A crash loop was broken by setting the snapshot aside, and with it the job the unit had in
+    /// `state`: the dispatcher and the driver must hear that the unit no longer has it.
+    case jobDropped(job: String, state: StateName, at: Int64)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -358,6 +361,10 @@ public struct UnitStateMachine: Sendable {
                 return .note("offer deadline for \(job) no longer pending")
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
+        case .jobDropped(let job, let from, let now):
+            return Step(
+                messages: [.event(Transition(t: now, from: from, to: state.name, job: job, reason: "crash_loop"))],
+                driver: [.told("Job \(job) dropped after repeated crashes: call dispatch")])
         case .resumed(let now):
             var step = Step()
             if let reminder = snapshot.reminder {

@@ -50,6 +50,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// Inbound MQTT messages admitted per second, with a burst (docs/protocol.md, "Limits").
     let inboundFlow: InboundFlow
 
+    /// The open job a broken crash loop set aside with the snapshot: told dropped once running.
+    private let droppedJob: CrashLoopBreaker.DroppedJob?
+
     // Owned by the `run()` loop only.
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
     var configuration: UnitConfiguration
@@ -110,7 +113,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         devices: DriverDeviceSet? = nil, options: EngineOptions = EngineOptions()
     ) throws {
         let startedAt = EngineClock.systemMs()
-        CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
+        droppedJob = CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
         // Whatever is loaded here and fails is set aside rather than failing every start.
         fleetConfig = try Self.restoring("fleet configuration documents", store: store, logger: logger, fallback: FleetConfigMachine(local: local, restoring: [:])) {
             try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
@@ -252,6 +255,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // The fleet's config in force may have set another language than the local file.
         applyDriverPreferences()
         step(.resumed(at: clockMs()))
+        if let dropped = droppedJob { step(.jobDropped(job: dropped.job, state: dropped.state, at: clockMs())) }
         _ = outbox.batchHandled(at: clockMs())
         refreshDriverView()
         await withGracefulShutdownHandler {

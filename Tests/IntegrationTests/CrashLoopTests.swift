@@ -100,25 +100,65 @@ import Testing
         #expect(!texts.contains { $0.contains("1e+20") || $0.contains("100000000000000000000") }, "\(texts)")
     }
 
-    @Test func startsThatKeepDyingEarlySetTheStateAsideOnTheThird() async throws {
-        let rig = try await preparedRig { rig in
-            try await rig.goOnDuty()
-            try rig.offer("LOOP")
-            try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
-            _ = try rig.press("accept")
-            try await rig.unit.waitForStatus("en route") { $0.state == "en_route" }
+    /// Starts that keep dying early: the breaker trips on the third, and escalates from the least
+    /// to the most it can set aside. The third sets the fleet's documents aside and keeps the open
+    /// job; the fourth sets the snapshot aside too, and tells the driver and the dispatcher that
+    /// the job was dropped.
+    @Test func startsThatKeepDyingEarlyEscalateFromTheFleetDocumentsToTheSnapshot() async throws {
+        let scratch = try ScratchDirectory()
+        let signer = try FleetSigner(in: scratch)
+        let rig = try await DriverIdentityTests.Rig(scratch: scratch, extraTOML: signer.fleetSection())
+        let unit = rig.unit
+        let fleetTopic = "taxi/\(unit.fleet)/config"
+        try rig.recorder.publish(fleetTopic, try signer.sign(#"{"version":1,"settings":{"reporting":{"interval_s":30}}}"#, topic: fleetTopic), retain: true)
+        try await unit.waitForStatus("the fleet document applied") { $0.config?.versions == ["fleet": 1] }
+        // Only the unit's store holds it from now on.
+        try rig.recorder.publish(fleetTopic, "", retain: true)
+        _ = try rig.press("duty")
+        try rig.recorder.publish(unit.topicBase + "job/offer", #"{"job":"LOOP","pickup":{"lat":46.5,"lon":7.5}}"#)
+        try await unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await unit.waitForStatus("en route") { $0.state == "en_route" }
+        unit.stop()
+
+        func dieEarly(times: Int) async throws {
+            for _ in 0..<times {
+                try await unit.start()
+                _ = try await unit.waitForStatus("up") { _ in true }
+                unit.killHard()
+            }
         }
-        defer { rig.stop() }
-        // Two starts that died within their first minute (the breaker counts them in the store).
-        for _ in 0..<2 {
-            try await rig.unit.start()
-            _ = try await rig.unit.waitForStatus("up") { _ in true }
-            rig.unit.killHard()
+        // Two early deaths trip nothing.
+        try await dieEarly(times: 2)
+        try await unit.start()
+        var status = try await unit.waitForStatus("up after two early deaths") { $0.broker.connected }
+        #expect(status.state == "en_route" && (status.aside ?? [:]).isEmpty && status.config?.versions == ["fleet": 1], "\(String(describing: status.aside))")
+        #expect(!unit.log.contains("CRASH LOOP"))
+        unit.killHard()
+
+        // The third: the fleet's documents go, the job stays.
+        try await unit.start()
+        status = try await unit.waitForStatus("up after three early deaths") { $0.broker.connected }
+        #expect(status.state == "en_route" && status.job?.id == "LOOP")
+        #expect(status.aside == ["fleet_config": 1] && status.config?.versions.isEmpty == true, "\(String(describing: status.aside))")
+        #expect(unit.log.contains("CRASH LOOP: setting aside the fleet documents"))
+        unit.killHard()
+
+        // The fourth: the snapshot goes too, and with it the job, which is told.
+        try await unit.start()
+        status = try await unit.waitForStatus("up after four early deaths") { $0.broker.connected }
+        #expect(status.state == "off_duty" && status.aside?["snapshot"] == 1, "\(String(describing: status.aside))")
+        try await rig.recorder.waitFor("the dropped job's event") { messages in
+            messages.contains {
+                $0.topic == unit.topicBase + "event" && $0.json?["job"] as? String == "LOOP" && $0.json?["reason"] as? String == "crash_loop"
+                    && $0.json?["from"] as? String == "en_route" && $0.json?["to"] as? String == "off_duty"
+            }
         }
-        try await rig.unit.start()
-        let status = try await rig.unit.waitForStatus("up again") { $0.broker.connected }
-        #expect(status.state == "off_duty", "the third early start comes up safe, off duty")
-        #expect(status.aside?["snapshot"] == 1)
-        #expect(rig.unit.log.contains("CRASH LOOP"))
+        let screen = try await rig.screen.waitFor("the driver told") { $0.rows[3] == "JOB CANCELLED       " && $0.rows[2] == "Crash: call dispatch" }
+        #expect(screen.rows[0].hasPrefix("OFF DUTY"), "\(screen.rows)")
+        #expect(unit.log.contains("Job LOOP dropped after repeated crashes: call dispatch"))
+        let problems = try ContractCheck.problems(in: rig.recorder.messages)
+        #expect(problems.isEmpty, "\(problems)")
+        unit.stop()
     }
 }
