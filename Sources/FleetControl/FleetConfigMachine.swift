@@ -6,8 +6,8 @@ public enum FleetConfigEvent: Sendable, Equatable {
     /// `retained` when the broker sent its stored copy rather than a message published just now;
     /// `at`: the unit clock, ms.
     case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool, at: Int64)
-    /// A message over the size limit, refused unread: only its size is known.
-    case oversized(ConfigScope, bytes: Int)
+    /// A message refused unread (over the size limit, or set aside as poison), for this reason.
+    case refusedUnread(ConfigScope, FleetRejection)
     /// The rollback timer ran out before the fleet's own broker answered.
     case rollbackDue(lastError: String?)
 }
@@ -137,8 +137,8 @@ public struct FleetConfigMachine: Sendable {
         switch event {
         case .received(let scope, let topic, let payload, let retained, let now):
             return receive(scope, topic: topic, payload: payload, retained: retained, at: now)
-        case .oversized(let scope, let bytes):
-            return [.acknowledge(Self.rejected(scope, version: nil, FleetMessage.tooLarge(bytes: bytes)))]
+        case .refusedUnread(let scope, let rejection):
+            return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
         case .rollbackDue(let lastError):
             return rollBack(lastError: lastError)
         }

@@ -81,6 +81,9 @@ public enum FleetMessage {
         FleetRejection(.tooLarge, ["payload is \(bytes) bytes, more than the limit of \(maximumBytes)"])
     }
 
+    /// A message the unit died handling twice, set aside unread.
+    public static let poisoned = FleetRejection(.invalid, ["set aside unread: the unit died twice while handling this message"])
+
     /// Config documents and commands are signed by keys of their own.
     public enum Kind: Sendable {
         case config

@@ -195,6 +195,11 @@ public struct InboundProblem: Error, Sendable, Equatable {
     public var job: String?
     public var reason: String
 
+    /// A message the unit died handling twice, set aside unread.
+    public static func poisoned(_ topic: InboundTopic) -> InboundProblem {
+        InboundProblem(topic: topic, job: nil, reason: "set aside unread: the unit died twice while handling it")
+    }
+
     /// A payload of `bytes`, over the topic's limit: refused whether it was read or not.
     public static func tooLarge(_ topic: InboundTopic, bytes: Int) -> InboundProblem {
         InboundProblem(topic: topic, job: nil, reason: "payload of \(bytes) bytes is over the \(topic.maxPayloadBytes)-byte limit")

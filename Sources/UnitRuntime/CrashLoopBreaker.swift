@@ -9,7 +9,8 @@ import UnitCore
 /// cuts while a taxi's engine is cranked reboot the board and are no crash. When
 /// starts keep dying early, what the unit restores is set aside so the next start comes up in a
 /// safe state, least first: after 3 such starts the fleet's documents (it runs on its local file),
-/// after 4 also the snapshot (it starts off duty; an open job it held is told dropped, to the
+/// after 4 the inbound message the last run died handling (`PoisonGuard`), or if there is none,
+/// and after 5, also the snapshot (it starts off duty; an open job it held is told dropped, to the
 /// driver and the dispatcher). Nothing waiting to be sent is set aside: alarms,
 /// replies and events were promised to the driver, and queued positions cannot stop a start any
 /// more (a row that cannot be read or packed is set aside on its own, by the pump).
@@ -23,7 +24,7 @@ enum CrashLoopBreaker {
     static let settledAfter = Duration.seconds(60)
     /// Starts in a row that died early before the fleet's documents are set aside.
     static let setAsideFleetDocumentsAfter = 3
-    /// ... and before the snapshot is set aside too.
+    /// ... and before the message in hand, or the snapshot, is set aside too.
     static let setAsideSnapshotAfter = 4
 
     /// The job a set-aside snapshot held, and its state then.
@@ -33,7 +34,7 @@ enum CrashLoopBreaker {
     }
 
     /// Counts this start; returns the open job it had to drop, if any.
-    static func started(store: LocalCache, at time: Int64, logger: Logger, boot: String = bootID()) -> DroppedJob? {
+    static func started(store: LocalCache, at time: Int64, logger: Logger, poison: PoisonGuard, boot: String = bootID()) -> DroppedJob? {
         let earlier = ((try? store.loadValue(Count.self, forKey: key)) ?? nil).flatMap { $0.boot == boot ? $0.starts : nil } ?? 0
         // The count includes this start; the ones before it died early.
         let diedEarly = max(0, earlier)
@@ -44,7 +45,10 @@ enum CrashLoopBreaker {
         }
         guard diedEarly >= setAsideFleetDocumentsAfter else { return nil }
         let reason = "\(diedEarly) starts in a row ended within \(settledAfter)"
-        guard diedEarly >= setAsideSnapshotAfter else {
+        // The message the last run died handling goes before the state, once.
+        let messageFirst = diedEarly == setAsideSnapshotAfter
+            && (poison.setAsideAtStart != nil || poison.setAsideInHand(reason: "crash loop: " + reason, at: time))
+        guard diedEarly >= setAsideSnapshotAfter, !messageFirst else {
             logger.critical("CRASH LOOP: setting aside the fleet documents; starting on the local configuration", metadata: ["reason": "\(reason)"])
             do {
                 try store.setAsideFleetConfig(reason: reason, at: time)

@@ -46,16 +46,17 @@ extension UnitEngine {
         return true
     }
 
-    /// True when the topic was the fleet's: a message over the size limit, answered `too_large` unread.
-    func handleOversizedFleetMessage(topic: String, bytes: Int) -> Bool {
+    /// True when the topic was the fleet's: a message refused unread (over the size limit, or
+    /// poison), answered with `rejection`.
+    func refuseFleetMessage(topic: String, _ rejection: FleetRejection) -> Bool {
         let base = configuration.unitTopicBase
         switch topic {
         case fleetTopic:
-            perform(fleetConfig.handle(.oversized(.fleet, bytes: bytes)))
+            perform(fleetConfig.handle(.refusedUnread(.fleet, rejection)))
         case base + UnitTopic.config.rawValue:
-            perform(fleetConfig.handle(.oversized(.unit, bytes: bytes)))
+            perform(fleetConfig.handle(.refusedUnread(.unit, rejection)))
         case base + UnitTopic.cmd.rawValue:
-            answerCommand(CommandGate.refuseOversized(bytes: bytes), at: clockMs())
+            answerCommand(CommandGate.refuseUnread(rejection), at: clockMs())
         default:
             return false
         }

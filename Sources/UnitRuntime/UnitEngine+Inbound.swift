@@ -16,15 +16,16 @@ extension UnitEngine {
         }
     }
 
-    /// A message over the size limit, refused unread: answered `invalid` where the topic has an answer.
-    func receiveOversized(topic: String, bytes: Int) {
+    /// A message refused unread (over the size limit, or poison): handled as malformed, which
+    /// answers `invalid` where the topic has an answer.
+    func refuseInbound(topic: String, why: String, _ problem: (InboundTopic) -> InboundProblem) {
         let base = configuration.unitTopicBase
         guard topic.hasPrefix(base), let inbound = InboundTopic(rawValue: String(topic.dropFirst(base.count))) else {
-            logger.warning("ignoring an oversized message", metadata: ["topic": "\(topic)", "bytes": "\(bytes)"])
+            logger.warning("ignoring a message refused unread", metadata: ["topic": "\(topic)", "why": "\(why)"])
             return
         }
-        logger.warning("oversized message refused unread", metadata: ["topic": "\(inbound.rawValue)", "bytes": "\(bytes)"])
-        step(.malformed(.tooLarge(inbound, bytes: bytes), at: clockMs()))
+        logger.warning("message refused unread", metadata: ["topic": "\(inbound.rawValue)", "why": "\(why)"])
+        step(.malformed(problem(inbound), at: clockMs()))
     }
 
     func receive(_ message: MQTTMessage) {

@@ -52,6 +52,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// The open job a broken crash loop set aside with the snapshot: told dropped once running.
     private let droppedJob: CrashLoopBreaker.DroppedJob?
+    /// Inbound messages the unit died handling (PoisonGuard.swift).
+    let poisonGuard: PoisonGuard
 
     // Owned by the `run()` loop only.
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
@@ -113,7 +115,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         devices: DriverDeviceSet? = nil, options: EngineOptions = EngineOptions()
     ) throws {
         let startedAt = EngineClock.systemMs()
-        droppedJob = CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
+        poisonGuard = PoisonGuard(store: store, at: startedAt, logger: logger)
+        droppedJob = CrashLoopBreaker.started(store: store, at: startedAt, logger: logger, poison: poisonGuard)
         // Whatever is loaded here and fails is set aside rather than failing every start.
         fleetConfig = try Self.restoring("fleet configuration documents", store: store, logger: logger, fallback: FleetConfigMachine(local: local, restoring: [:])) {
             try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
@@ -256,6 +259,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         applyDriverPreferences()
         step(.resumed(at: clockMs()))
         if let dropped = droppedJob { step(.jobDropped(job: dropped.job, state: dropped.state, at: clockMs())) }
+        // Answered unhandled where there is someone to answer.
+        if let poison = poisonGuard.setAsideAtStart { refusePoison(topic: poison.topic) }
         _ = outbox.batchHandled(at: clockMs())
         refreshDriverView()
         await withGracefulShutdownHandler {
@@ -423,13 +428,23 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if ticket == offlineStatusTicket { return .finished }
             outbox.refused(ticket, reasonCode: reasonCode, at: clockMs())
         case .message(let message):
-            if handleFleetMessage(message) { break }
-            receive(message)
+            if poisonGuard.isPoison(message) {
+                refusePoison(topic: message.topic)
+                break
+            }
+            poisonGuard.handling(message)
+            if !handleFleetMessage(message) { receive(message) }
+            poisonGuard.handled()
         case .oversized(let topic, let bytes, _):
-            if handleOversizedFleetMessage(topic: topic, bytes: bytes) { break }
-            receiveOversized(topic: topic, bytes: bytes)
+            if refuseFleetMessage(topic: topic, FleetMessage.tooLarge(bytes: bytes)) { break }
+            refuseInbound(topic: topic, why: "oversized, \(bytes) bytes") { .tooLarge($0, bytes: bytes) }
         }
         return .running
+    }
+
+    private func refusePoison(topic: String) {
+        if refuseFleetMessage(topic: topic, FleetMessage.poisoned) { return }
+        refuseInbound(topic: topic, why: "poison", InboundProblem.poisoned)
     }
 
     /// The retained status. Published after a step's messages were handed to the broker: its

@@ -161,4 +161,93 @@ import Testing
         #expect(problems.isEmpty, "\(problems)")
         unit.stop()
     }
+
+    /// A retained fleet document the last runs died handling twice (the record the unit keeps in
+    /// its store while it handles a message, as the second death left it): the start sets it
+    /// aside, answers it `invalid`, refuses the broker's copy unhandled at every connection, and
+    /// goes on.
+    @Test func aPoisonMessageIsSetAsideAfterTwoDeathsWhileHandlingIt() async throws {
+        let scratch = try ScratchDirectory()
+        let signer = try FleetSigner(in: scratch)
+        let rig = try await DriverIdentityTests.Rig(scratch: scratch, extraTOML: signer.fleetSection())
+        let unit = rig.unit
+        unit.stop()
+        let fleetTopic = "taxi/\(unit.fleet)/config"
+        let document = try signer.sign(#"{"version":1,"settings":{"reporting":{"interval_s":30}}}"#, topic: fleetTopic)
+        try recordInHand(document, topic: fleetTopic, deaths: 1, store: unit.storePath)
+        try rig.recorder.publish(fleetTopic, document, retain: true)
+
+        func refusals() -> [[String: Any]] {
+            rig.recorder.messages(onTopic: unit.topicBase + "config/ack").compactMap(\.json).filter {
+                $0["reason"] as? String == "invalid" && ($0["errors"] as? [String])?.first?.hasPrefix("set aside unread") == true
+            }
+        }
+        try await unit.start()
+        let status = try await unit.waitForStatus("up") { $0.broker.connected }
+        #expect(status.aside?["inbound_message"] == 1, "\(String(describing: status.aside))")
+        // Answered at the start, and the broker's copies (queued in the session, and retained) refused unhandled.
+        let detail = { "acks: \(rig.recorder.messages(onTopic: unit.topicBase + "config/ack").map(\.text))\nlog:\n\(unit.log)" }
+        try await waitUntil("two refusals", timeoutS: 20, detail: detail) { refusals().count >= 2 }
+        #expect(refusals().allSatisfy { $0["version"] == nil && $0["scope"] as? String == "fleet" })
+        #expect(try unit.status().config?.versions.isEmpty == true)
+        #expect(unit.log.contains("POISON MESSAGE set aside unhandled"))
+
+        // The unit goes on: it takes and answers an offer.
+        _ = try rig.press("duty")
+        try rig.recorder.publish(unit.topicBase + "job/offer", #"{"job":"AFTER","pickup":{"lat":46.5,"lon":7.5}}"#)
+        try await unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await rig.recorder.waitFor("the accept") { messages in
+            messages.contains { $0.topic == unit.topicBase + "job/reply" && $0.json?["job"] as? String == "AFTER" }
+        }
+        // After a restart the copy is still refused, and set aside only once.
+        let before = refusals().count
+        unit.stop()
+        try await unit.start()
+        try await unit.waitForStatus("up again") { $0.broker.connected }
+        try await waitUntil("the copy refused again", timeoutS: 20, detail: detail) { refusals().count > before }
+        let again = try unit.status()
+        #expect(again.aside?["inbound_message"] == 1 && again.config?.versions.isEmpty == true)
+        unit.stop()
+    }
+
+    /// The record the unit keeps while it handles a message, as a run that died handling it leaves
+    /// it after `deaths` earlier deaths on it.
+    func recordInHand(_ payload: String, topic: String, deaths: Int, store: String) throws {
+        let record = #"{"deaths":\#(deaths),"payload":"\#(Data(payload.utf8).base64EncodedString())","topic":"\#(topic)"}"#
+        let hex = record.utf8.map { String(format: "%02X", $0) }.joined()
+        try sqlite(store, "INSERT OR REPLACE INTO unit_state (key, value) VALUES ('inbound_in_hand', X'\(hex)')")
+    }
+
+    /// The breaker's middle step: after 4 early deaths, the message the last run died handling goes
+    /// (once) before the state; the next early death takes the state.
+    @Test func aMessageInHandIsSetAsideBeforeTheSnapshot() async throws {
+        let rig = try await DriverIdentityTests.Rig(extraTOML: "")
+        let unit = rig.unit
+        _ = try rig.press("duty")
+        try rig.recorder.publish(unit.topicBase + "job/offer", #"{"job":"KEEP","pickup":{"lat":46.5,"lon":7.5}}"#)
+        try await unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await unit.waitForStatus("en route") { $0.state == "en_route" }
+        unit.stop()
+        for _ in 0..<4 {
+            try await unit.start()
+            _ = try await unit.waitForStatus("up") { _ in true }
+            unit.killHard()
+        }
+        // The fourth died handling an update (once: the two-deaths rule has not struck).
+        try recordInHand(#"{"job":"KEEP","note":"x"}"#, topic: unit.topicBase + "job/update", deaths: 0, store: unit.storePath)
+        try await unit.start()
+        var status = try await unit.waitForStatus("up after four early deaths") { $0.broker.connected }
+        #expect(status.aside?["inbound_message"] == 1 && status.aside?["snapshot"] == nil, "\(String(describing: status.aside))")
+        #expect(status.state == "en_route" && status.job?.id == "KEEP")
+        unit.killHard()
+        try await unit.start()
+        status = try await unit.waitForStatus("up after five early deaths") { $0.broker.connected }
+        #expect(status.state == "off_duty" && status.aside?["snapshot"] == 1, "\(String(describing: status.aside))")
+        try await rig.recorder.waitFor("the dropped job's event") { messages in
+            messages.contains { $0.topic == unit.topicBase + "event" && $0.json?["job"] as? String == "KEEP" && $0.json?["reason"] as? String == "crash_loop" }
+        }
+        unit.stop()
+    }
 }
