@@ -114,22 +114,9 @@ import Testing
         try await unit.waitForStatus("the fleet document applied") { $0.config?.versions == ["fleet": 1] }
         // Only the unit's store holds it from now on.
         try rig.recorder.publish(fleetTopic, "", retain: true)
-        _ = try rig.press("duty")
-        try rig.recorder.publish(unit.topicBase + "job/offer", #"{"job":"LOOP","pickup":{"lat":46.5,"lon":7.5}}"#)
-        try await unit.waitForStatus("offered") { $0.state == "offered" }
-        _ = try rig.press("accept")
-        try await unit.waitForStatus("en route") { $0.state == "en_route" }
-        unit.stop()
-
-        func dieEarly(times: Int) async throws {
-            for _ in 0..<times {
-                try await unit.start()
-                _ = try await unit.waitForStatus("up") { _ in true }
-                unit.killHard()
-            }
-        }
+        try await acceptAndStop(rig, job: "LOOP")
         // Two early deaths trip nothing.
-        try await dieEarly(times: 2)
+        try await dieEarly(unit, times: 2)
         try await unit.start()
         var status = try await unit.waitForStatus("up after two early deaths") { $0.broker.connected }
         #expect(status.state == "en_route" && (status.aside ?? [:]).isEmpty && status.config?.versions == ["fleet": 1], "\(String(describing: status.aside))")
@@ -211,6 +198,25 @@ import Testing
         unit.stop()
     }
 
+    /// On duty, `job` offered and accepted (en route), and stopped cleanly.
+    func acceptAndStop(_ rig: DriverIdentityTests.Rig, job: String) async throws {
+        _ = try rig.press("duty")
+        try rig.recorder.publish(rig.unit.topicBase + "job/offer", #"{"job":"\#(job)","pickup":{"lat":46.5,"lon":7.5}}"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await rig.unit.waitForStatus("en route") { $0.state == "en_route" }
+        rig.unit.stop()
+    }
+
+    /// Starts that each die (SIGKILL) within their first minute, as the breaker counts them.
+    func dieEarly(_ unit: UnitUnderTest, times: Int) async throws {
+        for _ in 0..<times {
+            try await unit.start()
+            _ = try await unit.waitForStatus("up") { _ in true }
+            unit.killHard()
+        }
+    }
+
     /// The record the unit keeps while it handles a message, as a run that died handling it leaves
     /// it after `deaths` earlier deaths on it.
     func recordInHand(_ payload: String, topic: String, deaths: Int, store: String) throws {
@@ -224,17 +230,8 @@ import Testing
     @Test func aMessageInHandIsSetAsideBeforeTheSnapshot() async throws {
         let rig = try await DriverIdentityTests.Rig(extraTOML: "")
         let unit = rig.unit
-        _ = try rig.press("duty")
-        try rig.recorder.publish(unit.topicBase + "job/offer", #"{"job":"KEEP","pickup":{"lat":46.5,"lon":7.5}}"#)
-        try await unit.waitForStatus("offered") { $0.state == "offered" }
-        _ = try rig.press("accept")
-        try await unit.waitForStatus("en route") { $0.state == "en_route" }
-        unit.stop()
-        for _ in 0..<4 {
-            try await unit.start()
-            _ = try await unit.waitForStatus("up") { _ in true }
-            unit.killHard()
-        }
+        try await acceptAndStop(rig, job: "KEEP")
+        try await dieEarly(unit, times: 4)
         // The fourth died handling an update (once: the two-deaths rule has not struck).
         try recordInHand(#"{"job":"KEEP","note":"x"}"#, topic: unit.topicBase + "job/update", deaths: 0, store: unit.storePath)
         try await unit.start()
