@@ -23,13 +23,14 @@ import Testing
     /// A 50 MB QoS 1 offer and a 60 MB retained config, then a good offer answered; `protocolVersion`
     /// the unit's. Returns how much the unit's peak memory grew over its peak before them (the
     /// second start's over the first's).
-    func floodAndAnswer(protocolVersion: String) async throws -> (growth: Int, log: String) {
+    /// `launcher` runs the daemon inside something (a memory cgroup).
+    func floodAndAnswer(protocolVersion: String, launcher: [String] = []) async throws -> (growth: Int, log: String) {
         let scratch = try ScratchDirectory()
         let broker = try MosquittoBroker(in: scratch)
         let unit = try UnitUnderTest(
             mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch, mqttTOML: "protocol = \"\(protocolVersion)\"")
         let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "job/reply", unit.topicBase + "config/ack"])
-        try await unit.start()
+        try await unit.start(launcher: launcher)
         try await unit.waitForStatus("connected") { $0.broker.connected }
         #expect(try unit.request(ControlRequest(cmd: .press, input: "duty")).ok)
         let before = try Self.peakResidentBytes(unit)
@@ -49,7 +50,7 @@ import Testing
 
         // The retained 60 MB config comes again with every connection: the unit stays up.
         unit.stop()
-        try await unit.start()
+        try await unit.start(launcher: launcher)
         try await unit.waitForStatus("connected again") { $0.broker.connected }
         try await Task.sleep(for: .seconds(2))
         let status = try unit.status()
@@ -74,5 +75,31 @@ import Testing
         #expect(growth < 2 * 60 * Self.megabyte + 20 * Self.megabyte, "peak RSS grew \(growth / Self.megabyte) MiB")
         #expect(log.contains("message refused unread") && log.contains("why=oversized, 52428"), "\(log)")
         #expect(log.contains("fleet config rejected") && log.contains("more than the limit of 65536"), "\(log)")
+    }
+
+    /// The unit file's MemoryMax=128M, as a memory cgroup of its own (v2 or v1), where the machine
+    /// lets this process make one: root only (`make test-root`).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["TAXIUNITD_ROOT_TESTS"] == "1"))
+    func underA128MiBMemoryCgroupTheUnitIsNeverKilled() async throws {
+        let name = "taxiunitd-test-\(UUID().uuidString.prefix(8))"
+        let unified = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/cgroup.controllers")
+        let group = unified ? "/sys/fs/cgroup/\(name)" : "/sys/fs/cgroup/memory/\(name)"
+        try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)
+        // A cgroup goes with rmdir once its processes are gone, never by deleting its files.
+        defer { rmdir(group) }
+        try "\(128 * Self.megabyte)".write(toFile: group + (unified ? "/memory.max" : "/memory.limit_in_bytes"), atomically: false, encoding: .utf8)
+        if !unified { try "0".write(toFile: group + "/memory.swappiness", atomically: false, encoding: .utf8) }
+        // The shell joins the cgroup, then becomes the daemon.
+        let launcher = ["/bin/sh", "-c", "echo $$ > \(group)/cgroup.procs && exec \"$@\"", "join-cgroup"]
+        let (growth, log) = try await floodAndAnswer(protocolVersion: "5", launcher: launcher)
+        #expect(growth < 10 * Self.megabyte, "peak RSS grew \(growth / Self.megabyte) MiB")
+        #expect(!log.contains("why=oversized"))
+        // The daemon did run in it: its peak is charged there (its own memory; the libraries'
+        // pages it shares are charged where they were first read), under the limit.
+        let peak = try String(contentsOfFile: group + (unified ? "/memory.peak" : "/memory.max_usage_in_bytes"), encoding: .utf8)
+        let peakBytes = Int(peak.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(peakBytes > Self.megabyte && peakBytes < 128 * Self.megabyte, "cgroup peak \(peakBytes)")
+        let events = try String(contentsOfFile: group + (unified ? "/memory.events" : "/memory.failcnt"), encoding: .utf8)
+        #expect(unified ? events.contains("oom_kill 0") : events.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(events)")
     }
 }
