@@ -8,10 +8,11 @@ import UnitCore
 /// stopped cleanly. Only starts within one boot of the board count (the kernel's boot id): power
 /// cuts while a taxi's engine is cranked reboot the board and are no crash. When
 /// starts keep dying early, what the unit restores is set aside so the next start comes up in a
-/// safe state, least first: after 3 such starts the fleet's documents (it runs on its local file),
-/// after 4 the inbound message the last run died handling (`PoisonGuard`), or if there is none,
-/// and after 5, also the snapshot (it starts off duty; an open job it held is told dropped, to the
-/// driver and the dispatcher). Nothing waiting to be sent is set aside: alarms,
+/// safe state, least first: after 3 such starts the fleet's documents (it runs on its local file);
+/// after 4 the inbound message the last run died handling, if it died handling one
+/// (`PoisonGuard`), else the snapshot; after 5 the snapshot in any case (it starts off duty; an
+/// open job it held is told dropped, to the driver and the dispatcher). Nothing waiting to be sent
+/// is set aside: alarms,
 /// replies and events were promised to the driver, and queued positions cannot stop a start any
 /// more (a row that cannot be read or packed is set aside on its own, by the pump).
 enum CrashLoopBreaker {
@@ -24,7 +25,7 @@ enum CrashLoopBreaker {
     static let settledAfter = Duration.seconds(60)
     /// Starts in a row that died early before the fleet's documents are set aside.
     static let setAsideFleetDocumentsAfter = 3
-    /// ... and before the message in hand, or the snapshot, is set aside too.
+    /// ... and before the message in hand, or else the snapshot, is set aside too.
     static let setAsideSnapshotAfter = 4
 
     /// The job a set-aside snapshot held, and its state then.
