@@ -30,8 +30,10 @@ public enum ControlSocketError: Error, Sendable, Equatable, CustomStringConverti
 /// answered by an async handler that runs in the daemon's concurrency domain.
 ///
 /// A local client cannot tie the daemon up: at most `maxClients` connections are served at once, and a
-/// connection over that is answered `{"ok":false,"error":"busy"}` and closed at once (taxiunitctl
-/// prints the error; a script retries). Each connection has ONE deadline for its whole request
+/// connection over that is answered `{"ok":false,"error":"busy"}` at once (taxiunitctl prints the
+/// error; a script retries). It is closed once its request line has been read (or its deadline
+/// passed): a unix socket closed with bytes unread resets the connection, and the client would
+/// get ECONNRESET or EPIPE instead of the answer. Each connection has ONE deadline for its whole request
 /// (`requestDeadline`), however the bytes trickle in, and one for writing its answer: a client that
 /// sends a byte every few seconds, or never reads, loses its connection when it passes.
 public final class ControlServer: Sendable {
@@ -46,11 +48,22 @@ public final class ControlServer: Sendable {
     /// Connections being served now.
     private let clients = Mutex(0)
     private let worker = BlockingWorker(name: "control-accept")
+    /// Connections told busy, read to the end of their request before they are closed.
+    private let refused = Mutex<[Refused]>([])
+    private let refuser = BlockingWorker(name: "control-busy")
+
+    private struct Refused {
+        var fd: Int32
+        var deadline: ContinuousClock.Instant
+    }
 
     /// Largest request accepted; control requests are a few hundred bytes.
     static let maxRequestBytes = 64 * 1024
     /// What a connection over `maxClients` is told before it is closed.
     static let busy = Array(#"{"ok":false,"error":"busy"}"#.utf8) + [UInt8(ascii: "\n")]
+    /// Busy connections waiting to be read out at once; more are closed as soon as they are told,
+    /// so a flood of clients holds a bounded number of descriptors.
+    static let maxRefused = 256
 
     /// `maxClients`: connections served at once. `requestDeadline`: how long a client has to send its
     /// whole request line, and again to take its whole answer.
@@ -97,6 +110,7 @@ public final class ControlServer: Sendable {
         }
         listener.withLock { $0 = fd }
         worker.start { [self] in acceptLoop(fd) }
+        refuser.start { [self] in readOutRefused() }
     }
 
     /// Stops accepting and removes the socket; connections being served finish on their own.
@@ -108,6 +122,9 @@ public final class ControlServer: Sendable {
         guard fd >= 0 else { return }
         // accept() returns once the listening socket is shut down.
         worker.stop { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        refuser.stop()
+        for connection in refused.withLock({ $0 }) { closeDescriptor(connection.fd) }
+        refused.withLock { $0 = [] }
         closeDescriptor(fd)
         _ = try? syscall("unlink \(path)") { unlink(path) }
     }
@@ -135,14 +152,53 @@ public final class ControlServer: Sendable {
                 return true
             }
             guard admitted else {
-                Self.writeAll(client, Self.busy, until: .now + requestDeadline)
-                closeDescriptor(client)
+                // The line fits any socket buffer: this does not wait for a client that never reads.
+                Self.writeAll(client, Self.busy, until: .now + .milliseconds(100))
+                let kept = refused.withLock { connections in
+                    guard connections.count < Self.maxRefused else { return false }
+                    connections.append(Refused(fd: client, deadline: .now + requestDeadline))
+                    return true
+                }
+                if !kept { closeDescriptor(client) }
                 continue
             }
             Thread.detachNewThread { [self] in
                 serve(client)
                 clients.withLock { $0 -= 1 }
             }
+        }
+    }
+
+    /// Reads what busy connections send until each has sent its line, closed its end or passed its
+    /// deadline, then closes it: nothing is left unread to reset the connection.
+    private func readOutRefused() {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while !refuser.isStopping {
+            let connections = refused.withLock { $0 }
+            guard !connections.isEmpty else {
+                refuser.sleep(0.02, beatAllowingSilenceS: 0)
+                continue
+            }
+            var ready = connections.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            _ = try? syscall("poll") { poll(&ready, nfds_t(ready.count), 20) }
+            var finished: Set<Int32> = []
+            let now = ContinuousClock.now
+            for (connection, state) in zip(connections, ready) {
+                if state.revents != 0 {
+                    do throws(SystemCallError) {
+                        let count = try syscall("recv") {
+                            scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                        }
+                        if count == 0 || scratch[..<count].contains(UInt8(ascii: "\n")) { finished.insert(connection.fd) }
+                    } catch {
+                        if !error.wouldBlock { finished.insert(connection.fd) }
+                    }
+                }
+                if now >= connection.deadline { finished.insert(connection.fd) }
+            }
+            guard !finished.isEmpty else { continue }
+            refused.withLock { $0.removeAll { finished.contains($0.fd) } }
+            for fd in finished { closeDescriptor(fd) }
         }
     }
 

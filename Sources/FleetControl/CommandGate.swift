@@ -125,6 +125,11 @@ public struct CommandGate: Sendable {
         return .execute(FleetCommand(id: id, name: name, action: action, expiresAt: Int64(expiresAt)))
     }
 
+    /// A command refused unread (over the size limit, or set aside as poison).
+    public static func refuseUnread(_ rejection: FleetRejection) -> CommandDecision {
+        .refuse(refusal(id: nil, name: nil, .rejected, rejection))
+    }
+
     private static func refusal(id: String?, name: String?, _ result: CommandRefusal.Result, _ rejection: FleetRejection) -> CommandRefusal {
         CommandRefusal(id: id, name: name, result: result, reason: rejection.reason.rawValue, errors: rejection.errors)
     }

@@ -6,6 +6,8 @@ public enum FleetConfigEvent: Sendable, Equatable {
     /// `retained` when the broker sent its stored copy rather than a message published just now;
     /// `at`: the unit clock, ms.
     case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool, at: Int64)
+    /// A message refused unread (over the size limit, or set aside as poison), for this reason.
+    case refusedUnread(ConfigScope, FleetRejection)
     /// The rollback timer ran out before the fleet's own broker answered.
     case rollbackDue(lastError: String?)
 }
@@ -60,6 +62,10 @@ public struct FleetConfigMachine: Sendable {
     public private(set) var restoreProblems: [String] = []
     private var settings: [ConfigScope: ConfigValue] = [:]
 
+    /// The highest version a document may carry (2^53, the largest integer every JSON reader keeps
+    /// exact): a signed version near Int.max would otherwise leave a scope no newer version.
+    public static let highestVersion = 1 << 53
+
     /// `local` must be a valid configuration document (the unit refuses to start otherwise).
     public init(local: ConfigValue, restoring records: [ConfigScope: ConfigScopeRecord]) throws(ConfigError) {
         let localConfiguration = try UnitConfiguration(document: local)
@@ -74,9 +80,17 @@ public struct FleetConfigMachine: Sendable {
                 restoreProblems.append("stored \(scope.rawValue) config version \(lastGood.version) (the last good one): \(rejection.errors.joined(separator: "; "))")
                 self.records[scope]?.probation?.lastGood = nil
             }
+            // A version is held only while a trusted key vouches for it: one signed by a removed key,
+            // or past the ceiling, no longer blocks newer documents.
+            if let seen = records[scope]?.seenVersion, seen > Self.highestVersion {
+                restoreProblems.append("stored \(scope.rawValue) config: held version \(seen) is above the highest version \(Self.highestVersion)")
+                self.records[scope]?.seenVersion = records[scope]?.applied.map(\.version).flatMap { $0 <= Self.highestVersion ? $0 : nil } ?? 0
+            }
             guard let document = records[scope]?.applied else { continue }
             if let rejection = Self.verify(document, topic: topic, trust: trust) {
                 restoreProblems.append("stored \(scope.rawValue) config version \(document.version): \(rejection.errors.joined(separator: "; "))")
+                let trustedVersion = self.records[scope]?.probation?.lastGood?.version ?? 0
+                self.records[scope]?.seenVersion = trustedVersion
                 continue
             }
             switch Self.settings(of: document.payload) {
@@ -123,6 +137,8 @@ public struct FleetConfigMachine: Sendable {
         switch event {
         case .received(let scope, let topic, let payload, let retained, let now):
             return receive(scope, topic: topic, payload: payload, retained: retained, at: now)
+        case .refusedUnread(let scope, let rejection):
+            return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
         case .rollbackDue(let lastError):
             return rollBack(lastError: lastError)
         }
@@ -147,9 +163,9 @@ public struct FleetConfigMachine: Sendable {
             return [.cancelRollbackTimer, .commit(trial, trialRecord, ack: nil)]
                 + receive(scope, topic: topic, payload: payload, retained: retained, at: now)
         }
-        guard let version, version >= 1 else {
-            let rejection = FleetRejection(.invalid, ["version must be an integer of at least 1"])
-            return [.acknowledge(Self.rejected(scope, version: nil, rejection))]
+        guard let version, (1...Self.highestVersion).contains(version) else {
+            let rejection = FleetRejection(.invalid, ["version must be an integer from 1 to \(Self.highestVersion)"])
+            return [.acknowledge(Self.rejected(scope, version: version, rejection))]
         }
         let record = records[scope] ?? ConfigScopeRecord()
         if version == record.seenVersion {
@@ -230,7 +246,10 @@ public struct FleetConfigMachine: Sendable {
     }
 
     private static func verify(_ document: AppliedConfigDocument, topic fallback: String, trust: FleetTrust) -> FleetRejection? {
-        switch FleetMessage.parse(document.payload) {
+        if document.version > highestVersion {
+            return FleetRejection(.invalid, ["version \(document.version) is above the highest version \(highestVersion)"])
+        }
+        return switch FleetMessage.parse(document.payload) {
         case .success(let parsed): FleetMessage.authenticate(parsed, topic: document.topic ?? fallback, trust: trust, as: .config)
         case .failure(let rejection): rejection
         }

@@ -63,9 +63,7 @@ public enum FleetMessage {
     public static let maximumBytes = 64 * 1024
 
     public static func parse(_ payload: [UInt8]) -> Result<JSONDocument, FleetRejection> {
-        guard payload.count <= maximumBytes else {
-            return .failure(FleetRejection(.tooLarge, ["payload is \(payload.count) bytes, more than the limit of \(maximumBytes)"]))
-        }
+        guard payload.count <= maximumBytes else { return .failure(tooLarge(bytes: payload.count)) }
         let document: JSONDocument
         do {
             document = try JSONDocument.parse(payload)
@@ -77,6 +75,14 @@ public enum FleetMessage {
         }
         return .success(document)
     }
+
+    /// A payload of `bytes`, over `maximumBytes`: refused whether it was read or not.
+    public static func tooLarge(bytes: Int) -> FleetRejection {
+        FleetRejection(.tooLarge, ["payload is \(bytes) bytes, more than the limit of \(maximumBytes)"])
+    }
+
+    /// A message the unit died handling twice, set aside unread.
+    public static let poisoned = FleetRejection(.invalid, ["set aside unread: the unit died twice while handling this message"])
 
     /// Config documents and commands are signed by keys of their own.
     public enum Kind: Sendable {

@@ -410,6 +410,10 @@ public final class LocalCache: OutboxHints, Sendable {
                 arguments: [key, encoded]
             )
         }
+
+        public func removeValue(forKey key: String) throws {
+            try db.execute(sql: "DELETE FROM unit_state WHERE key = ?", arguments: [key])
+        }
     }
 
     public func loadValue<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {

@@ -15,6 +15,8 @@ public enum AsideKind: String, Sendable, CaseIterable, Codable {
     case outboxRow = "outbox_row"
     /// A kept driver message that cannot be read back (DriverMessagesStore.swift).
     case driverMessage = "driver_message"
+    /// An inbound message the unit died handling twice (a poison message).
+    case inboundMessage = "inbound_message"
 }
 
 extension LocalCache {

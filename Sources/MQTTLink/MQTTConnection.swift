@@ -133,6 +133,8 @@ public final class MQTTConnection: @unchecked Sendable {
         heartbeat.beat(allowingSilenceS: Liveness.blockingConnectS)
     }
 
+    fileprivate var maximumPayloadBytes: Int? { endpoint.maximumPayloadBytes }
+
     public var connected: Bool {
         sessions.withLock { $0.connected != nil }
     }
@@ -230,6 +232,11 @@ public final class MQTTConnection: @unchecked Sendable {
         defer { mosquitto_property_free_all(&properties) }
         if endpoint.protocolVersion == .v5, !endpoint.cleanSession {
             let rc = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), endpoint.sessionExpiryS)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        // A broker then drops what is larger instead of sending it: it never reaches our memory.
+        if endpoint.protocolVersion == .v5, let maximum = endpoint.maximumPacketSize {
+            let rc = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), maximum)
             if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
         }
         return mosquitto_connect_bind_v5(handle, node.host, Int32(node.port), Int32(endpoint.keepaliveS), nil, properties)
@@ -450,6 +457,11 @@ private final class CallbackSink {
     }
 
     func received(_ message: mosquitto_message) {
+        // libmosquitto has read the packet; no copy of a payload over the limit is made.
+        if let limit = connection.maximumPayloadBytes, Int(message.payloadlen) > limit {
+            connection.yield(.oversized(topic: String(cString: message.topic), bytes: Int(message.payloadlen), retained: message.retain))
+            return
+        }
         let payload: [UInt8] =
             if let bytes = message.payload, message.payloadlen > 0 {
                 Array(UnsafeRawBufferPointer(start: bytes, count: Int(message.payloadlen)))

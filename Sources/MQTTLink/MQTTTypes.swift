@@ -20,11 +20,25 @@ public struct MQTTEndpoint: Sendable, Equatable {
     /// MQTT 5's Receive Maximum: how many QoS 1 messages the broker may have in flight to us, and
     /// so how many it sends again when a connection breaks (libmosquitto's default is 20).
     public var receiveMaximum: UInt16
+    /// The largest payload this client takes; nil: any. On MQTT 5 it is announced in CONNECT as the
+    /// Maximum Packet Size (with `packetOverheadBytes` for the topic and headers), so the broker
+    /// drops a larger message rather than sending it. A larger payload that arrives anyway (MQTT
+    /// 3.1.1, or a broker that ignores the limit) is reported as `.oversized`, never copied.
+    public var maximumPayloadBytes: Int?
+
+    /// Room in a packet beside its payload: fixed header, topic, packet id and properties.
+    public static let packetOverheadBytes = 1024
+
+    /// The Maximum Packet Size announced in CONNECT for `maximumPayloadBytes`.
+    public var maximumPacketSize: UInt32? {
+        maximumPayloadBytes.map { UInt32(clamping: $0 + Self.packetOverheadBytes) }
+    }
 
     public init(
         host: String, port: Int, keepaliveS: Int, clientID: String, cleanSession: Bool = false,
         tls: MQTTTLS? = nil, credentials: MQTTCredentials? = nil, protocolVersion: MQTTProtocolVersion = .v5,
-        sessionExpiryS: UInt32 = 86_400, receiveMaximum: UInt16 = 20, otherNodes: [MQTTNode] = []
+        sessionExpiryS: UInt32 = 86_400, receiveMaximum: UInt16 = 20, otherNodes: [MQTTNode] = [],
+        maximumPayloadBytes: Int? = nil
     ) {
         nodes = [MQTTNode(host: host, port: port)] + otherNodes
         self.keepaliveS = keepaliveS
@@ -35,6 +49,7 @@ public struct MQTTEndpoint: Sendable, Equatable {
         self.protocolVersion = protocolVersion
         self.sessionExpiryS = sessionExpiryS
         self.receiveMaximum = max(1, receiveMaximum)
+        self.maximumPayloadBytes = maximumPayloadBytes
     }
 }
 
@@ -196,6 +211,8 @@ public enum MQTTEvent: Sendable, Equatable {
     /// message (0x87 not authorised, 0x97 quota exceeded, ...). It must be sent again later.
     case refused(MQTTPublishTicket, reasonCode: Int32)
     case message(MQTTMessage)
+    /// A message larger than the endpoint's `maximumPayloadBytes`: refused unread, only its size kept.
+    case oversized(topic: String, bytes: Int, retained: Bool)
 }
 
 public enum MQTTLinkError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -26,15 +26,21 @@ extension UnitConfiguration {
     public static func overlay(_ layers: [ConfigValue], on local: ConfigValue) throws(ConfigError) -> UnitConfiguration {
         var problems = layers.flatMap(remoteAccessProblems)
         var merged: UnitConfiguration?
+        let document = layers.reduce(local) { $0.overlaid(by: $1) }
         do {
-            merged = try UnitConfiguration(document: layers.reduce(local) { $0.overlaid(by: $1) })
+            merged = try UnitConfiguration(document: document)
         } catch {
             problems += error.problems
         }
-        // The local file's allow_plaintext waives TLS for its own broker only.
-        if let merged, merged.mqtt.tls == nil, !isLoopback(merged.mqtt.host),
-           let own = try? UnitConfiguration(document: local), (own.mqtt.host, own.mqtt.port) != (merged.mqtt.host, merged.mqtt.port) {
-            problems.append("mqtt.host: a fleet config cannot move the unit to a broker off this machine without TLS (\(merged.mqtt.host):\(merged.mqtt.port))")
+        // The local file's allow_plaintext waives TLS for its own brokers only: every node the
+        // fleet names is held to it, not only the first.
+        if let merged, merged.mqtt.tls == nil {
+            let ownNodes = (try? UnitConfiguration(document: local))?.mqtt.nodes ?? []
+            let listed = if case .table(let root) = document, case .table(let mqtt)? = root["mqtt"] { mqtt["hosts"] != nil } else { false }
+            let key = listed ? "mqtt.hosts" : "mqtt.host"
+            for node in merged.mqtt.nodes where !isLoopback(node.host) && !ownNodes.contains(node) {
+                problems.append("\(key): a fleet config cannot move the unit to a broker off this machine without TLS (\(node))")
+            }
         }
         guard let merged, problems.isEmpty else { throw ConfigError(problems: problems) }
         return merged

@@ -195,6 +195,16 @@ public struct InboundProblem: Error, Sendable, Equatable {
     public var job: String?
     public var reason: String
 
+    /// A message the unit died handling twice, set aside unread.
+    public static func poisoned(_ topic: InboundTopic) -> InboundProblem {
+        InboundProblem(topic: topic, job: nil, reason: "set aside unread: the unit died twice while handling it")
+    }
+
+    /// A payload of `bytes`, over the topic's limit: refused whether it was read or not.
+    public static func tooLarge(_ topic: InboundTopic, bytes: Int) -> InboundProblem {
+        InboundProblem(topic: topic, job: nil, reason: "payload of \(bytes) bytes is over the \(topic.maxPayloadBytes)-byte limit")
+    }
+
     public init(topic: InboundTopic, job: String?, reason: String) {
         self.topic = topic
         self.job = job
@@ -223,6 +233,9 @@ public enum InboundLimits {
 }
 
 extension InboundTopic {
+    /// The largest payload read on any inbound topic.
+    public static var largestPayloadBytes: Int { allCases.map(\.maxPayloadBytes).max() ?? 0 }
+
     /// The largest payload read on this topic; a larger one is refused unread.
     public var maxPayloadBytes: Int {
         switch self {
@@ -238,9 +251,7 @@ extension InboundMessage {
     /// strings or integers; an integer id is handled as its decimal string. The payload must be
     /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size.
     public static func decode(topic: InboundTopic, payload: [UInt8], now: Int64) -> Result<InboundMessage, InboundProblem> {
-        guard payload.count <= topic.maxPayloadBytes else {
-            return .failure(InboundProblem(topic: topic, job: nil, reason: "payload of \(payload.count) bytes is over the \(topic.maxPayloadBytes)-byte limit"))
-        }
+        guard payload.count <= topic.maxPayloadBytes else { return .failure(.tooLarge(topic, bytes: payload.count)) }
         let document: JSONDocument
         do {
             document = try JSONDocument.parse(payload)

@@ -260,6 +260,9 @@ public enum UnitEvent: Sendable, Equatable {
     case resumed(at: Int64)
     /// A fleet document changed the settings: they are in force from this step on.
     case settingsChanged(UnitSettings)
+    /// A crash loop was broken by setting the snapshot aside, and with it the job the unit had in
+    /// `state`: the dispatcher and the driver must hear that the unit no longer has it.
+    case jobDropped(job: String, state: StateName, at: Int64)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -370,6 +373,10 @@ public struct UnitStateMachine: Sendable {
             // The seats shown and offered follow a new seat count at once.
             step.status = status
             return step
+        case .jobDropped(let job, let from, let now):
+            return Step(
+                messages: [.event(Transition(t: now, from: from, to: state.name, job: job, reason: "crash_loop"))],
+                driver: [.told("Job \(job) dropped after repeated crashes: call dispatch")])
         case .resumed(let now):
             var step = Step()
             if let reminder = snapshot.reminder {

@@ -1,3 +1,4 @@
+import FleetControl
 import Foundation
 import Liveness
 import Logging
@@ -50,6 +51,9 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         connection?.stop()
     }
 
+    /// Nothing the unit reads is larger: a fleet document or command, or a dispatcher's message.
+    static let largestInboundPayloadBytes = max(FleetMessage.maximumBytes, InboundTopic.largestPayloadBytes)
+
     /// Closes the current connection (cleanly: no last will) and opens one for `configuration`.
     /// Returns the new connection's generation.
     @discardableResult
@@ -64,7 +68,8 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
                 credentials: credentials(mqtt),
                 // Validated at load: "5" or "3.1.1".
                 protocolVersion: MQTTProtocolVersion(rawValue: mqtt.protocolVersion) ?? .v5,
-                sessionExpiryS: UInt32(clamping: mqtt.sessionExpiryS), otherNodes: Array(nodes.dropFirst())),
+                sessionExpiryS: UInt32(clamping: mqtt.sessionExpiryS), otherNodes: Array(nodes.dropFirst()),
+                maximumPayloadBytes: Self.largestInboundPayloadBytes),
             will: nil,
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
             logger: logger

@@ -57,6 +57,9 @@ struct DriverPanel {
             }
         case .inbound(.message, _):
             if !step.inbox.isEmpty { raise(.newMessage) }
+        case .jobDropped:
+            // The job is gone from the unit as if cancelled; the row holds 20 characters.
+            raise(.cancelled, detail: "Crash: call dispatch")
         case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .settingsChanged:
             break
         }

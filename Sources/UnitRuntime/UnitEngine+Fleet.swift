@@ -46,6 +46,23 @@ extension UnitEngine {
         return true
     }
 
+    /// True when the topic was the fleet's: a message refused unread (over the size limit, or
+    /// poison), answered with `rejection`.
+    func refuseFleetMessage(topic: String, _ rejection: FleetRejection) -> Bool {
+        let base = configuration.unitTopicBase
+        switch topic {
+        case fleetTopic:
+            perform(fleetConfig.handle(.refusedUnread(.fleet, rejection)))
+        case base + UnitTopic.config.rawValue:
+            perform(fleetConfig.handle(.refusedUnread(.unit, rejection)))
+        case base + UnitTopic.cmd.rawValue:
+            answerCommand(CommandGate.refuseUnread(rejection), at: clockMs())
+        default:
+            return false
+        }
+        return true
+    }
+
     var fleetConfigStatus: ControlStatus.Config {
         ControlStatus.Config(
             versions: Dictionary(uniqueKeysWithValues: fleetConfig.versions.map { ($0.key.rawValue, $0.value) }),
@@ -142,11 +159,15 @@ extension UnitEngine {
 
     private func handleCommand(_ message: MQTTMessage) {
         let now = clockMs()
+        answerCommand(fleetCommands.admit(message.payload, topic: message.topic, now: now), at: now)
+    }
+
+    private func answerCommand(_ decision: CommandDecision, at now: Int64) {
         let reply = { (result: CommandReplyMessage.Result, id: String?, name: String?) in
             CommandReplyMessage(unit: self.configuration.unit.id, seq: 0, id: "", t: now, cmdID: id, cmd: name, result: result)
         }
         do {
-            switch fleetCommands.admit(message.payload, topic: message.topic, now: now) {
+            switch decision {
             case .ignore(let id):
                 logger.notice("replayed command ignored", metadata: ["id": "\(id)"])
             case .refuse(let refusal):

@@ -16,6 +16,18 @@ extension UnitEngine {
         }
     }
 
+    /// A message refused unread (over the size limit, or poison): handled as malformed, which
+    /// answers `invalid` where the topic has an answer.
+    func refuseInbound(topic: String, why: String, _ problem: (InboundTopic) -> InboundProblem) {
+        let base = configuration.unitTopicBase
+        guard topic.hasPrefix(base), let inbound = InboundTopic(rawValue: String(topic.dropFirst(base.count))) else {
+            logger.warning("ignoring a message refused unread", metadata: ["topic": "\(topic)", "why": "\(why)"])
+            return
+        }
+        logger.warning("message refused unread", metadata: ["topic": "\(inbound.rawValue)", "why": "\(why)"])
+        step(.malformed(problem(inbound), at: clockMs()))
+    }
+
     func receive(_ message: MQTTMessage) {
         let base = configuration.unitTopicBase
         guard message.topic.hasPrefix(base), let topic = InboundTopic(rawValue: String(message.topic.dropFirst(base.count))) else {

@@ -50,6 +50,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
     /// Inbound MQTT messages admitted per second, with a burst (docs/protocol.md, "Limits").
     let inboundFlow: InboundFlow
 
+    /// The open job a broken crash loop set aside with the snapshot: told dropped once running.
+    private let droppedJob: CrashLoopBreaker.DroppedJob?
+    /// Inbound messages the unit died handling (PoisonGuard.swift).
+    let poisonGuard: PoisonGuard
+
     // Owned by the `run()` loop only.
     /// The local file with the fleet's documents laid over it (UnitEngine+Fleet.swift).
     var configuration: UnitConfiguration
@@ -110,7 +115,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
         devices: DriverDeviceSet? = nil, options: EngineOptions = EngineOptions()
     ) throws {
         let startedAt = EngineClock.systemMs()
-        CrashLoopBreaker.started(store: store, at: startedAt, logger: logger)
+        poisonGuard = PoisonGuard(store: store, at: startedAt, logger: logger)
+        droppedJob = CrashLoopBreaker.started(store: store, at: startedAt, logger: logger, poison: poisonGuard)
         // Whatever is loaded here and fails is set aside rather than failing every start.
         fleetConfig = try Self.restoring("fleet configuration documents", store: store, logger: logger, fallback: FleetConfigMachine(local: local, restoring: [:])) {
             try FleetConfigMachine(local: local, restoring: store.fleetConfigRecords())
@@ -186,14 +192,21 @@ public final class UnitEngine: Service, @unchecked Sendable {
             switch linked.event {
             case .published:
                 inbox.post(.mqtt(linked), mayWait: .acknowledgement)
-            case .message:
-                // A flood is dropped here, on the broker's thread, before it queues up or is parsed.
-                guard inboundFlow.admit() else { return }
-                inbox.post(.mqtt(linked), droppable: true)
+            case .message(let message):
+                Self.admit(linked, topic: message.topic, retained: message.retained, flow: inboundFlow, inbox: inbox)
+            case .oversized(let topic, _, let retained):
+                Self.admit(linked, topic: topic, retained: retained, flow: inboundFlow, inbox: inbox)
             case .connected, .connectFailed, .disconnected, .refused:
                 inbox.post(.mqtt(linked))
             }
         }
+    }
+
+    /// A flood is dropped here, on the broker's thread, before it queues up or is parsed. A retained
+    /// document comes once per connection: never dropped for a full inbox either.
+    private static func admit(_ linked: BrokerLink.Event, topic: String, retained: Bool, flow: InboundFlow, inbox: EngineInbox<EngineInput>) {
+        guard flow.admit(topic: topic, retained: retained) else { return }
+        inbox.post(.mqtt(linked), droppable: !retained)
     }
 
     /// Loads something kept in the store; when that fails, sets it aside (kept for diagnosis and
@@ -245,6 +258,9 @@ public final class UnitEngine: Service, @unchecked Sendable {
         // The fleet's config in force may have set another language than the local file.
         applyDriverPreferences()
         step(.resumed(at: clockMs()))
+        if let dropped = droppedJob { step(.jobDropped(job: dropped.job, state: dropped.state, at: clockMs())) }
+        // Answered unhandled where there is someone to answer.
+        if let poison = poisonGuard.setAsideAtStart { refusePoison(topic: poison.topic) }
         _ = outbox.batchHandled(at: clockMs())
         refreshDriverView()
         await withGracefulShutdownHandler {
@@ -412,10 +428,23 @@ public final class UnitEngine: Service, @unchecked Sendable {
             if ticket == offlineStatusTicket { return .finished }
             outbox.refused(ticket, reasonCode: reasonCode, at: clockMs())
         case .message(let message):
-            if handleFleetMessage(message) { break }
-            receive(message)
+            if poisonGuard.isPoison(message) {
+                refusePoison(topic: message.topic)
+                break
+            }
+            poisonGuard.handling(message)
+            if !handleFleetMessage(message) { receive(message) }
+            poisonGuard.handled()
+        case .oversized(let topic, let bytes, _):
+            if refuseFleetMessage(topic: topic, FleetMessage.tooLarge(bytes: bytes)) { break }
+            refuseInbound(topic: topic, why: "oversized, \(bytes) bytes") { .tooLarge($0, bytes: bytes) }
         }
         return .running
+    }
+
+    private func refusePoison(topic: String) {
+        if refuseFleetMessage(topic: topic, FleetMessage.poisoned) { return }
+        refuseInbound(topic: topic, why: "poison", InboundProblem.poisoned)
     }
 
     /// The retained status. Published after a step's messages were handed to the broker: its

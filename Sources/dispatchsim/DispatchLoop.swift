@@ -129,6 +129,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
             note("WARNING the broker refused a message (reason code 0x\(String(reasonCode, radix: 16)))")
         case .message(let message):
             handle(message)
+        case .oversized(let topic, let bytes, _):
+            note("WARNING a message of \(bytes) bytes on \(topic) was over the size limit")
         }
     }
 

@@ -124,7 +124,7 @@ import UnitCore
         #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: Array("[1]".utf8), retained: false, at: 0)).acks.first?.errors == ["the payload must be a JSON object"])
         #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: [], retained: false, at: 0)) == [.ignore(.fleet, because: "empty message (retained document cleared)")])
         let noVersion = try fleet.signed(#"{"settings":{}}"#, topic: fleet.fleetTopic)
-        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: noVersion, retained: false, at: 0)).acks.first?.errors == ["version must be an integer of at least 1"])
+        #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: noVersion, retained: false, at: 0)).acks.first?.errors == ["version must be an integer from 1 to 9007199254740992"])
         let extra = try fleet.signed(#"{"version":1,"settings":{},"comment":"x"}"#, topic: fleet.fleetTopic)
         #expect(machine.handle(.received(.fleet, topic: fleet.fleetTopic, payload: extra, retained: false, at: 0)).acks.first?.errors == ["unknown key comment"])
         #expect(machine.versions.isEmpty)
@@ -278,6 +278,55 @@ import UnitCore
         _ = restarted.handle(.rollbackDue(lastError: nil))
         #expect(restarted.configuration.mqtt.host == "broker-a")
         #expect(restarted.configuration.reporting.rule(for: "en_route").intervalS == 5)
+    }
+
+    @Test func versionsAboveTheCeilingAreInvalidAndTheCeilingItselfIsHeld() throws {
+        var machine = try fleet.machine()
+        for version in [Int.max, FleetConfigMachine.highestVersion + 1] {
+            #expect(machine.handle(try fleet.config(version, "{}")).acks == [ConfigAck(
+                scope: .fleet, version: version, result: .rejected, reason: "invalid",
+                errors: ["version must be an integer from 1 to 9007199254740992"])])
+        }
+        #expect(machine.versions.isEmpty)
+        #expect(machine.handle(try fleet.config(FleetConfigMachine.highestVersion, #"{"reporting":{"interval_s":10}}"#)).acks.map(\.result) == [.applied])
+        #expect(machine.versions == [.fleet: 9_007_199_254_740_992])
+    }
+
+    /// The held version is the trusted key's: once its key is removed, the next key's documents
+    /// start afresh, whatever version the old key signed.
+    @Test func rotatingTheKeyUnblocksAScopeHeldAtTheCeiling() throws {
+        var machine = try fleet.machine()
+        var stored: [ConfigScope: ConfigScopeRecord] = [:]
+        for case .commit(let scope, let record, _) in machine.handle(try fleet.config(FleetConfigMachine.highestVersion, #"{"reporting":{"interval_s":10}}"#)) {
+            stored[scope] = record
+        }
+        #expect(machine.handle(try fleet.config(2, #"{"reporting":{"interval_s":11}}"#)).acks.map(\.reason) == ["stale"])
+
+        let rotated = FleetFixture()
+        var restarted = try FleetConfigMachine(local: ConfigValue.parseTOML(rotated.localTOML()), restoring: stored)
+        #expect(restarted.records[.fleet]?.seenVersion == 0)
+        #expect(restarted.handle(try rotated.config(2, #"{"reporting":{"interval_s":11}}"#)).acks.map(\.result) == [.applied])
+        #expect(restarted.configuration.reporting.rule(for: "en_route").intervalS == 11)
+
+        // While both keys are trusted the old key's version still counts.
+        let both = try ConfigValue.parseTOML(fleet.localTOML(extra: "").replacingOccurrences(
+            of: "config_pubkeys = [\"", with: "config_pubkeys = [\"\(rotated.key.publicKey.rawRepresentation.base64EncodedString())\", \""))
+        var overlapping = try FleetConfigMachine(local: both, restoring: stored)
+        #expect(overlapping.handle(try rotated.config(2, #"{"reporting":{"interval_s":11}}"#)).acks.map(\.reason) == ["stale"])
+    }
+
+    /// A store written before the ceiling may hold a version above it: it is set aside at start.
+    @Test func aStoredVersionAboveTheCeilingIsSetAside() throws {
+        let payload = try fleet.signed(#"{"version":\#(Int.max),"settings":{"reporting":{"interval_s":10}}}"#, topic: fleet.fleetTopic)
+        let stored: [ConfigScope: ConfigScopeRecord] = [.fleet: ConfigScopeRecord(
+            seenVersion: Int.max, applied: AppliedConfigDocument(version: Int.max, payload: payload, topic: fleet.fleetTopic))]
+        var machine = try fleet.machine(records: stored)
+        #expect(machine.restoreProblems == [
+            "stored fleet config: held version 9223372036854775807 is above the highest version 9007199254740992",
+            "stored fleet config version 9223372036854775807: version 9223372036854775807 is above the highest version 9007199254740992",
+        ])
+        #expect(machine.versions.isEmpty && machine.records[.fleet]?.seenVersion == 0)
+        #expect(machine.handle(try fleet.config(3, #"{"reporting":{"interval_s":12}}"#)).acks.map(\.result) == [.applied])
     }
 
     @Test func storedRecordsThatNoLongerFitTheLocalFileAreSetAside() throws {

@@ -100,25 +100,151 @@ import Testing
         #expect(!texts.contains { $0.contains("1e+20") || $0.contains("100000000000000000000") }, "\(texts)")
     }
 
-    @Test func startsThatKeepDyingEarlySetTheStateAsideOnTheThird() async throws {
-        let rig = try await preparedRig { rig in
-            try await rig.goOnDuty()
-            try rig.offer("LOOP")
-            try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
-            _ = try rig.press("accept")
-            try await rig.unit.waitForStatus("en route") { $0.state == "en_route" }
+    /// Starts that keep dying early: the breaker trips on the third, and escalates from the least
+    /// to the most it can set aside. The third sets the fleet's documents aside and keeps the open
+    /// job; the fourth sets the snapshot aside too, and tells the driver and the dispatcher that
+    /// the job was dropped.
+    @Test func startsThatKeepDyingEarlyEscalateFromTheFleetDocumentsToTheSnapshot() async throws {
+        let scratch = try ScratchDirectory()
+        let signer = try FleetSigner(in: scratch)
+        let rig = try await DriverIdentityTests.Rig(scratch: scratch, extraTOML: signer.fleetSection())
+        let unit = rig.unit
+        let fleetTopic = "taxi/\(unit.fleet)/config"
+        try rig.recorder.publish(fleetTopic, try signer.sign(#"{"version":1,"settings":{"reporting":{"interval_s":30}}}"#, topic: fleetTopic), retain: true)
+        try await unit.waitForStatus("the fleet document applied") { $0.config?.versions == ["fleet": 1] }
+        // Only the unit's store holds it from now on.
+        try rig.recorder.publish(fleetTopic, "", retain: true)
+        try await acceptAndStop(rig, job: "LOOP")
+        // Two early deaths trip nothing.
+        try await dieEarly(unit, times: 2)
+        try await unit.start()
+        var status = try await unit.waitForStatus("up after two early deaths") { $0.broker.connected }
+        #expect(status.state == "en_route" && (status.aside ?? [:]).isEmpty && status.config?.versions == ["fleet": 1], "\(String(describing: status.aside))")
+        #expect(!unit.log.contains("CRASH LOOP"))
+        unit.killHard()
+
+        // The third: the fleet's documents go, the job stays.
+        try await unit.start()
+        status = try await unit.waitForStatus("up after three early deaths") { $0.broker.connected }
+        #expect(status.state == "en_route" && status.job?.id == "LOOP")
+        #expect(status.aside == ["fleet_config": 1] && status.config?.versions.isEmpty == true, "\(String(describing: status.aside))")
+        #expect(unit.log.contains("CRASH LOOP: setting aside the fleet documents"))
+        unit.killHard()
+
+        // The fourth: the snapshot goes too, and with it the job, which is told.
+        try await unit.start()
+        status = try await unit.waitForStatus("up after four early deaths") { $0.broker.connected }
+        #expect(status.state == "off_duty" && status.aside?["snapshot"] == 1, "\(String(describing: status.aside))")
+        try await rig.recorder.waitFor("the dropped job's event") { messages in
+            messages.contains {
+                $0.topic == unit.topicBase + "event" && $0.json?["job"] as? String == "LOOP" && $0.json?["reason"] as? String == "crash_loop"
+                    && $0.json?["from"] as? String == "en_route" && $0.json?["to"] as? String == "off_duty"
+            }
         }
-        defer { rig.stop() }
-        // Two starts that died within their first minute (the breaker counts them in the store).
-        for _ in 0..<2 {
-            try await rig.unit.start()
-            _ = try await rig.unit.waitForStatus("up") { _ in true }
-            rig.unit.killHard()
+        let screen = try await rig.screen.waitFor("the driver told") { $0.rows[3] == "JOB CANCELLED       " && $0.rows[2] == "Crash: call dispatch" }
+        #expect(screen.rows[0].hasPrefix("OFF DUTY"), "\(screen.rows)")
+        #expect(unit.log.contains("Job LOOP dropped after repeated crashes: call dispatch"))
+        let problems = try ContractCheck.problems(in: rig.recorder.messages)
+        #expect(problems.isEmpty, "\(problems)")
+        unit.stop()
+    }
+
+    /// A retained fleet document the last runs died handling twice (the record the unit keeps in
+    /// its store while it handles a message, as the second death left it): the start sets it
+    /// aside, answers it `invalid`, refuses the broker's copy unhandled at every connection, and
+    /// goes on.
+    @Test func aPoisonMessageIsSetAsideAfterTwoDeathsWhileHandlingIt() async throws {
+        let scratch = try ScratchDirectory()
+        let signer = try FleetSigner(in: scratch)
+        let rig = try await DriverIdentityTests.Rig(scratch: scratch, extraTOML: signer.fleetSection())
+        let unit = rig.unit
+        unit.stop()
+        let fleetTopic = "taxi/\(unit.fleet)/config"
+        let document = try signer.sign(#"{"version":1,"settings":{"reporting":{"interval_s":30}}}"#, topic: fleetTopic)
+        try recordInHand(document, topic: fleetTopic, deaths: 1, store: unit.storePath)
+        try rig.recorder.publish(fleetTopic, document, retain: true)
+
+        func refusals() -> [[String: Any]] {
+            rig.recorder.messages(onTopic: unit.topicBase + "config/ack").compactMap(\.json).filter {
+                $0["reason"] as? String == "invalid" && ($0["errors"] as? [String])?.first?.hasPrefix("set aside unread") == true
+            }
         }
-        try await rig.unit.start()
-        let status = try await rig.unit.waitForStatus("up again") { $0.broker.connected }
-        #expect(status.state == "off_duty", "the third early start comes up safe, off duty")
-        #expect(status.aside?["snapshot"] == 1)
-        #expect(rig.unit.log.contains("CRASH LOOP"))
+        try await unit.start()
+        let status = try await unit.waitForStatus("up") { $0.broker.connected }
+        #expect(status.aside?["inbound_message"] == 1, "\(String(describing: status.aside))")
+        // Answered at the start, and the broker's copies (queued in the session, and retained) refused unhandled.
+        let detail = { "acks: \(rig.recorder.messages(onTopic: unit.topicBase + "config/ack").map(\.text))\nlog:\n\(unit.log)" }
+        try await waitUntil("two refusals", timeoutS: 20, detail: detail) { refusals().count >= 2 }
+        #expect(refusals().allSatisfy { $0["version"] == nil && $0["scope"] as? String == "fleet" })
+        #expect(try unit.status().config?.versions.isEmpty == true)
+        #expect(unit.log.contains("POISON MESSAGE set aside unhandled"))
+
+        // The unit goes on: it takes and answers an offer.
+        _ = try rig.press("duty")
+        try rig.recorder.publish(unit.topicBase + "job/offer", #"{"job":"AFTER","pickup":{"lat":46.5,"lon":7.5}}"#)
+        try await unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await rig.recorder.waitFor("the accept") { messages in
+            messages.contains { $0.topic == unit.topicBase + "job/reply" && $0.json?["job"] as? String == "AFTER" }
+        }
+        // After a restart the copy is still refused, and set aside only once.
+        let before = refusals().count
+        unit.stop()
+        try await unit.start()
+        try await unit.waitForStatus("up again") { $0.broker.connected }
+        try await waitUntil("the copy refused again", timeoutS: 20, detail: detail) { refusals().count > before }
+        let again = try unit.status()
+        #expect(again.aside?["inbound_message"] == 1 && again.config?.versions.isEmpty == true)
+        unit.stop()
+    }
+
+    /// On duty, `job` offered and accepted (en route), and stopped cleanly.
+    func acceptAndStop(_ rig: DriverIdentityTests.Rig, job: String) async throws {
+        _ = try rig.press("duty")
+        try rig.recorder.publish(rig.unit.topicBase + "job/offer", #"{"job":"\#(job)","pickup":{"lat":46.5,"lon":7.5}}"#)
+        try await rig.unit.waitForStatus("offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await rig.unit.waitForStatus("en route") { $0.state == "en_route" }
+        rig.unit.stop()
+    }
+
+    /// Starts that each die (SIGKILL) within their first minute, as the breaker counts them.
+    func dieEarly(_ unit: UnitUnderTest, times: Int) async throws {
+        for _ in 0..<times {
+            try await unit.start()
+            _ = try await unit.waitForStatus("up") { _ in true }
+            unit.killHard()
+        }
+    }
+
+    /// The record the unit keeps while it handles a message, as a run that died handling it leaves
+    /// it after `deaths` earlier deaths on it.
+    func recordInHand(_ payload: String, topic: String, deaths: Int, store: String) throws {
+        let record = #"{"deaths":\#(deaths),"payload":"\#(Data(payload.utf8).base64EncodedString())","topic":"\#(topic)"}"#
+        let hex = record.utf8.map { String(format: "%02X", $0) }.joined()
+        try sqlite(store, "INSERT OR REPLACE INTO unit_state (key, value) VALUES ('inbound_in_hand', X'\(hex)')")
+    }
+
+    /// The breaker's middle step: after 4 early deaths, the message the last run died handling goes
+    /// (once) before the state; the next early death takes the state.
+    @Test func aMessageInHandIsSetAsideBeforeTheSnapshot() async throws {
+        let rig = try await DriverIdentityTests.Rig(extraTOML: "")
+        let unit = rig.unit
+        try await acceptAndStop(rig, job: "KEEP")
+        try await dieEarly(unit, times: 4)
+        // The fourth died handling an update (once: the two-deaths rule has not struck).
+        try recordInHand(#"{"job":"KEEP","note":"x"}"#, topic: unit.topicBase + "job/update", deaths: 0, store: unit.storePath)
+        try await unit.start()
+        var status = try await unit.waitForStatus("up after four early deaths") { $0.broker.connected }
+        #expect(status.aside?["inbound_message"] == 1 && status.aside?["snapshot"] == nil, "\(String(describing: status.aside))")
+        #expect(status.state == "en_route" && status.job?.id == "KEEP")
+        unit.killHard()
+        try await unit.start()
+        status = try await unit.waitForStatus("up after five early deaths") { $0.broker.connected }
+        #expect(status.state == "off_duty" && status.aside?["snapshot"] == 1, "\(String(describing: status.aside))")
+        try await rig.recorder.waitFor("the dropped job's event") { messages in
+            messages.contains { $0.topic == unit.topicBase + "event" && $0.json?["job"] as? String == "KEEP" && $0.json?["reason"] as? String == "crash_loop" }
+        }
+        unit.stop()
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import MQTTLink
 import TestHarness
 import Testing
+import UnitCore
 
 // Issue 16, on the real parts: mosquitto with the shipped ACL, the daemon, taxiunitctl, openssl.
 
@@ -59,16 +60,107 @@ final class Account: @unchecked Sendable {
 }
 
 /// `etc/mosquitto-acl.example` and the listener settings of `etc/mosquitto.conf.example` in a real
-/// mosquitto, with a password file for two units, `dispatcher` and `fleet`.
+/// mosquitto, with a password file for two units, `dispatcher` and `fleet`. What each account may do
+/// comes from the unit's one topic catalogue (`ContractTopic`), never from a list kept here.
 @Suite(.serialized) struct BrokerACLTests {
     let scratch: ScratchDirectory
     let broker: MosquittoBroker
     static let units = ["T1", "T2"]
-    static let outbound = ["status", "pos", "pos/last", "job/reply", "event", "sos", "config/ack", "cmd/reply"]
-    static let inbound = ["job/offer", "job/cancel", "job/update", "sos/ack", "config", "cmd"]
-    static let fleetConfig = "taxi/north/config"
-    /// Every topic of both units and the fleet's config.
-    static let topics = units.flatMap { unit in (outbound + inbound).map { "taxi/north/\(unit)/\($0)" } } + [fleetConfig]
+    /// Every topic of the contract, for both units (the fleet-wide config once).
+    static let topics = Array(Set(units.flatMap { unit in ContractTopic.allCases.map { $0.topic(prefix: "taxi", fleet: "north", unit: unit) } })).sorted()
+
+    /// The catalogue entry and the unit a topic of `topics` belongs to (nil for the fleet-wide one).
+    static func entry(_ topic: String) -> (ContractTopic, unit: String?) {
+        for unit in units {
+            for entry in ContractTopic.allCases where entry.topic(prefix: "taxi", fleet: "north", unit: unit) == topic {
+                return (entry, entry.isFleetWide ? nil : unit)
+            }
+        }
+        fatalError("\(topic) is not in the catalogue")
+    }
+
+    static func party(_ account: String) -> ContractTopic.Party {
+        ContractTopic.Party(rawValue: account) ?? .unit
+    }
+
+    /// A unit account acts only on its own topics (and reads the fleet-wide config); the dispatcher
+    /// and the fleet on every unit's.
+    static func mayPublish(_ account: String, _ topic: String) -> Bool {
+        let (entry, unit) = entry(topic)
+        return entry.publisher == party(account) && (party(account) != .unit || unit == account)
+    }
+
+    static func mayRead(_ account: String, _ topic: String) -> Bool {
+        let (entry, unit) = entry(topic)
+        return entry.readers.contains(party(account)) && (party(account) != .unit || unit == nil || unit == account)
+    }
+
+    /// The rules the catalogue calls for, as mosquitto writes them: `pattern` lines for every unit,
+    /// `topic` lines under each other account's `user`.
+    static var rulesFromTheCatalogue: Set<String> {
+        var rules: Set<String> = []
+        for entry in ContractTopic.allCases {
+            let unitTopic = entry.isFleetWide ? "taxi/+/config" : "taxi/+/%u/\(entry.suffix)"
+            let anyUnitTopic = entry.isFleetWide ? "taxi/+/config" : "taxi/+/+/\(entry.suffix)"
+            switch entry.publisher {
+            case .unit: rules.insert("pattern write \(unitTopic)")
+            case .dispatcher, .fleet: rules.insert("user \(entry.publisher.rawValue): topic write \(anyUnitTopic)")
+            }
+            for reader in entry.readers.sorted(by: { $0.rawValue < $1.rawValue }) {
+                switch reader {
+                case .unit: rules.insert("pattern read \(unitTopic)")
+                // The fleet-wide config's pattern line already lets every login read it.
+                case .dispatcher, .fleet: if !entry.isFleetWide { rules.insert("user \(reader.rawValue): topic read \(anyUnitTopic)") }
+                }
+            }
+        }
+        return rules
+    }
+
+    /// The example's rules, each `topic` line with the `user` it is under.
+    static func rulesOfTheExample() throws -> Set<String> {
+        let text = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto-acl.example", encoding: .utf8)
+        var user: String?
+        var rules: Set<String> = []
+        for line in text.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) where !line.isEmpty && !line.hasPrefix("#") {
+            if line.hasPrefix("user ") {
+                user = String(line.dropFirst(5))
+            } else if line.hasPrefix("topic "), let user {
+                rules.insert("user \(user): \(line)")
+            } else {
+                rules.insert(line)
+            }
+        }
+        return rules
+    }
+
+    /// The shipped ACL is exactly what the catalogue calls for: nothing missing, nothing more.
+    @Test func theExampleACLIsTheCataloguesRules() throws {
+        let example = try Self.rulesOfTheExample()
+        let derived = Self.rulesFromTheCatalogue
+        #expect(example == derived, "missing \(derived.subtracting(example).sorted()), extra \(example.subtracting(derived).sorted())")
+    }
+
+    /// The catalogue is the docs' table of topics, row by row, and holds every suffix the unit uses.
+    @Test func theCatalogueIsTheDocumentedTableAndCoversTheCode() throws {
+        let protocolText = try String(contentsOfFile: Corpus.packageRoot + "/docs/protocol.md", encoding: .utf8)
+        let table = try #require(protocolText.components(separatedBy: "\n## Topics\n").last?.components(separatedBy: "\n\n").first { $0.hasPrefix("| topic |") })
+        let rows = table.split(separator: "\n").dropFirst(2).map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let documented = rows.map { "\($0[0]) \($0[1]) \($0[2]) \($0[3])" }
+        let catalogued = ContractTopic.allCases.map { entry in
+            let topic = entry.isFleetWide ? "`{prefix}/{fleet}/config`" : "`…/\(entry.suffix)`"
+            let direction = switch entry.publisher {
+            case .unit: "unit → \(entry.readers.map(\.rawValue).sorted().joined(separator: ", "))"
+            case .dispatcher: "dispatcher → \(entry.readers.map(\.rawValue).sorted().joined(separator: ", "))"
+            case .fleet: entry.isFleetWide ? "fleet → every unit" : "fleet → this unit"
+            }
+            return "\(topic) \(direction) \(entry.qos) \(entry.retained ? "yes" : "no")"
+        }
+        #expect(documented == catalogued)
+        let suffixes = Set(ContractTopic.allCases.filter { !$0.isFleetWide }.map(\.suffix))
+        let used = UnitTopic.allCases.map(\.rawValue) + InboundTopic.allCases.map(\.rawValue) + MessageTopic.allCases.map(\.rawValue) + [RideMessage.topic]
+        #expect(Set(used) == suffixes, "in the code, not catalogued: \(Set(used).subtracting(suffixes).sorted()); catalogued, not used: \(suffixes.subtracting(used).sorted())")
+    }
 
     init() throws {
         scratch = try ScratchDirectory()
@@ -86,36 +178,13 @@ final class Account: @unchecked Sendable {
         // The example's listener settings that are not paths (those are the scratch directory's here).
         let listener = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto.conf.example", encoding: .utf8)
             .split(separator: "\n").map(String.init)
-            .filter { line in ["allow_anonymous ", "use_username_as_clientid ", "per_listener_settings "].contains { line.hasPrefix($0) } }
+            .filter { line in ["allow_anonymous ", "use_username_as_clientid ", "per_listener_settings ", "max_packet_size "].contains { line.hasPrefix($0) } }
         guard listener.contains("use_username_as_clientid true") else { throw HarnessError("the example listener does not tie client ids to usernames") }
         broker = try MosquittoBroker(in: scratch, listenerSettings: (listener + ["password_file \(passwords)", "acl_file \(acl)"]).joined(separator: "\n"))
     }
 
-    /// What each account may publish, as the issue states it.
-    static func mayPublish(_ account: String, _ topic: String) -> Bool {
-        let levels = topic.split(separator: "/", maxSplits: 3).map(String.init)
-        if topic == fleetConfig { return account == "fleet" }
-        let (unit, name) = (levels[2], levels[3])
-        switch account {
-        case "dispatcher": return ["job/offer", "job/cancel", "job/update", "sos/ack"].contains(name)
-        case "fleet": return ["config", "cmd"].contains(name)
-        default: return account == unit && outbound.contains(name)
-        }
-    }
-
-    /// What each account may read. The fleet's config is readable by every account: mosquitto's
-    /// `pattern` rules apply to all logins (etc/mosquitto-acl.example), and the document is signed.
-    static func mayRead(_ account: String, _ topic: String) -> Bool {
-        if topic == fleetConfig { return true }
-        let levels = topic.split(separator: "/", maxSplits: 3).map(String.init)
-        let (unit, name) = (levels[2], levels[3])
-        switch account {
-        case "dispatcher": return ["status", "pos", "pos/last", "job/reply", "event", "sos"].contains(name)
-        case "fleet": return ["config/ack", "cmd/reply"].contains(name)
-        default: return account == unit && inbound.contains(name)
-        }
-    }
-
+    /// Every documented topic (of T1, of T2 and the fleet's) x {T1, T2, dispatcher, fleet} x
+    /// {publish, subscribe}, against what the catalogue allows.
     @Test func everyAllowedAndForbiddenPublishAndSubscribe() async throws {
         let accounts = Self.units + ["dispatcher", "fleet"]
         var connected: [String: Account] = [:]
@@ -154,6 +223,113 @@ final class Account: @unchecked Sendable {
         }
         #expect(Set(allowed.map { String($0.split(separator: "|")[0]) }) == Set(accounts), "every account may publish something")
         for account in connected.values { account.stop() }
+    }
+
+    /// The example's `max_packet_size`: a fleet document of the largest size a unit reads gets
+    /// through, a message far over it never reaches anyone.
+    @Test func theBrokerRefusesAPacketOverTheExamplesLimit() async throws {
+        let observer = try await Account("observer", port: broker.port, subscribe: ["#"])
+        let admin = try await Account("admin", port: broker.port)
+        let largest = String(repeating: "x", count: 64 * 1024)
+        try admin.publish("taxi/north/config", largest)
+        try await waitUntil("the 64 KiB document", timeoutS: 10) { observer.messages.contains { $0.payload.count == largest.utf8.count } }
+        // An MQTT 5 client hears the limit in the CONNACK and does not even send it.
+        let fleet = try await Account("fleet", port: broker.port)
+        #expect(throws: MQTTLinkError.self) { try fleet.publish("taxi/north/T1/config", String(repeating: "y", count: 200 * 1024)) }
+        // A 3.1.1 client hears nothing: the broker refuses the packet and drops the client.
+        let big = scratch.file("big.json")
+        try String(repeating: "z", count: 200 * 1024).write(toFile: big, atomically: true, encoding: .utf8)
+        let sent = try runCommand("/usr/bin/mosquitto_pub", [
+            "-p", "\(broker.port)", "-V", "mqttv311", "-u", "fleet", "-P", "pw-fleet", "-q", "1", "-t", "taxi/north/T1/config", "-f", big,
+        ])
+        #expect(sent.exitCode != 0, "\(sent.output)")
+        try admin.publish("taxi/north/T1/status", "after")
+        try await waitUntil("a later message", timeoutS: 10) { observer.messages.contains { $0.text == "after" } }
+        #expect(!observer.messages.contains { $0.payload.count >= 200 * 1024 })
+        for account in [observer, admin, fleet] { account.stop() }
+    }
+
+    /// A real unit logged in as T1 behind the shipped ACL: every message kind it publishes reaches
+    /// the account the catalogue says reads it, and every kind addressed to it reaches it.
+    @Test func aRealUnitDeliversEveryMessageKindThroughTheShippedACL() async throws {
+        let signer = try FleetSigner(in: scratch)
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.1)
+        let passwordFile = scratch.file("T1.password")
+        try "pw-T1\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile)
+        let unit = try UnitUnderTest(
+            unitID: "T1", fleet: "north", mqttPort: broker.port, gpsdPort: gps.port, in: scratch,
+            extraTOML: signer.fleetSection() + "\n[telemetry]\ninterval_s = 1\n",
+            mqttTOML: "username = \"T1\"\npassword_file = \"\(passwordFile)\"")
+        func readable(by party: ContractTopic.Party) -> [String] {
+            ContractTopic.allCases.filter { $0.readers.contains(party) && !$0.isFleetWide }.map { $0.topic(prefix: "taxi", fleet: "north", unit: "T1") }
+        }
+        let dispatcher = try await Account("dispatcher", port: broker.port, subscribe: readable(by: .dispatcher))
+        let fleet = try await Account("fleet", port: broker.port, subscribe: readable(by: .fleet))
+        let base = unit.topicBase
+        func press(_ words: String) throws {
+            let response = try unit.request(ControlRequest(cmd: .press, input: words))
+            guard response.ok else { throw HarnessError("press \(words): \(response.error ?? "refused")") }
+        }
+        func json(_ account: Account, _ suffix: String) -> [[String: Any]] {
+            account.messages.filter { $0.topic == base + suffix }.compactMap(\.json)
+        }
+        func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+        try await unit.start()
+        try await unit.waitForStatus("a fix and the broker") { $0.gps.lastFixTime != nil && $0.broker.connected }
+        try press("duty")
+        try await unit.waitForStatus("available") { $0.state == "available" }
+        try dispatcher.publish(base + "queue", #"{"of":3,"position":1,"zone":"Z"}"#)
+        try dispatcher.publish(base + "job/offer", #"{"job":"J1","pickup":{"lat":41.5778,"lon":-93.7471,"address":"Main St 1"}}"#)
+        try await unit.waitForStatus("offered") { $0.state == "offered" }
+        try press("accept")
+        try dispatcher.publish(base + "job/update", #"{"job":"J1","note":"Ring twice"}"#)
+        try press("arrived")
+        try press("pob 1")
+        try press("clear")
+        try await unit.waitForStatus("available after the ride") { $0.state == "available" }
+        try dispatcher.publish(base + "job/offer", #"{"job":"J2","pickup":{"lat":41.5778,"lon":-93.7471,"address":"Main St 1"}}"#)
+        try await unit.waitForStatus("offered J2") { $0.state == "offered" }
+        try dispatcher.publish(base + "job/cancel", #"{"job":"J2"}"#)
+        try await unit.waitForStatus("J2 cancelled") { $0.state == "available" }
+        try dispatcher.publish(base + "msg", #"{"id":"m1","text":"Call the office","replies":["OK"],"t":\#(nowMs())}"#)
+        try await waitUntil("the message kept", timeoutS: 20, detail: { unit.log }) { unit.log.contains("topic=msg") }
+        try press("msg")
+        try press("reply 1")
+        try press("send")
+        try press("sos")
+        try await waitUntil("the alarm", timeoutS: 20) { !json(dispatcher, "sos").isEmpty }
+        let alarm = try #require(json(dispatcher, "sos").first)
+        try dispatcher.publish(base + "sos/ack", #"{"id":"\#(alarm["id"] as? String ?? "")"}"#)
+        let configTopic = "taxi/north/config"
+        try fleet.publish(configTopic, try signer.sign(#"{"version":1,"settings":{"reporting":{"interval_s":2}}}"#, topic: configTopic))
+        try fleet.publish(base + "config", try signer.sign(#"{"version":1,"settings":{"reporting":{"interval_s":3}}}"#, topic: base + "config"))
+        try fleet.publish(base + "cmd", try signer.sign(#"{"id":"c1","cmd":"report","expires_at":\#(nowMs() + 60_000)}"#, topic: base + "cmd"))
+
+        // Every kind the unit publishes, at the account that reads it.
+        for entry in ContractTopic.allCases where entry.publisher == .unit {
+            let reader = entry.readers.contains(.dispatcher) ? dispatcher : fleet
+            try await waitUntil("\(entry.suffix) at its reader", timeoutS: 30, detail: { unit.log }) { !json(reader, entry.suffix).isEmpty }
+        }
+        #expect(json(fleet, "config/ack").count == 2 && json(fleet, "config/ack").allSatisfy { $0["result"] as? String == "applied" })
+        #expect(json(fleet, "cmd/reply").first?["result"] as? String == "ok")
+        #expect(json(dispatcher, "job/reply").contains { $0["job"] as? String == "J1" && $0["reply"] as? String == "accept" })
+        #expect(json(dispatcher, "ride").first?["job"] as? String == "J1")
+        #expect(json(dispatcher, "msg/read").first?["msg"] as? String == "m1")
+        #expect(json(dispatcher, "msg/reply").first?["msg"] as? String == "m1")
+        // Every kind addressed to the unit reached it (each is logged as received).
+        let received = unit.log.split(separator: "\n").filter { $0.contains(" received ") }
+        for entry in ContractTopic.allCases where entry.readers.contains(.unit) && entry.publisher == .dispatcher {
+            #expect(received.contains { $0.hasSuffix("topic=\(entry.suffix)") || $0.contains("topic=\(entry.suffix) ") }, "\(entry.suffix) never reached the unit")
+        }
+        try await unit.waitForStatus("the alarm acknowledged and nothing waiting") { status in
+            !status.sosPending && status.outbox.alarm + status.outbox.reply + status.outbox.event == 0
+        }
+        #expect(!unit.log.contains("not authorised") && !unit.log.contains("0x87"), "\(unit.log)")
+        unit.stop()
+        dispatcher.stop()
+        fleet.stop()
     }
 
     @Test func aUnitsCredentialsCannotConnectUnderAnotherUnitsClientID() async throws {
@@ -227,6 +403,29 @@ final class Account: @unchecked Sendable {
         #expect((acks[0]["errors"] as? [String])?.contains("mqtt.tls is not remotely settable") == true, "\(acks[0])")
         #expect((acks[1]["errors"] as? [String])?.contains { $0.contains(#"mqtt.host "192.0.2.1" is not this machine"#) } == true, "\(acks[1])")
         #expect(try unit.status().config?.broker == "127.0.0.1:\(broker.port)")
+        unit.stop()
+    }
+}
+
+extension PlaintextBrokerTests {
+    /// A unit waived for its loopback broker: a fleet list whose first node is the loopback and
+    /// whose second is a plaintext broker elsewhere is refused, and the unit stays where it was.
+    @Test func aFleetHostsListWithARemotePlaintextNodeAfterTheLoopbackIsInvalid() async throws {
+        let broker = try MosquittoBroker(in: scratch)
+        let signer = try FleetSigner(in: scratch)
+        let unit = try UnitUnderTest(
+            mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch,
+            extraTOML: signer.fleetSection(), mqttTOML: "allow_plaintext = true")
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "config/ack"])
+        try await unit.start()
+        try await unit.waitForStatus("connected") { $0.broker.connected }
+        let topic = "taxi/\(unit.fleet)/config"
+        try recorder.publish(topic, try signer.sign(#"{"version":1,"settings":{"mqtt":{"hosts":["127.0.0.1:1","192.0.2.2:1883"]}}}"#, topic: topic))
+        let ack = try #require(try await recorder.waitFor("the ack") { $0.count == 1 }.first?.json)
+        #expect(ack["result"] as? String == "rejected" && ack["reason"] as? String == "invalid", "\(ack)")
+        #expect((ack["errors"] as? [String]) == ["mqtt.hosts: a fleet config cannot move the unit to a broker off this machine without TLS (192.0.2.2:1883)"], "\(ack)")
+        let status = try unit.status()
+        #expect(status.config?.broker == "127.0.0.1:\(broker.port)" && status.broker.connected)
         unit.stop()
     }
 }

@@ -151,6 +151,69 @@ import Glibc
         #expect(try await Self.request("after", socket: scratch.socket) == #"{"ok":true,"message":"after"}"#)
     }
 
+    /// A raw client as a script writes one: connect, pause, send a line, read to the end of the
+    /// stream; what it read, or the call that failed and why.
+    static func rawExchange(_ path: String, _ line: String, pauseMs: Int) -> String {
+        do throws(SystemCallError) {
+            let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0) }
+            defer { closeDescriptor(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            try syscall("connect") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+            usleep(UInt32(pauseMs * 1000))
+            let bytes = Array(line.utf8)
+            _ = try syscall("send") { bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            var received: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard try syscall("poll", { poll(&ready, 1, 30_000) }) > 0 else { return "no end within 30 s: \(String(decoding: received, as: UTF8.self))" }
+                let count = try syscall("recv") { chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
+                if count == 0 { return String(decoding: received, as: UTF8.self) }
+                received += chunk[..<count]
+            }
+        } catch {
+            return "\(error.function): \(error.message)"
+        }
+    }
+
+    /// A hundred scripts at once against two places: each gets an answer line, the busy ones too,
+    /// whether it sent its request before or after the server decided (none sees a reset or EPIPE).
+    @Test func everyClientItCannotServeReadsBusy() async throws {
+        let scratch = try Scratch()
+        let gate = Gate()
+        let server = ControlServer(path: scratch.socket, maxClients: 2) { await gate.handle($0) }
+        try server.start()
+        defer { server.stop() }
+
+        let answers = Locked([String]())
+        let group = DispatchGroup()
+        let socket = scratch.socket
+        for index in 0..<100 {
+            group.enter()
+            Thread.detachNewThread {
+                let answer = Self.rawExchange(socket, "status\n", pauseMs: index % 5 * 10)
+                answers.withLock { $0.append(answer) }
+                group.leave()
+            }
+        }
+        let busy = #"{"ok":false,"error":"busy"}"# + "\n"
+        let deadline = ContinuousClock.now + .seconds(60)
+        while answers.withLock({ $0.count }) < 98 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        gate.open()
+        try await Self.offThePool { group.wait() }
+        let all = answers.withLock { $0 }
+        let served = #"{"ok":true,"message":"status"}"# + "\n"
+        #expect(all.count == 100)
+        #expect(all.filter { $0 == busy }.count == 98, "\(Dictionary(grouping: all, by: { $0 }).mapValues(\.count))")
+        #expect(all.filter { $0 == served }.count == 2, "\(Dictionary(grouping: all, by: { $0 }).mapValues(\.count))")
+    }
+
     @Test func stopRemovesTheSocket() async throws {
         let scratch = try Scratch()
         let server = ControlServer(path: scratch.socket, handler: Self.echo)

@@ -85,6 +85,22 @@ import UnitConfig
         #expect(overlayProblems(.table(["mqtt": .table(["max_inflight": .integer(3)])]), on: plaintextLocal).isEmpty)
     }
 
+    /// Every node of a fleet's `hosts` is held to the rule, not only the first: a loopback node ahead
+    /// of a remote one does not carry the local waiver to the remote one.
+    @Test func everyNodeOfAFleetsHostsIsHeldToThePlaintextRule() {
+        let loopbackWaived = "[mqtt]\nhost = \"127.0.0.1\"\nallow_plaintext = true\n"
+        let hosts = { (nodes: [String]) in ConfigValue.table(["mqtt": .table(["hosts": .array(nodes.map(ConfigValue.string))])]) }
+        #expect(overlayProblems(hosts(["127.0.0.1:1", "192.0.2.2:1883"]), on: loopbackWaived)
+            == ["mqtt.hosts: a fleet config cannot move the unit to a broker off this machine without TLS (192.0.2.2:1883)"])
+        #expect(overlayProblems(hosts(["192.0.2.2:1883", "127.0.0.1:1", "192.0.2.3"]), on: loopbackWaived).count == 2)
+        #expect(overlayProblems(hosts(["broker-a.example:1883", "broker-b.example:1883"]), on: plaintextLocal)
+            == ["mqtt.hosts: a fleet config cannot move the unit to a broker off this machine without TLS (broker-b.example:1883)"])
+        // The waived broker itself, and loopback nodes, in any order.
+        #expect(overlayProblems(hosts(["127.0.0.1:1", "broker-a.example:1883", "localhost:2"]), on: plaintextLocal).isEmpty)
+        // Under TLS every node may be remote.
+        #expect(overlayProblems(hosts(["broker-b.example:8883", "broker-c.example:8883"]), on: tlsLocal).isEmpty)
+    }
+
     // MARK: Keys
 
     /// `openssl genpkey -algorithm ed25519 | openssl pkey -pubout`, and its 32 raw bytes.

@@ -233,6 +233,17 @@ enum Scenario {
             status: UnitStatus(state: .offDuty, seatsLeft: 4), driver: [.told("Off duty")]))
     }
 
+    /// A job lost with a set-aside snapshot is told: an event to the state the unit is in now, and
+    /// the driver's line. Nothing else changes.
+    @Test func aDroppedJobIsToldAndChangesNothing() {
+        var machine = UnitStateMachine()
+        let step = machine.handle(.jobDropped(job: "LOOP", state: .enRoute, at: 7))
+        #expect(step == Step(
+            messages: [.event(Transition(t: 7, from: .enRoute, to: .offDuty, job: "LOOP", reason: "crash_loop"))],
+            driver: [.told("Job LOOP dropped after repeated crashes: call dispatch")]))
+        #expect(machine.state == .offDuty)
+    }
+
     @Test func restoresTheSnapshot() {
         let machine = UnitStateMachine(restoring: UnitSnapshot(state: .available))
         #expect(machine.state == .available)

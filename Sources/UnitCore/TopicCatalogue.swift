@@ -1,0 +1,82 @@
+/// Every topic of the contract (docs/protocol.md, "Topics"), once: who publishes it, who reads it,
+/// its QoS and whether it is retained. The docs' table, the example broker ACL and the ACL matrix
+/// test are held to this list; the suffixes the unit uses (`UnitTopic`, `InboundTopic`,
+/// `MessageTopic`, `RideMessage.topic`) are all in it.
+public enum ContractTopic: String, Sendable, CaseIterable {
+    case status
+    case pos
+    case posLast = "pos/last"
+    case jobOffer = "job/offer"
+    case jobCancel = "job/cancel"
+    case jobUpdate = "job/update"
+    case jobReply = "job/reply"
+    case event
+    case sos
+    case sosAck = "sos/ack"
+    case ride
+    case msg
+    case msgReply = "msg/reply"
+    case msgRead = "msg/read"
+    case queue
+    /// `{prefix}/{fleet}/config`: the fleet scope's document, for every unit of the fleet.
+    case fleetConfig = "fleet config"
+    /// `{prefix}/{fleet}/{unit}/config`: the unit scope's document.
+    case config
+    case configAck = "config/ack"
+    case cmd
+    case cmdReply = "cmd/reply"
+    case telemetry
+
+    /// The three kinds of broker account (etc/mosquitto-acl.example).
+    public enum Party: String, Sendable, CaseIterable {
+        case unit
+        case dispatcher
+        case fleet
+    }
+
+    /// The topic's name below `{prefix}/{fleet}/{unit}/`, or below `{prefix}/{fleet}/` for the
+    /// fleet-wide config.
+    public var suffix: String { isFleetWide ? "config" : rawValue }
+
+    /// True for the one topic that is not below a unit.
+    public var isFleetWide: Bool { self == .fleetConfig }
+
+    /// `{prefix}/{fleet}/{unit}/{suffix}`, or `{prefix}/{fleet}/config`.
+    public func topic(prefix: String, fleet: String, unit: String) -> String {
+        isFleetWide ? "\(prefix)/\(fleet)/\(suffix)" : "\(prefix)/\(fleet)/\(unit)/\(suffix)"
+    }
+
+    public var publisher: Party {
+        switch self {
+        case .status, .pos, .posLast, .jobReply, .event, .sos, .ride, .msgReply, .msgRead, .configAck, .cmdReply, .telemetry: .unit
+        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue: .dispatcher
+        case .fleetConfig, .config, .cmd: .fleet
+        }
+    }
+
+    /// Who may read it. A unit reads only its own topics and the fleet-wide config. The fleet-wide
+    /// config is readable by every account: mosquitto's `pattern` rules apply to every login, and
+    /// the document is signed, not secret.
+    public var readers: Set<Party> {
+        switch self {
+        case .status, .pos, .posLast, .jobReply, .event, .sos, .ride, .msgReply, .msgRead: [.dispatcher]
+        case .configAck, .cmdReply, .telemetry: [.fleet]
+        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .config, .cmd: [.unit]
+        case .fleetConfig: [.unit, .dispatcher, .fleet]
+        }
+    }
+
+    public var qos: Int {
+        switch self {
+        case .posLast, .telemetry: 0
+        default: 1
+        }
+    }
+
+    public var retained: Bool {
+        switch self {
+        case .status, .posLast, .fleetConfig, .config, .telemetry: true
+        default: false
+        }
+    }
+}
