@@ -24,6 +24,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "taxifleet", targets: ["taxifleet"]),
         .executable(name: "dispatchsim", targets: ["dispatchsim"]),
         .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
@@ -117,10 +118,22 @@ let package = Package(
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: compactRelease),
+
+        // The fleet manager's console, for the office: what it decides and shows is FleetConsole
+        // (pure), the broker is MQTTLink.
+        .target(name: "FleetConsole", dependencies: [
+            "UnitCore", "UnitConfig", "FleetControl",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
+        .executableTarget(name: "taxifleet", dependencies: [
+            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
 
         // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
@@ -166,6 +179,10 @@ let package = Package(
         .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
+        .testTarget(name: "FleetConsoleTests", dependencies: [
+            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "SystemServiceTests", dependencies: [
             "JournalLog", "Liveness", "ControlSocket", "Platform",
             .product(name: "Logging", package: "swift-log"),

@@ -1,0 +1,148 @@
+import Foundation
+import TestHarness
+import Testing
+import UnitCore
+
+/// taxifleet on the real parts: mosquitto with the shipped ACL and listener settings, real units
+/// logged in as themselves, and taxifleet logged in as `fleet`.
+@Suite(.serialized) struct TaxiFleetTests {
+    /// A fleet "north" on a broker with the example ACL: units T1 and T2 online, T3 stopped cleanly
+    /// (its retained status says offline), all trusting the key `taxifleet gen-key` made.
+    struct Fleet {
+        let scratch: ScratchDirectory
+        let broker: MosquittoBroker
+        let signer: FleetSigner
+        var units: [String: UnitUnderTest] = [:]
+
+        static let accounts = ["T1", "T2", "T3", "T4", "fleet", "dispatcher", "admin"]
+
+        init(online: [String] = ["T1", "T2"], offline: [String] = ["T3"]) async throws {
+            scratch = try ScratchDirectory()
+            // `admin` is a test instrument: it plays a unit that says it is online and never answers.
+            broker = try exampleBroker(in: scratch, accounts: Self.accounts, extraACL: "user admin\ntopic write #")
+            for account in Self.accounts {
+                let file = scratch.file("\(account).password")
+                guard FileManager.default.createFile(atPath: file, contents: Data("pw-\(account)\n".utf8), attributes: [.posixPermissions: 0o600]) else {
+                    throw HarnessError("cannot create \(file)")
+                }
+            }
+            signer = try FleetSigner(in: scratch)
+            for id in online + offline {
+                try await addUnit(id, trusting: signer.fleetSection())
+            }
+            for id in offline {
+                units[id]?.stop()
+            }
+        }
+
+        mutating func addUnit(_ id: String, trusting fleetSection: String) async throws {
+            let unit = try UnitUnderTest(
+                unitID: id, fleet: "north", mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch,
+                extraTOML: fleetSection, mqttTOML: "username = \"\(id)\"\npassword_file = \"\(scratch.file("\(id).password"))\"")
+            try await unit.start()
+            try await unit.waitForStatus("\(id) connected") { $0.broker.connected }
+            units[id] = unit
+        }
+
+        /// Runs taxifleet as the fleet account (or `account`) against this broker.
+        func taxifleet(_ arguments: [String], account: String = "fleet") throws -> (output: String, exitCode: Int32) {
+            let connection = ["--port", String(broker.port), "--fleet", "north", "--username", account, "--password-file", scratch.file("\(account).password")]
+            let (subcommand, rest) = (arguments[0], Array(arguments.dropFirst()))
+            let signing = ["push", "command"].contains(subcommand) ? ["--key", signer.keyPath] : []
+            return try runCommand(Corpus.binary("taxifleet"), [subcommand] + connection + signing + rest)
+        }
+
+        func settingsFile(_ name: String, _ text: String) throws -> String {
+            let path = scratch.file(name)
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        func versions(_ id: String) throws -> [String: Int] { try units[id]?.status().config?.versions ?? [:] }
+
+        func stopAll() { for unit in units.values { unit.stop() } }
+    }
+
+    static func json(_ output: String) throws -> [String: Any] {
+        let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("{") }, "no JSON line in: \(output)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    @Test func pushAppliesOnEveryOnlineUnitListsTheOfflineOneAndTheNextPushTakesTheNextVersion() async throws {
+        let fleet = try await Fleet()
+        let settings = try fleet.settingsFile("fleet.toml", "[reporting]\ninterval_s = 10\n")
+        let first = try fleet.taxifleet(["push", "--wait", "30", settings])
+        #expect(first.exitCode == 0, "\(first.output)")
+        #expect(first.output.contains("fleet config version 1 on taxi/north/config: 2 units online, 1 offline"), "\(first.output)")
+        #expect(first.output.contains("T1 applied\n") && first.output.contains("T2 applied\n"), "\(first.output)")
+        #expect(first.output.contains("offline: T3\n"), "\(first.output)")
+        #expect(try fleet.versions("T1") == ["fleet": 1])
+        #expect(try fleet.versions("T2") == ["fleet": 1])
+
+        // The next version comes from what is retained; JSON for scripts.
+        let json = try fleet.settingsFile("fleet.json", #"{"reporting":{"interval_s":20}}"#)
+        let second = try fleet.taxifleet(["push", "--json", "--wait", "30", json])
+        #expect(second.exitCode == 0, "\(second.output)")
+        let answer = try Self.json(second.output)
+        #expect(answer["outcome"] as? String == "succeeded")
+        #expect(answer["version"] as? Int == 2)
+        #expect(answer["offline"] as? [String] == ["T3"])
+        #expect((answer["answers"] as? [[String: Any]])?.map { $0["unit"] as? String } == ["T1", "T2"])
+        #expect(try fleet.versions("T2") == ["fleet": 2])
+
+        // The offline unit gets the retained document when it comes back.
+        let t3 = try #require(fleet.units["T3"])
+        try await t3.start()
+        try await t3.waitForStatus("T3 to apply the retained version 2") { $0.config?.versions == ["fleet": 2] }
+
+        // A unit's own document: its version is its own.
+        let unitScope = try fleet.taxifleet(["push", "--unit", "T1", "--json", "--wait", "30", settings])
+        #expect(unitScope.exitCode == 0, "\(unitScope.output)")
+        #expect(try Self.json(unitScope.output)["scope"] as? String == "unit")
+        #expect(try fleet.versions("T1") == ["fleet": 2, "unit": 1])
+        fleet.stopAll()
+    }
+
+    @Test func aDocumentTheUnitsWouldRefuseIsNeverPublished() async throws {
+        let fleet = try await Fleet(online: ["T1"], offline: [])
+        let settings = try fleet.settingsFile("bad.toml", "[reporting]\ninterval_s = -1\n[store]\npath = \"/tmp/elsewhere\"\n")
+        let result = try fleet.taxifleet(["push", "--wait", "10", settings])
+        #expect(result.exitCode == 4, "\(result.output)")
+        #expect(result.output.contains("nothing was published"), "\(result.output)")
+        #expect(result.output.contains("store.path is not remotely settable"), "\(result.output)")
+        #expect(result.output.contains("reporting.interval_s must be between 0.0 and 86400.0, found -1.0"), "\(result.output)")
+        // Nothing retained: a valid push afterwards is version 1.
+        let good = try fleet.settingsFile("good.toml", "[reporting]\ninterval_s = 10\n")
+        let next = try fleet.taxifleet(["push", "--json", "--wait", "30", good])
+        #expect(try Self.json(next.output)["version"] as? Int == 1, "\(next.output)")
+        fleet.stopAll()
+    }
+
+    @Test func aRejectionAndASilentUnitEachHaveTheirExitStatus() async throws {
+        var fleet = try await Fleet(online: ["T1"], offline: [])
+        // T4 trusts another key: it rejects the fleet's signature.
+        let stranger = try FleetSigner(in: fleet.scratch, name: "stranger")
+        try await fleet.addUnit("T4", trusting: stranger.fleetSection())
+        let settings = try fleet.settingsFile("fleet.toml", "[reporting]\ninterval_s = 10\n")
+        let rejected = try fleet.taxifleet(["push", "--wait", "30", settings])
+        #expect(rejected.exitCode == 1, "\(rejected.output)")
+        #expect(rejected.output.contains("T1 applied\n"), "\(rejected.output)")
+        #expect(rejected.output.contains("T4 rejected (signature): signature does not match any of the configured keys"), "\(rejected.output)")
+
+        // A unit whose retained status says online but that never answers: timed out.
+        let ghost = try await Account("admin", port: fleet.broker.port)
+        _ = try ghost.connection.publish(
+            topic: "taxi/north/T9/status", payload: Array(#"{"online":true,"t":1,"unit":"T9"}"#.utf8), qos: 1, retain: true)
+        let silent = try fleet.taxifleet(["push", "--unit", "T1", "--unit", "T9", "--wait", "3", settings])
+        #expect(silent.exitCode == 2, "\(silent.output)")
+        #expect(silent.output.contains("T1 applied\n"), "\(silent.output)")
+        #expect(silent.output.contains("no answer: T9\n"), "\(silent.output)")
+        ghost.stop()
+
+        // A login that may not publish config: the broker refuses, nothing is waited for.
+        let refused = try fleet.taxifleet(["push", "--wait", "10", settings], account: "dispatcher")
+        #expect(refused.exitCode == 3, "\(refused.output)")
+        #expect(refused.output.contains("the broker refused the publish on taxi/north/config (reason code 0x87)"), "\(refused.output)")
+        fleet.stopAll()
+    }
+}
