@@ -60,6 +60,30 @@ public enum Preflight {
         return payload
     }
 
+    /// The signed command for `topic`, admitted by the unit's own `CommandGate` at `now` (ms).
+    public static func command(
+        _ members: [(key: String, value: JSONDocument)], topic: String, now: Int64, key: Curve25519.Signing.PrivateKey
+    ) throws(ConfigError) -> [UInt8] {
+        let signed: JSONDocument
+        do {
+            signed = try FleetSignature.sign(.object(members), topic: topic, with: key)
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw ConfigError(problems: ["cannot sign: \(error)"])
+        }
+        let payload = signed.canonicalBytes
+        var gate = CommandGate(trust: FleetTrust(publicKeys: [Array(key.publicKey.rawRepresentation)], requireSigned: true))
+        switch gate.admit(payload, topic: topic, now: now) {
+        case .execute:
+            return payload
+        case .refuse(let refusal):
+            throw ConfigError(problems: refusal.errors.isEmpty ? ["refused: \(refusal.result.rawValue)"] : refusal.errors)
+        case .ignore(let id):
+            throw ConfigError(problems: ["command \(id) would be ignored"])
+        }
+    }
+
     /// The unit's local file for the check: `base`, its identity filled in, trusting `key` alone.
     static func unitFile(base: ConfigValue, unit: String?, fleet: String, key: Curve25519.Signing.PrivateKey) -> ConfigValue {
         var baseID: String?

@@ -57,6 +57,18 @@ import UnitCore
         #expect(throws: ConfigError.self) { try SettingsFile.parse(Array(#"{"a":1,"a":2}"#.utf8), name: "x.json") }
     }
 
+    @Test func commandsAreAdmittedByTheUnitsGateOrRefused() throws {
+        let now: Int64 = 1_000_000
+        let members: [(key: String, value: JSONDocument)] = [("cmd", .string("purge")), ("days", .number(literal: "30")), ("expires_at", .number(literal: String(now + 60_000))), ("id", .string("c-1"))]
+        let payload = try Preflight.command(members, topic: "taxi/north/T1/cmd", now: now, key: key)
+        var gate = CommandGate(trust: FleetTrust(publicKeys: [Array(key.publicKey.rawRepresentation)], requireSigned: true))
+        #expect(gate.admit(payload, topic: "taxi/north/T1/cmd", now: now) == .execute(FleetCommand(id: "c-1", name: "purge", action: .purge(days: 30), expiresAt: now + 60_000)))
+        let tooFar: [(key: String, value: JSONDocument)] = [("cmd", .string("status")), ("expires_at", .number(literal: String(now + 90_000_000))), ("id", .string("c-2"))]
+        #expect(throws: ConfigError.self) { try Preflight.command(tooFar, topic: "taxi/north/T1/cmd", now: now, key: key) }
+        let unknown: [(key: String, value: JSONDocument)] = [("cmd", .string("reboot")), ("expires_at", .number(literal: String(now + 1000))), ("id", .string("c-3"))]
+        #expect(throws: ConfigError.self) { try Preflight.command(unknown, topic: "taxi/north/T1/cmd", now: now, key: key) }
+    }
+
     @Test func keysFromGenKeyAndFromOpensslPEMAreRead() throws {
         let text = SigningKey.privateKeyText(key)
         #expect(SigningKey.parse(text)?.rawRepresentation == key.rawRepresentation)

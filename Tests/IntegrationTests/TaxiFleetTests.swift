@@ -145,4 +145,27 @@ import UnitCore
         #expect(refused.output.contains("the broker refused the publish on taxi/north/config (reason code 0x87)"), "\(refused.output)")
         fleet.stopAll()
     }
+
+    @Test func commandsGoToEveryUnitAndTheirRepliesComeBack() async throws {
+        let fleet = try await Fleet()
+        let status = try fleet.taxifleet(["command", "status", "--json", "--wait", "30"])
+        #expect(status.exitCode == 0, "\(status.output)")
+        let answer = try Self.json(status.output)
+        #expect(answer["outcome"] as? String == "succeeded")
+        #expect(answer["offline"] as? [String] == ["T3"])
+        let replies = try #require(answer["answers"] as? [[String: Any]])
+        #expect(replies.map { $0["unit"] as? String } == ["T1", "T2"])
+        #expect(replies.allSatisfy { $0["result"] as? String == "ok" && $0["status"] is [String: Any] }, "\(replies)")
+
+        let purge = try fleet.taxifleet(["command", "purge", "--days", "0", "--unit", "T2", "--wait", "30"])
+        #expect(purge.exitCode == 0, "\(purge.output)")
+        #expect(purge.output.contains("T2 ok\n"), "\(purge.output)")
+        // Without a fix the unit cannot report one: the command failed, and says why.
+        let report = try fleet.taxifleet(["command", "report", "--unit", "T1", "--wait", "30"])
+        #expect(report.exitCode == 1, "\(report.output)")
+        #expect(report.output.contains("T1 failed"), "\(report.output)")
+        #expect(try fleet.taxifleet(["command", "purge", "--unit", "T1"]).exitCode == 64, "purge needs --days")
+        #expect(try fleet.taxifleet(["command", "reboot", "--unit", "T1"]).exitCode == 4, "a command the units do not know")
+        fleet.stopAll()
+    }
 }
