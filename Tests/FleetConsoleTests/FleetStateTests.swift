@@ -63,4 +63,42 @@ import UnitCore
         #expect(state.highestConfigVersion("unit") == 2)
         #expect(state.highestConfigVersion("unit", among: ["T2"]) == nil)
     }
+
+    @Test func theTableFiltersSortsAndShowsWhatIsUnknownAsADash() throws {
+        var state = FleetState(topics: topics)
+        state.take(topic: "taxi/north/T1/status", payload: status("T1", t: now))
+        state.take(topic: "taxi/north/T2/status", payload: Array(#"{"conn":4,"online":false}"#.utf8))
+        state.take(topic: "taxi/north/T3/status", payload: status("T3", t: now, #","aside":{"snapshot":1}"#).map { $0 })
+        state.take(topic: "taxi/north/T3/pos/last", payload: try livePosition(t: now - 400_000, lat: 1, lon: 2))
+        var query = StatusQuery()
+        #expect(query.rows(of: state, now: now).map(\.unit) == ["T1", "T2", "T3"])
+        query.offlineOnly = true
+        #expect(query.rows(of: state, now: now).map(\.unit) == ["T2"])
+        query = StatusQuery()
+        query.staleFixS = 60
+        #expect(query.rows(of: state, now: now).map(\.unit) == ["T2"], "T3's status says its fix is 2 s old; T2 never told one")
+        query = StatusQuery()
+        query.software = "0.300"
+        query.sort = .online
+        #expect(query.rows(of: state, now: now).map(\.unit) == ["T1", "T3"])
+        let table = StatusTable.render(StatusQuery().rows(of: state, now: now), now: now)
+        let lines = table.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4)
+        #expect(lines[0].hasPrefix("UNIT  ONLINE  SINCE"))
+        #expect(lines[1].split(separator: " ", omittingEmptySubsequences: true) == ["T1", "yes", "1h00m", "0.300", "2", "f7", "u2", "D-1", "available", "station", "2s", "15", "-"])
+        #expect(lines[2].split(separator: " ", omittingEmptySubsequences: true) == ["T2", "no", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"])
+        #expect(lines[3].split(separator: " ").suffix(2) == ["15", "1"], "the set-aside count")
+        let json = StatusTable.json(StatusQuery().rows(of: state, now: now), now: now).text
+        #expect(json.hasPrefix(#"[{"aside":{},"config_versions":{"fleet":7,"unit":2},"driver":"D-1","fix_age_s":2,"online":true,"outbox":15,"protocol":2,"#), "\(json)")
+        #expect(json.contains(#"{"aside":{},"config_versions":{},"online":false,"unit":"T2"}"#), "\(json)")
+    }
+
+    @Test func durationsAreShortAndExact() {
+        #expect(StatusTable.duration(seconds: 0) == "0s")
+        #expect(StatusTable.duration(seconds: 59.9) == "59s")
+        #expect(StatusTable.duration(seconds: 425) == "7m05s")
+        #expect(StatusTable.duration(seconds: 11_520) == "3h12m")
+        #expect(StatusTable.duration(seconds: 187_200) == "2d04h")
+        #expect(StatusTable.duration(seconds: -5) == "0s")
+    }
 }

@@ -168,4 +168,45 @@ import UnitCore
         #expect(try fleet.taxifleet(["command", "reboot", "--unit", "T1"]).exitCode == 4, "a command the units do not know")
         fleet.stopAll()
     }
+
+    @Test func statusShowsEveryUnitFromTheRetainedTopicsAndFilters() async throws {
+        let fleet = try await Fleet()
+        let all = try fleet.taxifleet(["status", "--json"])
+        #expect(all.exitCode == 0, "\(all.output)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(all.output.utf8)) as? [[String: Any]], "\(all.output)")
+        #expect(rows.map { $0["unit"] as? String } == ["T1", "T2", "T3"])
+        #expect(rows.map { $0["online"] as? Bool } == [true, true, false])
+        #expect(rows[0]["software"] as? String == SoftwareVersion.software)
+        #expect(rows[0]["protocol"] as? Int == SoftwareVersion.wireProtocol)
+        #expect(rows[0]["state"] as? String == "off_duty")
+        #expect(rows[0]["outbox"] is Int)
+
+        let offline = try fleet.taxifleet(["status", "--offline"])
+        let lines = offline.output.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("UNIT") && lines[1].hasPrefix("T3 "), "\(offline.output)")
+        let stale = try fleet.taxifleet(["status", "--stale-fix", "60", "--unit", "T1"])
+        #expect(stale.output.split(separator: "\n").count == 2, "T1 never had a fix: \(stale.output)")
+        #expect(try fleet.taxifleet(["status", "--sort", "colour"]).exitCode == 64)
+        fleet.stopAll()
+    }
+
+    @Test func statusWatchShowsAUnitGoingOffline() async throws {
+        let fleet = try await Fleet(online: ["T1", "T2"], offline: [])
+        let arguments = ["status", "--port", String(fleet.broker.port), "--fleet", "north", "--username", "fleet",
+                         "--password-file", fleet.scratch.file("fleet.password"), "--json", "--watch"]
+        let watcher = try ChildProcess(Corpus.binary("taxifleet"), arguments, logPath: fleet.scratch.file("watch.log"))
+        defer { _ = watcher.stop() }
+        func onlineOfT1(_ line: Substring) -> Bool? {
+            let rows = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [[String: Any]]
+            return rows?.first { $0["unit"] as? String == "T1" }?["online"] as? Bool
+        }
+        try await waitUntil("the first table with T1 online", timeoutS: 20, detail: { watcher.log }) {
+            watcher.log.split(separator: "\n").contains { onlineOfT1($0) == true }
+        }
+        fleet.units["T1"]?.stop()
+        try await waitUntil("a table with T1 offline", timeoutS: 20, detail: { watcher.log }) {
+            watcher.log.split(separator: "\n").last.flatMap(onlineOfT1) == false
+        }
+        fleet.stopAll()
+    }
 }
