@@ -66,11 +66,11 @@ public struct FleetState: Sendable, Equatable {
         self.topics = topics
     }
 
-    /// Takes one message; returns the unit it was about, or nil for a message that is not one of
-    /// the state topics or does not decode (it changes nothing).
+    /// Takes one message of the state topics or a live `pos`; returns the unit it was about, or nil
+    /// for a message that is none of those or does not decode (it changes nothing).
     @discardableResult
     public mutating func take(topic: String, payload: [UInt8]) -> String? {
-        guard let (unit, name) = topics.split(topic), FleetTopics.stateTopics.contains(name) else { return nil }
+        guard let (unit, name) = topics.split(topic), FleetTopics.stateTopics.contains(name) || name == "pos" else { return nil }
         var report = units[unit] ?? UnitReport(unit: unit)
         if payload.isEmpty {
             // A retained message cleared by hand: forget it.
@@ -79,8 +79,12 @@ public struct FleetState: Sendable, Equatable {
             case "telemetry": report.telemetry = nil
             default: report.lastPosition = nil
             }
-        } else if name == "pos/last" {
-            guard let live = try? JSONDecoder().decode(LivePositionMessage.self, from: Data(payload)) else { return nil }
+        } else if name == "pos/last" || name == "pos" {
+            // A live position moves the taxi; a backfill batch (history) and a fix older than the
+            // one shown do not.
+            guard let live = try? JSONDecoder().decode(LivePositionMessage.self, from: Data(payload)),
+                  name == "pos/last" || live.point.t >= report.lastPosition?.t ?? .min
+            else { return nil }
             report.lastPosition = live.point
         } else {
             guard let document = try? JSONDocument.parse(payload), case .object = document else { return nil }

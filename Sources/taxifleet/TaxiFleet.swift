@@ -19,7 +19,7 @@ struct TaxiFleet: AsyncParsableCommand {
             the document or command (nothing was published); 64 a usage error.
             """,
         version: SoftwareVersion.software,
-        subcommands: [Push.self, Command.self, Status.self, GenKey.self, SignConfig.self]
+        subcommands: [Push.self, Command.self, Status.self, Serve.self, GenKey.self, SignConfig.self]
     )
 }
 

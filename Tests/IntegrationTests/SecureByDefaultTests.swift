@@ -118,7 +118,7 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         let (unit, name) = (levels[2], levels[3])
         switch account {
         case "dispatcher": return ["status", "pos", "pos/last", "job/reply", "event", "sos"].contains(name)
-        case "fleet": return ["config/ack", "cmd/reply", "status", "telemetry", "pos/last", "config"].contains(name)
+        case "fleet": return ["config/ack", "cmd/reply", "status", "telemetry", "pos", "pos/last", "config"].contains(name)
         default: return account == unit && inbound.contains(name)
         }
     }

@@ -14,12 +14,16 @@ import UnitCore
         let signer: FleetSigner
         var units: [String: UnitUnderTest] = [:]
 
-        static let accounts = ["T1", "T2", "T3", "T4", "fleet", "dispatcher", "admin"]
+        static let accounts = ["T1", "T2", "T3", "T4", "fleet", "office", "dispatcher", "admin"]
 
         init(online: [String] = ["T1", "T2"], offline: [String] = ["T3"]) async throws {
             scratch = try ScratchDirectory()
-            // `admin` is a test instrument: it plays a unit that says it is online and never answers.
-            broker = try exampleBroker(in: scratch, accounts: Self.accounts, extraACL: "user admin\ntopic write #")
+            // `office` is a second fleet login with the example's fleet rules, as docs/fleet.md
+            // advises for a second console; `admin` is a test instrument: it plays a unit that says
+            // it is online and never answers.
+            let example = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto-acl.example", encoding: .utf8)
+            let fleetRules = example.components(separatedBy: "\nuser fleet\n")[1]
+            broker = try exampleBroker(in: scratch, accounts: Self.accounts, extraACL: "user office\n\(fleetRules)\nuser admin\ntopic write #")
             for account in Self.accounts {
                 let file = scratch.file("\(account).password")
                 guard FileManager.default.createFile(atPath: file, contents: Data("pw-\(account)\n".utf8), attributes: [.posixPermissions: 0o600]) else {
@@ -35,21 +39,25 @@ import UnitCore
             }
         }
 
-        mutating func addUnit(_ id: String, trusting fleetSection: String) async throws {
+        mutating func addUnit(_ id: String, trusting fleetSection: String, gpsdPort: Int? = nil) async throws {
             let unit = try UnitUnderTest(
-                unitID: id, fleet: "north", mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch,
+                unitID: id, fleet: "north", mqttPort: broker.port, gpsdPort: try gpsdPort ?? Loopback.freePort(), in: scratch,
                 extraTOML: fleetSection, mqttTOML: "username = \"\(id)\"\npassword_file = \"\(scratch.file("\(id).password"))\"")
             try await unit.start()
             try await unit.waitForStatus("\(id) connected") { $0.broker.connected }
             units[id] = unit
         }
 
+        /// Broker, fleet and login options for taxifleet.
+        func connectionArguments(account: String = "fleet") -> [String] {
+            ["--port", String(broker.port), "--fleet", "north", "--username", account, "--password-file", scratch.file("\(account).password")]
+        }
+
         /// Runs taxifleet as the fleet account (or `account`) against this broker.
         func taxifleet(_ arguments: [String], account: String = "fleet") throws -> (output: String, exitCode: Int32) {
-            let connection = ["--port", String(broker.port), "--fleet", "north", "--username", account, "--password-file", scratch.file("\(account).password")]
             let (subcommand, rest) = (arguments[0], Array(arguments.dropFirst()))
             let signing = ["push", "command"].contains(subcommand) ? ["--key", signer.keyPath] : []
-            return try runCommand(Corpus.binary("taxifleet"), [subcommand] + connection + signing + rest)
+            return try runCommand(Corpus.binary("taxifleet"), [subcommand] + connectionArguments(account: account) + signing + rest)
         }
 
         func settingsFile(_ name: String, _ text: String) throws -> String {
@@ -192,8 +200,7 @@ import UnitCore
 
     @Test func statusWatchShowsAUnitGoingOffline() async throws {
         let fleet = try await Fleet(online: ["T1", "T2"], offline: [])
-        let arguments = ["status", "--port", String(fleet.broker.port), "--fleet", "north", "--username", "fleet",
-                         "--password-file", fleet.scratch.file("fleet.password"), "--json", "--watch"]
+        let arguments = ["status"] + fleet.connectionArguments() + ["--json", "--watch"]
         let watcher = try ChildProcess(Corpus.binary("taxifleet"), arguments, logPath: fleet.scratch.file("watch.log"))
         defer { _ = watcher.stop() }
         func onlineOfT1(_ line: Substring) -> Bool? {
