@@ -8,7 +8,7 @@ import UnitConfig
 /// The options every subcommand that talks to the broker shares; a config file may give them
 /// instead, and what the command line says wins.
 struct BrokerOptions: ParsableArguments {
-    @Option(name: .long, help: "A TOML file naming the broker, the account, the fleet and the key (see taxifleet(1)); default $TAXIFLEET_CONFIG.")
+    @Option(name: .long, help: "A TOML file naming the broker, the account, the fleet and the key (see docs/fleet.md); default $TAXIFLEET_CONFIG.")
     var config: String?
     @Option(name: .long, help: "The broker's host (default 127.0.0.1).") var host: String?
     @Option(name: .long, help: "The broker's port (default 8883 with TLS, 1883 without).") var port: Int?

@@ -10,7 +10,7 @@ struct TaxiFleet: AsyncParsableCommand {
         discussion: """
             Talks MQTT 5 to the fleet's broker with the fleet account (login, TLS and client certificate \
             as the units do). Broker, account, fleet and key come from --config (or $TAXIFLEET_CONFIG) \
-            and the options, which win over the file. See taxifleet(1) and docs/fleet.md.
+            and the options, which win over the file. See taxifleet(8) and docs/fleet.md.
 
             EXIT STATUS
             0 every unit that was online applied the document (answered ok); 1 some unit rejected or \

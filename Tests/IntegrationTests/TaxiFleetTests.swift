@@ -216,4 +216,58 @@ import UnitCore
         }
         fleet.stopAll()
     }
+
+    /// The broker, account and fleet from a config file, over TLS with a client certificate and a
+    /// password, as a unit connects.
+    @Test func aConfigFileConnectsOverTLSWithClientCertificateAndLogin() async throws {
+        let scratch = try ScratchDirectory()
+        let pki = try TestCertificates(in: scratch)
+        let passwords = scratch.file("broker.passwd")
+        guard FileManager.default.createFile(atPath: passwords, contents: nil) else { throw HarnessError("cannot create \(passwords)") }
+        for account in ["T1", "fleet"] {
+            let made = try runCommand("/usr/bin/mosquitto_passwd", ["-b", passwords, account, "pw-\(account)"])
+            guard made.exitCode == 0 else { throw HarnessError("mosquitto_passwd: \(made.output)") }
+            guard FileManager.default.createFile(atPath: scratch.file("\(account).password"), contents: Data("pw-\(account)\n".utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw HarnessError("cannot create the password file")
+            }
+        }
+        let broker = try MosquittoBroker(in: scratch, listenerSettings: pki.brokerSettings + "\nallow_anonymous false\npassword_file \(passwords)")
+        func tls(_ account: String) -> String {
+            """
+            tls = true
+            cafile = "\(pki.caFile)"
+            certfile = "\(pki.clientCertFile)"
+            keyfile = "\(pki.clientKeyFile)"
+            username = "\(account)"
+            password_file = "\(scratch.file("\(account).password"))"
+            """
+        }
+        let unit = try UnitUnderTest(mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch, mqttTOML: tls("T1") + "\ntls_version = \"tlsv1.2\"")
+        try await unit.start()
+        try await unit.waitForStatus("connected over TLS") { $0.broker.connected }
+        let config = scratch.file("taxifleet.toml")
+        try "[broker]\nhost = \"127.0.0.1\"\nport = \(broker.port)\n\(tls("fleet"))\n\n[fleet]\nid = \"\(unit.fleet)\"\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let status = try runCommand(Corpus.binary("taxifleet"), ["status", "--json", "--config", config])
+        #expect(status.exitCode == 0, "\(status.output)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]], "\(status.output)")
+        #expect(rows.map { $0["unit"] as? String } == [unit.unitID])
+        #expect(rows.first?["online"] as? Bool == true)
+
+        // Without the client certificate the broker refuses the handshake; the console says it could not connect.
+        let withoutCertificate = scratch.file("no-cert.toml")
+        try String(contentsOfFile: config, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("certfile") && !$0.hasPrefix("keyfile") }
+            .joined(separator: "\n").write(toFile: withoutCertificate, atomically: true, encoding: .utf8)
+        let refused = try runCommand(Corpus.binary("taxifleet"), ["status", "--config", withoutCertificate])
+        #expect(refused.exitCode == 3, "\(refused.output)")
+        #expect(refused.output.contains("cannot connect to the broker 127.0.0.1:\(broker.port)"), "\(refused.output)")
+        // Plaintext to a broker that is not this machine is refused before connecting; a misspelt key too.
+        let plaintext = try runCommand(Corpus.binary("taxifleet"), ["status", "--host", "192.0.2.1", "--fleet", "north"])
+        #expect(plaintext.exitCode == 64, "\(plaintext.output)")
+        #expect(plaintext.output.contains("the broker 192.0.2.1 is not this machine: use --tls"), "\(plaintext.output)")
+        try "[broker]\nhots = \"x\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let misspelt = try runCommand(Corpus.binary("taxifleet"), ["status", "--config", config, "--fleet", "north"])
+        #expect(misspelt.exitCode == 64 && misspelt.output.contains("unknown key broker.hots"), "\(misspelt.output)")
+        unit.stop()
+    }
 }
