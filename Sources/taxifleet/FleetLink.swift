@@ -79,9 +79,10 @@ final class FleetLink: @unchecked Sendable {
         }
     }
 
-    /// The retained messages of `patterns`: subscribes and takes messages until none came for
-    /// `quietS` (the broker sends a subscription's retained messages at once, and MQTTLink does not
-    /// report the SUBACK that would mark their end). Live messages on the way are taken too.
+    /// The retained messages of `patterns`: subscribes and takes messages until no retained one
+    /// came for `quietS` (the broker sends a subscription's retained messages at once, and MQTTLink
+    /// does not report the SUBACK that would mark their end). Live messages on the way are taken
+    /// too, but do not prolong the wait: a moving fleet never goes quiet.
     func retained(_ patterns: [String], quietS: Double = 0.5, limitS: Double = 30, take: (MQTTMessage) -> Void) async throws {
         try subscribe(patterns)
         let limit = ContinuousClock.now + .milliseconds(Int(limitS * 1000))
@@ -89,7 +90,7 @@ final class FleetLink: @unchecked Sendable {
         while let event = await next(before: min(quietUntil, limit)) {
             if case .message(let message) = event {
                 take(message)
-                quietUntil = ContinuousClock.now + .milliseconds(Int(quietS * 1000))
+                if message.retained { quietUntil = ContinuousClock.now + .milliseconds(Int(quietS * 1000)) }
             }
         }
     }
