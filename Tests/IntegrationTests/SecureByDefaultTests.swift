@@ -361,6 +361,13 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: scratch.file("elsewhere.key"))
         #expect(try runCommand(Corpus.binary("taxifleet"), ["gen-key", "--out", link]).exitCode != 0)
         #expect(!FileManager.default.fileExists(atPath: scratch.file("elsewhere.key")))
+        // The tool that ships on every taxi no longer makes keys, and says where that went.
+        for name in ["gen-key", "sign-config"] {
+            let moved = try runCommand(Corpus.binary("taxiunitctl"), [name, "--out", scratch.file("old.key")])
+            #expect(moved.exitCode == 64)
+            #expect(moved.output.contains("\(name) moved to taxifleet"), "\(moved.output)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("old.key")))
     }
 
     @Test func pemKeysFromOpensslSignWhatAUnitTrustingThePEMPublicKeyApplies() async throws {
