@@ -28,44 +28,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fleet import Group, free_port, percentiles, rank, wait_port  # noqa: E402
+from fleet import Group, free_port, percentiles, rank, start_broker, start_units, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def start_units(count, bin_dir, work, broker_port, gpsd_ports, trusted_key, group):
-    ids = [f"U{n:03d}" for n in range(1, count + 1)]
-    with open(f"{ROOT}/demo/zones.toml") as f:
-        zones = f.read()
-    for index, unit in enumerate(ids):
-        config = os.path.join(work, f"{unit}.toml")
-        with open(config, "w") as f:
-            f.write(f"""[unit]
-id = "{unit}"
-fleet = "bench"
-[gpsd]
-port = {gpsd_ports[index % len(gpsd_ports)]}
-[mqtt]
-port = {broker_port}
-reconnect_max_s = 5
-[store]
-path = "{work}/{unit}.sqlite"
-[control]
-socket = "{work}/{unit}.sock"
-[reporting]
-interval_s = 5
-[telemetry]
-interval_s = 10
-[log]
-level = "warning"
-{trusted_key}
-""")
-            f.write(zones)
-        group.start([f"{bin_dir}/taxiunitd", "--config", config], os.path.join(work, f"{unit}.log"))
-        # Starting hundreds of processes at once starves the ones already up.
-        if index % 20 == 19:
-            time.sleep(0.5)
-    return ids
 
 
 def timed(args, **kwargs):
@@ -91,12 +56,7 @@ def main():
     work = tempfile.mkdtemp(prefix="taxifleet-bench-")
     group = Group()
     try:
-        broker_port = free_port()
-        with open(f"{work}/mosquitto.conf", "w") as f:
-            f.write(f"listener {broker_port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n"
-                    + ("user root\n" if os.getuid() == 0 else ""))
-        group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
-        wait_port(broker_port)
+        _, broker_port = start_broker(work, group)
         gpsd_ports = []
         for replay in range(max(1, (args.units + 49) // 50)):
             port = free_port()
@@ -109,7 +69,9 @@ def main():
 
         print(f"== {args.units} units starting", flush=True)
         started = time.monotonic()
-        ids = start_units(args.units, args.bin, work, broker_port, gpsd_ports, trusted_key, group)
+        ids = [f"U{n:03d}" for n in range(1, args.units + 1)]
+        start_units(ids, args.bin, work, broker_port, gpsd_ports, group,
+                    "[reporting]\ninterval_s = 5\n[telemetry]\ninterval_s = 10\n" + trusted_key)
         filters = [f"taxi/bench/+/{name}" for name in ("status", "telemetry", "pos/last")]
         deadline = time.monotonic() + 600
         while True:
