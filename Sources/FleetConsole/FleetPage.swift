@@ -14,7 +14,7 @@ public enum FleetPage {
       header { display: flex; gap: 2em; align-items: baseline; }
       #map { width: 100%; height: 420px; border: 1px solid #ccc; background: #f7f7f4; }
       .zone { fill: #cde; fill-opacity: 0.5; stroke: #58a; }
-      .zone-label { font-size: 11px; fill: #357; }
+      .zone-label { fill: #357; }
       .taxi { stroke: #000; stroke-width: 1; }
       .taxi.offline { fill-opacity: 0.15; stroke-dasharray: 2 2; }
       table { border-collapse: collapse; margin-top: 1em; }
@@ -68,10 +68,11 @@ public enum FleetPage {
       const x = lon => (lon - west) * scale + margin, y = lat => north - lat + margin;
       const radius = Math.max(width, height) / 120;
       for (const zone of fleet.zones) {
-        map.appendChild(element("polygon", { id: "zone-" + zone.id, class: "zone",
+        // The drawing is in degrees: strokes and text are sized to the taxis, not to CSS pixels.
+        map.appendChild(element("polygon", { id: "zone-" + zone.id, class: "zone", "stroke-width": radius / 4,
           points: zone.polygon.map(([lat, lon]) => `${x(lon)},${y(lat)}`).join(" ") }));
         const [lat, lon] = zone.polygon[0];
-        map.appendChild(element("text", { class: "zone-label", x: x(lon), y: y(lat), "font-size": radius * 2 }, zone.id));
+        map.appendChild(element("text", { class: "zone-label", x: x(lon), y: y(lat), "font-size": radius * 3 }, zone.id));
       }
       for (const unit of fleet.units) {
         if (unit.lat === undefined) continue;
