@@ -108,6 +108,13 @@ import UnitCore
         #expect(unitScope.exitCode == 0, "\(unitScope.output)")
         #expect(try Self.json(unitScope.output)["scope"] as? String == "unit")
         #expect(try fleet.versions("T1") == ["fleet": 2, "unit": 1])
+
+        // On a terminal (a pty from script(1)) a progress bar is drawn on standard error as well.
+        let command = ([Corpus.binary("taxifleet"), "push", "--wait", "30", "--key", fleet.signer.keyPath] + fleet.connectionArguments() + [json])
+            .joined(separator: " ")
+        let onTerminal = try runCommand("/usr/bin/script", ["-qec", command, "/dev/null"])
+        #expect(onTerminal.exitCode == 0, "\(onTerminal.output)")
+        #expect(onTerminal.output.contains("\r\u{1B}[K[" + String(repeating: "#", count: 30) + "] 3/3 answered: applied 3"), "T3 is back: \(onTerminal.output)")
         fleet.stopAll()
     }
 
