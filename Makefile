@@ -12,7 +12,8 @@ BUILT ?= .build/release
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
 APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config
-APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml
+APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml \
+	chromium chromium-driver python3-selenium
 APT_PACKAGES := $(APT_RUN) $(APT_BUILD) $(APT_TEST)
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
@@ -26,7 +27,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test fuzz deb man-pages deb-package demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
+.PHONY: deps build test fuzz deb man-pages deb-package demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order install-taxifleet
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -125,6 +126,15 @@ deb-package:
 	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' \
 		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/root | cut -f1)/" packaging/control > $(DEB_OUT)/root/DEBIAN/control
 	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/root $(DEB_OUT)/taxiunitd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+# The fleet manager's console (docs/fleet.md) is for the office, not the taxi: its own install,
+# with its man page, outside the taxi's package.
+install-taxifleet: deps man-pages
+	$(SWIFT) build -c release --product taxifleet
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(DOCDIR)
+	install -m 755 $$($(SWIFT) build -c release --show-bin-path)/taxifleet $(DESTDIR)$(BINDIR)/
+	gzip -9n < $(MAN_PAGES)/taxifleet/taxifleet.8 > $(DESTDIR)$(PREFIX)/share/man/man8/taxifleet.8.gz
+	install -m 644 docs/fleet.md $(DESTDIR)$(DOCDIR)/
 
 demo:
 	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"

@@ -24,6 +24,7 @@ let package = Package(
     products: [
         .executable(name: "taxiunitd", targets: ["taxiunitd"]),
         .executable(name: "taxiunitctl", targets: ["taxiunitctl"]),
+        .executable(name: "taxifleet", targets: ["taxifleet"]),
         .executable(name: "dispatchsim", targets: ["dispatchsim"]),
         .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
@@ -39,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // taxifleet serve's live fleet page.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // C libraries, found through pkg-config; apt names them for a fresh Debian 12.
@@ -117,10 +120,23 @@ let package = Package(
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: compactRelease),
+
+        // The fleet manager's console, for the office: what it decides and shows is FleetConsole
+        // (pure), the broker is MQTTLink.
+        .target(name: "FleetConsole", dependencies: [
+            "UnitCore", "UnitConfig", "FleetControl",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
+        .executableTarget(name: "taxifleet", dependencies: [
+            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
 
         // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
@@ -166,6 +182,10 @@ let package = Package(
         .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
+        .testTarget(name: "FleetConsoleTests", dependencies: [
+            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "SystemServiceTests", dependencies: [
             "JournalLog", "Liveness", "ControlSocket", "Platform",
             .product(name: "Logging", package: "swift-log"),

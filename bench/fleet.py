@@ -120,12 +120,10 @@ def percentiles(samples):
     return f"n={len(samples)} p50 {rank(samples, 0.5)} ms  p95 {rank(samples, 0.95)} ms  p99 {rank(samples, 0.99)} ms  max {max(samples)} ms"
 
 
-def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports, group):
-    print(f"== {name}: {count} units, {args.rate} requests/s for {args.duration if name == 'fleet' else args.baseline_duration} s", flush=True)
-    duration = args.duration if name == "fleet" else args.baseline_duration
-    directory = os.path.join(work, name)
-    os.makedirs(directory)
-    units, ids = [], [f"{name[0].upper()}{n:03d}" for n in range(1, count + 1)]
+def start_units(ids, bin_dir, directory, broker_port, gpsd_ports, group, extra=""):
+    """A taxiunitd for each id, with its own store and control socket in directory, its GPS from
+    one of gpsd_ports in turn, the demo's zones and `extra` TOML; returns the processes."""
+    units = []
     with open(f"{ROOT}/demo/zones.toml") as f:
         zones = f.read()
     for index, unit in enumerate(ids):
@@ -136,8 +134,6 @@ id = "{unit}"
 fleet = "bench"
 [gpsd]
 port = {gpsd_ports[index % len(gpsd_ports)]}
-[gps]
-trust_system_clock = {"true" if args.system_clock else "false"}
 [mqtt]
 port = {broker_port}
 reconnect_max_s = 5
@@ -148,12 +144,35 @@ socket = "{directory}/{unit}.sock"
 [log]
 level = "warning"
 """)
+            f.write(extra)
             # The units get the dispatcher's zones, as a fleet's units do: their status names the zone.
             f.write(zones)
         units.append(group.start([f"{bin_dir}/taxiunitd", "--config", config], os.path.join(directory, f"{unit}.log")))
         # Starting hundreds of processes at once starves the ones already up.
         if index % 20 == 19:
             time.sleep(0.5)
+    return units
+
+
+def start_broker(work, group):
+    """A local mosquitto for the benches; returns its process and port."""
+    port = free_port()
+    with open(f"{work}/mosquitto.conf", "w") as f:
+        f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n"
+                + ("user root\n" if os.getuid() == 0 else ""))
+    broker = group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
+    wait_port(port)
+    return broker, port
+
+
+def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports, group):
+    print(f"== {name}: {count} units, {args.rate} requests/s for {args.duration if name == 'fleet' else args.baseline_duration} s", flush=True)
+    duration = args.duration if name == "fleet" else args.baseline_duration
+    directory = os.path.join(work, name)
+    os.makedirs(directory)
+    ids = [f"{name[0].upper()}{n:03d}" for n in range(1, count + 1)]
+    units = start_units(ids, bin_dir, directory, broker_port, gpsd_ports, group,
+                        f"[gps]\ntrust_system_clock = {'true' if args.system_clock else 'false'}\n")
     deadline = time.time() + 120
     while not all(os.path.exists(f"{directory}/{unit}.sock") for unit in ids):
         if time.time() > deadline:
@@ -262,12 +281,7 @@ def main():
     work = tempfile.mkdtemp(prefix="taxiunitd-fleet-")
     group = Group()
     try:
-        broker_port = free_port()
-        with open(f"{work}/mosquitto.conf", "w") as f:
-            f.write(f"listener {broker_port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n"
-                    + ("user root\n" if os.getuid() == 0 else ""))
-        broker = group.start(["mosquitto", "-c", f"{work}/mosquitto.conf"], f"{work}/mosquitto.log")
-        wait_port(broker_port)
+        broker, broker_port = start_broker(work, group)
         # gpsd serves a limited number of clients (64 in Debian's build): one replay per 50 units,
         # started 5 s apart so the fleet is spread along the route.
         gpsd_ports = []

@@ -3,7 +3,7 @@ import Foundation
 import X509
 
 /// The Ed25519 public keys a unit trusts (`[fleet] config_pubkeys`, `command_pubkeys`), as the fleet
-/// writes them: 32 raw bytes in base64 (`taxiunitctl gen-key`), or a SubjectPublicKeyInfo, in PEM or
+/// writes them: 32 raw bytes in base64 (`taxifleet gen-key`), or a SubjectPublicKeyInfo, in PEM or
 /// as the base64 of its DER (`openssl genpkey -algorithm ed25519` then `openssl pkey -pubout`).
 public enum FleetPublicKey {
     /// Nothing longer is a key in any of the accepted forms; refused before it is decoded.

@@ -331,7 +331,7 @@ public struct UnitConfiguration: Sendable, Equatable {
                     case .notEd25519:
                         fleetSection.reject("\(name) entries must be Ed25519 keys, found another kind of key in \"\(excerpt)\"")
                     case .weak:
-                        fleetSection.reject("\(name) entry \"\(excerpt)\" is a weak key (a point of small order, under which forged signatures verify); make one with taxiunitctl gen-key")
+                        fleetSection.reject("\(name) entry \"\(excerpt)\" is a weak key (a point of small order, under which forged signatures verify); make one with taxifleet gen-key")
                     }
                     return nil
                 }
@@ -509,7 +509,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     }
 
     /// Unit and fleet ids become topic levels, so MQTT wildcards and separators are not allowed.
-    static func isTopicSafe(_ text: String, allowing extra: Character? = nil) -> Bool {
+    public static func isTopicSafe(_ text: String, allowing extra: Character? = nil) -> Bool {
         guard !text.isEmpty else { return false }
         if let extra, text.split(separator: extra, omittingEmptySubsequences: false).contains(where: \.isEmpty) {
             return false

@@ -56,12 +56,15 @@ public enum ContractTopic: String, Sendable, CaseIterable {
 
     /// Who may read it. A unit reads only its own topics and the fleet-wide config. The fleet-wide
     /// config is readable by every account: mosquitto's `pattern` rules apply to every login, and
-    /// the document is signed, not secret.
+    /// the document is signed, not secret. The fleet's console (`taxifleet`) shows every unit from
+    /// its status and positions, and finds a unit document's next version from the retained one.
     public var readers: Set<Party> {
         switch self {
-        case .status, .pos, .posLast, .jobReply, .event, .sos, .ride, .msgReply, .msgRead: [.dispatcher]
+        case .status, .pos, .posLast: [.dispatcher, .fleet]
+        case .jobReply, .event, .sos, .ride, .msgReply, .msgRead: [.dispatcher]
         case .configAck, .cmdReply, .telemetry: [.fleet]
-        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .config, .cmd: [.unit]
+        case .config: [.unit, .fleet]
+        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .cmd: [.unit]
         case .fleetConfig: [.unit, .dispatcher, .fleet]
         }
     }

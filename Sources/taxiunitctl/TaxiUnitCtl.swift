@@ -18,7 +18,7 @@ struct TaxiUnitCtl: ParsableCommand {
             running; 4 not permitted to use the control socket.
             """,
         version: SoftwareVersion.software,
-        subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, GenKey.self, SignConfig.self, HashPIN.self]
+        subcommands: [Status.self, Health.self, Config.self, Jobs.self, Outbox.self, Press.self, LogLevel.self, HashPIN.self, GenKey.self, SignConfig.self]
     )
 
     struct Connection: ParsableArguments {

@@ -59,6 +59,26 @@ final class Account: @unchecked Sendable {
     deinit { stop() }
 }
 
+/// A real mosquitto with `etc/mosquitto-acl.example` (`extraACL` after it) and the listener
+/// settings of `etc/mosquitto.conf.example` that are not paths (those are the scratch directory's
+/// here); each account's password is `pw-{account}`.
+func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: String) throws -> MosquittoBroker {
+    let passwords = scratch.file("taxi.passwd")
+    guard FileManager.default.createFile(atPath: passwords, contents: nil) else { throw HarnessError("cannot create \(passwords)") }
+    for account in accounts {
+        let made = try runCommand("/usr/bin/mosquitto_passwd", ["-b", passwords, account, "pw-\(account)"])
+        guard made.exitCode == 0 else { throw HarnessError("mosquitto_passwd: \(made.output)") }
+    }
+    let acl = scratch.file("taxi.acl")
+    let example = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto-acl.example", encoding: .utf8)
+    try (example + "\n" + extraACL + "\n").write(toFile: acl, atomically: true, encoding: .utf8)
+    let listener = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto.conf.example", encoding: .utf8)
+        .split(separator: "\n").map(String.init)
+        .filter { line in ["allow_anonymous ", "use_username_as_clientid ", "per_listener_settings ", "max_packet_size "].contains { line.hasPrefix($0) } }
+    guard listener.contains("use_username_as_clientid true") else { throw HarnessError("the example listener does not tie client ids to usernames") }
+    return try MosquittoBroker(in: scratch, listenerSettings: (listener + ["password_file \(passwords)", "acl_file \(acl)"]).joined(separator: "\n"))
+}
+
 /// `etc/mosquitto-acl.example` and the listener settings of `etc/mosquitto.conf.example` in a real
 /// mosquitto, with a password file for two units, `dispatcher` and `fleet`. What each account may do
 /// comes from the unit's one topic catalogue (`ContractTopic`), never from a list kept here.
@@ -164,23 +184,11 @@ final class Account: @unchecked Sendable {
 
     init() throws {
         scratch = try ScratchDirectory()
-        let passwords = scratch.file("taxi.passwd")
-        guard FileManager.default.createFile(atPath: passwords, contents: nil) else { throw HarnessError("cannot create \(passwords)") }
         // Test instruments, not part of the example: `observer` sees every publish that got through,
         // `admin` publishes what each account's subscriptions are tried with.
-        for account in Self.units + ["dispatcher", "fleet", "observer", "admin"] {
-            let made = try runCommand("/usr/bin/mosquitto_passwd", ["-b", passwords, account, "pw-\(account)"])
-            guard made.exitCode == 0 else { throw HarnessError("mosquitto_passwd: \(made.output)") }
-        }
-        let acl = scratch.file("taxi.acl")
-        let example = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto-acl.example", encoding: .utf8)
-        try (example + "\nuser observer\ntopic read #\nuser admin\ntopic write #\n").write(toFile: acl, atomically: true, encoding: .utf8)
-        // The example's listener settings that are not paths (those are the scratch directory's here).
-        let listener = try String(contentsOfFile: Corpus.packageRoot + "/etc/mosquitto.conf.example", encoding: .utf8)
-            .split(separator: "\n").map(String.init)
-            .filter { line in ["allow_anonymous ", "use_username_as_clientid ", "per_listener_settings ", "max_packet_size "].contains { line.hasPrefix($0) } }
-        guard listener.contains("use_username_as_clientid true") else { throw HarnessError("the example listener does not tie client ids to usernames") }
-        broker = try MosquittoBroker(in: scratch, listenerSettings: (listener + ["password_file \(passwords)", "acl_file \(acl)"]).joined(separator: "\n"))
+        broker = try exampleBroker(
+            in: scratch, accounts: Self.units + ["dispatcher", "fleet", "observer", "admin"],
+            extraACL: "user observer\ntopic read #\nuser admin\ntopic write #")
     }
 
     /// Every documented topic (of T1, of T2 and the fleet's) x {T1, T2, dispatcher, fleet} x
@@ -513,7 +521,7 @@ extension PlaintextBrokerTests {
     }
 }
 
-/// The keys a unit trusts, on the daemon and taxiunitctl.
+/// The keys a unit trusts, on the daemon and taxifleet.
 @Suite(.serialized) struct FleetKeyTests {
     let scratch: ScratchDirectory
     let broker: MosquittoBroker
@@ -532,27 +540,34 @@ extension PlaintextBrokerTests {
     func sign(_ json: String, topic: String, key: String) throws -> String {
         let document = scratch.file("doc-\(UUID().uuidString).json")
         try json.write(toFile: document, atomically: true, encoding: .utf8)
-        let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["sign-config", "--key", key, "--topic", topic, document])
+        let (output, code) = try runCommand(Corpus.binary("taxifleet"), ["sign-config", "--key", key, "--topic", topic, document])
         guard code == 0 else { throw HarnessError("sign-config: \(output)") }
         return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test func genKeyWritesA0600FileOnceAndNeverOverwrites() throws {
         let path = scratch.file("new.key")
-        let first = try runCommand(Corpus.binary("taxiunitctl"), ["gen-key", "--out", path])
+        let first = try runCommand(Corpus.binary("taxifleet"), ["gen-key", "--out", path])
         #expect(first.exitCode == 0)
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber).intValue
         #expect(mode == 0o600)
         let key = try String(contentsOfFile: path, encoding: .utf8)
-        let again = try runCommand(Corpus.binary("taxiunitctl"), ["gen-key", "--out", path])
+        let again = try runCommand(Corpus.binary("taxifleet"), ["gen-key", "--out", path])
         #expect(again.exitCode != 0)
         #expect(again.output.contains("exists; not overwriting a key"), "\(again.output)")
         #expect(try String(contentsOfFile: path, encoding: .utf8) == key)
         // Nor through a link to somewhere else.
         let link = scratch.file("link.key")
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: scratch.file("elsewhere.key"))
-        #expect(try runCommand(Corpus.binary("taxiunitctl"), ["gen-key", "--out", link]).exitCode != 0)
+        #expect(try runCommand(Corpus.binary("taxifleet"), ["gen-key", "--out", link]).exitCode != 0)
         #expect(!FileManager.default.fileExists(atPath: scratch.file("elsewhere.key")))
+        // The tool that ships on every taxi no longer makes keys, and says where that went.
+        for name in ["gen-key", "sign-config"] {
+            let moved = try runCommand(Corpus.binary("taxiunitctl"), [name, "--out", scratch.file("old.key")])
+            #expect(moved.exitCode == 64)
+            #expect(moved.output.contains("\(name) moved to taxifleet"), "\(moved.output)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("old.key")))
     }
 
     @Test func pemKeysFromOpensslSignWhatAUnitTrustingThePEMPublicKeyApplies() async throws {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The fleet side, through the real `taxiunitctl gen-key` and `sign-config`.
+/// The fleet side, through the real `taxifleet gen-key` and `sign-config`.
 public final class FleetSigner: Sendable {
     public let keyPath: String
     /// The line `gen-key` prints for the unit's [fleet] section.
@@ -8,7 +8,7 @@ public final class FleetSigner: Sendable {
 
     public init(in directory: ScratchDirectory, name: String = "fleet") throws {
         keyPath = directory.file("\(name).key")
-        let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["gen-key", "--out", keyPath])
+        let (output, code) = try runCommand(Corpus.binary("taxifleet"), ["gen-key", "--out", keyPath])
         guard code == 0, output.hasPrefix("config_pubkeys = [") else { throw HarnessError("gen-key failed: \(output)") }
         pubkeysLine = output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -22,7 +22,7 @@ public final class FleetSigner: Sendable {
     public func sign(_ json: String, topic: String) throws -> String {
         let document = URL(fileURLWithPath: keyPath).deletingLastPathComponent().appendingPathComponent("doc-\(UUID().uuidString).json").path
         try json.write(toFile: document, atomically: true, encoding: .utf8)
-        let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["sign-config", "--key", keyPath, "--topic", topic, document])
+        let (output, code) = try runCommand(Corpus.binary("taxifleet"), ["sign-config", "--key", keyPath, "--topic", topic, document])
         guard code == 0 else { throw HarnessError("sign-config failed: \(output)") }
         return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -146,7 +146,7 @@ import UnitConfig
             }
         }
         #expect(problems("[fleet]\nconfig_pubkeys = [\"\(String(repeating: "A", count: 43))=\"]\n") == [
-            #"fleet.config_pubkeys entry "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=" is a weak key (a point of small order, under which forged signatures verify); make one with taxiunitctl gen-key"#,
+            #"fleet.config_pubkeys entry "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=" is a weak key (a point of small order, under which forged signatures verify); make one with taxifleet gen-key"#,
         ])
         #expect(!FleetPublicKey.isWeak(Array(Curve25519.Signing.PrivateKey().publicKey.rawRepresentation)))
     }
