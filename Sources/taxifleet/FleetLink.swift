@@ -34,7 +34,7 @@ final class FleetLink: @unchecked Sendable {
                 return link
             case .connectFailed(let reason), .disconnected(_, let reason):
                 lastProblem = reason
-            case .published, .refused, .message:
+            case .published, .refused, .message, .oversized:
                 break
             }
         }

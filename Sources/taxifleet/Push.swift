@@ -121,7 +121,7 @@ func publishAll(
             throw Failure("the broker went away before it acknowledged the publish: \(reason)", exitCode: Failure.unreachable)
         case .message(let message):
             if let answer = rollout.take(topic: message.topic, payload: message.payload) { display.answered(answer, rollout) }
-        case .connected, .connectFailed:
+        case .connected, .connectFailed, .oversized:
             break
         }
     }
