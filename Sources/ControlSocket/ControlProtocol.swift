@@ -91,7 +91,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         /// The scope whose [mqtt] change is still on trial (rolled back unless the new broker
         /// brings the fleet's retained, signed config).
         public var onTrial: String?
-        /// `host:port` of the broker the unit uses now.
+        /// `host:port` of the broker node the unit is connected to; while not connected, the nodes it
+        /// tries, in order.
         public var broker: String
         /// The fleet's settings in force, both scopes merged, as canonical JSON.
         public var remoteSettings: String

@@ -50,6 +50,13 @@ public final class MQTTConnection: @unchecked Sendable {
         var connected: MQTTSessionID?
         /// The session of the current handle: an abandoned loop thread's late CONNACK is ignored.
         var latest: MQTTSessionID = 0
+        /// The node the current handle connects to, and so the one in use once it is connected.
+        var node: MQTTNode?
+    }
+
+    /// The broker node of the connection in use; nil while not connected.
+    public var nodeInUse: MQTTNode? {
+        sessions.withLock { $0.connected == nil ? nil : $0.node }
     }
     /// When the current loop thread last came round. The systemd watchdog reads it too, allowing
     /// `Liveness.blockingConnectS`: longer than the engine waits before replacing a silent loop, so
@@ -197,6 +204,7 @@ public final class MQTTConnection: @unchecked Sendable {
                 waitBeforeRetry(backoff.delay(attempt: rotation.moveOn(), using: &random), on: worker)
                 continue
             }
+            sessions.withLock { $0.node = node }
             let rc = connect(handle, to: node)
             if rc != MOSQ_ERR_SUCCESS.rawValue {
                 yield(.connectFailed(reason: failedAt + Self.failureReason(rc, handle)))

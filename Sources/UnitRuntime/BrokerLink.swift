@@ -136,6 +136,10 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         counter.withLock { $0.reservation() }
     }
 
+    /// `host:port` of the broker node the unit is connected to (after a failover, not the first of
+    /// `hosts`); nil while not connected.
+    var nodeInUse: String? { connection?.nodeInUse?.description }
+
     /// The number of the latest connection attempt: the current connection's, once connected.
     var connectionNumber: Int64? {
         counter.withLock { $0.last > 0 ? $0.last : nil }

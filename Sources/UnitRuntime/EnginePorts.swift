@@ -25,14 +25,18 @@ protocol BrokerPort: AnyObject, Sendable {
     func connectionReservation() -> Int64?
     /// The current connection's number, for `status`.
     var connectionNumber: Int64? { get }
+    /// `host:port` of the node connected to; nil while not connected.
+    var nodeInUse: String? { get }
 }
 
 extension BrokerPort {
-    // The in-process engine tests' recording broker has no rate limit and no connection counter.
+    // The in-process engine tests' recording broker has no rate limit, no connection counter and
+    // no nodes.
     func publishAllowance() -> PublishAllowance { .unlimited }
     func restoreConnectionCounter(stored: Int64?) -> Int64? { nil }
     func connectionReservation() -> Int64? { nil }
     var connectionNumber: Int64? { nil }
+    var nodeInUse: String? { nil }
 }
 
 /// What the engine needs of gpsd: `GPSDConnection` on a unit.

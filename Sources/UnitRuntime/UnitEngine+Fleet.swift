@@ -67,9 +67,15 @@ extension UnitEngine {
         ControlStatus.Config(
             versions: Dictionary(uniqueKeysWithValues: fleetConfig.versions.map { ($0.key.rawValue, $0.value) }),
             onTrial: fleetConfig.onProbation?.rawValue,
-            broker: "\(configuration.mqtt.host):\(configuration.mqtt.port)",
+            broker: brokerInUse,
             remoteSettings: String(decoding: JSONDocument(fleetConfig.remoteSettings).canonicalBytes, as: UTF8.self)
         )
+    }
+
+    /// The broker node connected to (after a failover, not the first of `hosts`); while not
+    /// connected, the nodes it tries, in order.
+    var brokerInUse: String {
+        mqtt.nodeInUse ?? configuration.mqtt.nodes.map(\.description).joined(separator: ", ")
     }
 
     /// The fleet's documents in force for `taxiunitctl config`, in the order they are laid over the local files.

@@ -403,7 +403,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             mqtt.reserveConnectionNumbers(in: store, logger: logger)
             broker = .init(connected: true, since: clockMs(), lastError: nil)
             metrics.brokerConnects.increment()
-            logger.info("connected to broker", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
+            logger.info("connected to broker", metadata: ["broker": "\(brokerInUse)"])
             outbox.sessionStarted(session)
             subscribeInbound()
             publishStatus()

@@ -32,6 +32,9 @@ import Testing
         let moved = try #require(onSecond.arrivals.first { $0.message.topic == posTopic }).at - stoppedAt
         #expect(moved < .seconds(5), "moved after \(moved)")
         try await unit.waitForStatus("outbox empty", timeoutS: 90) { $0.broker.connected && $0.outbox.depth == 0 && $0.outbox.inFlight == 0 }
+        // The status and the log name the node in use, not the first one of `hosts`.
+        #expect(try unit.status().config?.broker == "127.0.0.1:\(second.port)")
+        #expect(unit.log.contains("connected to broker broker=127.0.0.1:\(second.port)"), "\(unit.log)")
 
         // What the first node acknowledged and had not passed on yet is kept for its subscriber.
         try first.start()
