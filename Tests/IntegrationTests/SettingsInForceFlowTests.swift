@@ -29,6 +29,10 @@ import UnitCore
         // One a second, acknowledged and in force: no restart.
         try setup.push(2, #"{"reporting":{"interval_s":1}}"#)
         try await setup.waitForAck("v2 applied", FleetControlFlowTests.ack(2, "applied"))
+        // The retained status names the version in force at once, not at the next state change.
+        try await setup.recorder.waitFor("the status with version 2") { messages in
+            messages.last { $0.topic == unit.topicBase + "status" }?.json.flatMap { $0["config_versions"] as? [String: Int] } == ["fleet": 2]
+        }
         let fast = live().count
         try await feed.waitFor("five live positions at one a second", timeoutS: 30) { _ in live().count - fast >= 5 }
 
