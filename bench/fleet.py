@@ -307,15 +307,24 @@ def main():
             ("RSS per unit <= 12 MB", fleet["peak_rss"] / fleet["units"] <= 12 * 10**6),
             ("PSS per unit <= 12 MB (shared libraries shared out)", fleet["pss"] / fleet["units"] <= 12 * 10**6),
         ]
-        print("--- targets")
-        for label, met in targets:
-            print(f"{'met    ' if met else 'NOT met'}  {label}")
+        print_targets(targets)
     finally:
-        group.stop()
-        if os.environ.get("KEEP_BENCH_FILES"):
-            print(f"files kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        finish(group, work)
+
+
+def print_targets(targets):
+    print("--- targets")
+    for label, met in targets:
+        print(f"{'met    ' if met else 'NOT met'}  {label}")
+
+
+def finish(group, work):
+    """Stops every process of the run and removes its files, unless KEEP_BENCH_FILES asks to keep them."""
+    group.stop()
+    if os.environ.get("KEEP_BENCH_FILES"):
+        print(f"files kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Targets (issue 33): status under 2 s and all acks reported with 500 units; the p
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fleet import Group, free_port, percentiles, rank, start_broker, start_units, wait_port  # noqa: E402
+from fleet import Group, finish, free_port, percentiles, print_targets, rank, start_broker, start_units, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -149,19 +148,13 @@ def main():
                     size += len(line)
         print(f"   /events: {events} snapshots in 10 s, {size / max(events, 1) / 1024:.0f} KiB each")
 
-        print("--- targets")
-        for label, met in [
+        print_targets([
             (f"status of {args.units} units under 2 s (p95)", rank(status_times, 0.95) < 2000),
             (f"push reports all {args.units} acks", applied == args.units),
             ("/fleet.json p95 under 1 s while the fleet moves", rank(json_times, 0.95) < 1000),
-        ]:
-            print(f"{'met    ' if met else 'NOT met'}  {label}")
+        ])
     finally:
-        group.stop()
-        if os.environ.get("KEEP_BENCH_FILES"):
-            print(f"files kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        finish(group, work)
 
 
 if __name__ == "__main__":
