@@ -12,7 +12,7 @@ BUILT ?= .build/release
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
 APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config
-APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml
+APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus
 APT_PACKAGES := $(APT_RUN) $(APT_BUILD) $(APT_TEST)
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
