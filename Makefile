@@ -12,7 +12,10 @@ BUILT ?= .build/release
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
 APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config
-APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus
+APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus python3-venv
+# What the tests run from PyPI (not in Debian 12), in a virtual environment of their own.
+PIP_TEST := check-jsonschema==0.39.0
+TEST_TOOLS := .build/test-tools
 APT_PACKAGES := $(APT_RUN) $(APT_BUILD) $(APT_TEST)
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
@@ -36,6 +39,8 @@ deps:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@[ "$$(cat $(TEST_TOOLS)/installed 2>/dev/null)" = "$(PIP_TEST)" ] || { \
+		/usr/bin/python3 -m venv $(TEST_TOOLS) && $(TEST_TOOLS)/bin/pip install -q $(PIP_TEST) && echo "$(PIP_TEST)" > $(TEST_TOOLS)/installed; }
 
 build: deps
 	$(SWIFT) build
