@@ -12,7 +12,7 @@ BUILT ?= .build/release
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
 APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config dpkg-dev
-APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus python3-venv lintian
+APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus python3-venv lintian device-tree-compiler
 # What the tests run from PyPI (not in Debian 12), in a virtual environment of their own.
 PIP_TEST := check-jsonschema==0.39.0
 TEST_TOOLS := .build/test-tools
@@ -107,6 +107,9 @@ DEB_MAINTAINER ?= taxiunitd maintainers <taxiunitd@example.org>
 DEB_EXTRA_DEPENDS := gpsd
 # xz for boards; the tests package uncompressed.
 DEB_COMPRESS ?= xz
+# The toolchain's llvm-objcopy strips any architecture the toolchain builds for; the host's strip
+# reads only the host's.
+OBJCOPY ?= $(dir $(realpath $(shell command -v $(SWIFT))))llvm-objcopy
 MAN_PAGES := .build/plugins/GenerateManual/outputs
 # Completion scripts, written by the host's build of the programs (`man-pages`), so that a cross-build
 # has them too.
@@ -126,7 +129,7 @@ man-pages:
 deb-package:
 	rm -rf $(DEB_OUT)/root && mkdir -p $(DEB_OUT)/root/DEBIAN
 	$(MAKE) -s install-files DESTDIR=$(abspath $(DEB_OUT))/root PREFIX=/usr SYSCONFDIR=/etc
-	for program in $(DEB_PROGRAMS); do strip --strip-unneeded --remove-section=.comment $(DEB_OUT)/root/usr/bin/$$program || exit 1; done
+	for program in $(DEB_PROGRAMS); do $(OBJCOPY) --strip-unneeded --remove-section=.comment $(DEB_OUT)/root/usr/bin/$$program || exit 1; done
 	install -d $(DEB_OUT)/root/usr/share/man/man8 $(DEB_OUT)/root/usr/share/man/man5
 	for program in $(DEB_PROGRAMS); do \
 		packaging/man-page.sh $(MAN_PAGES)/$$program/$$program.8 | gzip -9n > $(DEB_OUT)/root/usr/share/man/man8/$$program.8.gz || exit 1; done

@@ -76,6 +76,55 @@ import Testing
         #expect(result.output.contains("custom-library-search-path") || !tags.contains { $0.hasPrefix("E:") })
     }
 
+    /// `make deb DEB_ARCH=arm64` on this machine: an aarch64 executable, stripped by the toolchain's
+    /// llvm-objcopy (the host's strip cannot read it), in an arm64 package.
+    @Test func anArm64PackageIsStrippedByTheToolchain() throws {
+        let scratch = try ScratchDirectory()
+        let toolchain = try runCommand("/bin/sh", ["-c", "dirname \"$(readlink -f \"$(command -v swift)\")\""]).output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let bin = scratch.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try "void _start(void) { for (;;) {} }\n".write(toFile: scratch.file("start.c"), atomically: true, encoding: .utf8)
+        for program in ["taxiunitd", "taxiunitctl"] {
+            let linked = try runCommand(
+                toolchain + "/clang",
+                ["--target=aarch64-linux-gnu", "-nostdlib", "-static", "-fuse-ld=lld", "-o", bin + "/" + program, scratch.file("start.c")])
+            #expect(linked.exitCode == 0, "\(linked.output)")
+        }
+        let symbols = try runCommand("/usr/bin/readelf", ["-S", bin + "/taxiunitd"]).output
+        #expect(symbols.contains(".symtab"), "the input has symbols to strip: \(symbols)")
+        #expect(try runCommand("/usr/bin/strip", ["-o", scratch.file("host-strip"), bin + "/taxiunitd"]).exitCode != 0)
+
+        let out = scratch.file("deb")
+        let build = try runCommand(
+            "/usr/bin/make",
+            ["-s", "-C", Corpus.packageRoot, "deb-package", "BUILT=\(bin)", "DEB_OUT=\(out)", "DEB_COMPRESS=gzip", "DEB_ARCH=arm64"])
+        #expect(build.exitCode == 0, "\(build.output)")
+        let deb = out + "/taxiunitd_\(try runCommand(Corpus.binary("taxiunitd"), ["--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines))_arm64.deb"
+        #expect(try runCommand("/usr/bin/dpkg-deb", ["-f", deb, "Architecture"]).output == "arm64\n")
+        let unpacked = scratch.file("unpacked")
+        #expect(try runCommand("/usr/bin/dpkg-deb", ["-x", deb, unpacked]).exitCode == 0)
+        let header = try runCommand("/usr/bin/readelf", ["-h", "-S", unpacked + "/usr/bin/taxiunitd"]).output
+        #expect(header.contains("AArch64") && !header.contains(".symtab") && !header.contains(".comment"), "\(header)")
+    }
+
+    /// docs/boards.md's buttons: contrib/taxi-buttons.dts compiles (dtc, as the board's firmware
+    /// loads it) to one gpio-keys device holding every button, since `[input.buttons] device` is one.
+    @Test func theButtonOverlayIsOneGpioKeysDevice() throws {
+        let scratch = try ScratchDirectory()
+        let overlay = scratch.file("taxi-buttons.dtbo")
+        let compiled = try runCommand("/usr/bin/dtc", ["-@", "-I", "dts", "-O", "dtb", "-o", overlay, Corpus.packageRoot + "/contrib/taxi-buttons.dts"])
+        #expect(compiled.exitCode == 0 && compiled.output.isEmpty, "\(compiled.output)")
+        let devices = try runCommand("/bin/sh", ["-c", "fdtget -l \"$0\" /fragment@1/__overlay__", overlay]).output
+        #expect(devices == "taxi-buttons\n", "one device: \(devices)")
+        let node = "/fragment@1/__overlay__/taxi-buttons"
+        #expect(try runCommand("/usr/bin/fdtget", ["-t", "s", overlay, node, "compatible"]).output == "gpio-keys\n")
+        let keys = try runCommand("/usr/bin/fdtget", ["-l", overlay, node]).output.split(separator: "\n").map(String.init)
+        #expect(keys == ["accept", "reject", "sos"], "\(keys)")
+        let codes = try keys.map { try runCommand("/usr/bin/fdtget", [overlay, node + "/" + $0, "linux,code"]).output }
+        #expect(codes == ["59\n", "60\n", "68\n"], "KEY_F1, KEY_F2, KEY_F10 as etc/taxiunitd.toml maps them: \(codes)")
+    }
+
     /// One version: the package's is what the programs print and the status carries.
     @Test func thePackageVersionIsTheProgramsVersion() throws {
         let version = try runCommand("/usr/bin/dpkg-deb", ["-f", try package(), "Version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
