@@ -157,9 +157,10 @@ deb-package:
 	rm -rf $(DEB_OUT)/shlibdeps
 	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/root $(DEB_OUT)/taxiunitd_$(DEB_VERSION)_$(DEB_ARCH).deb
 
+# BIN=DIR: the programs from DIR (e.g. `make release-bin-path`'s), nothing built.
 demo:
-	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"
-	scripts/demo.sh
+	$(if $(BIN),$(MAKE) deps,$(MAKE) build) EXTRA_PACKAGES="$(DEMO_PACKAGES)"
+	BIN="$(BIN)" scripts/demo.sh
 
 # Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
 bench-drain: deps
