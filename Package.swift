@@ -117,6 +117,7 @@ let package = Package(
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

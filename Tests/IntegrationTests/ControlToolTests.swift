@@ -144,4 +144,66 @@ import Testing
         #expect(result.output.contains("not permitted to use \(unit.controlSocket)"), "\(result.output)")
         unit.stop()
     }
+
+    /// Words and levels the daemon would refuse are refused by taxiunitctl itself, with the daemon's
+    /// own wording and the usage exit status, without a daemon to ask.
+    @Test func inputsAndLevelsAreCheckedWithoutTheDaemon() throws {
+        let nowhere = ["--socket", "/nonexistent/taxiunitd.sock"]
+        for words in [["flyaway"], ["pob", "x"], ["pause", "nap"], ["login", "D-1", "12"]] {
+            let result = try ctl(["press"] + words + nowhere)
+            #expect(result.exitCode == 64 && result.output.hasPrefix("Error: ") && !result.output.contains("not running"), "\(words): \(result.output)")
+        }
+        let level = try ctl(["log-level", "loud"] + nowhere)
+        #expect(level.exitCode == 64 && level.output.contains("unknown log level loud; one of trace, debug"), "\(level.output)")
+        // Valid words do go to the daemon (which is not there: exit 3).
+        #expect(try ctl(["press", "pob", "2"] + nowhere).exitCode == 3)
+        #expect(try ctl(["log-level", "debug"] + nowhere).exitCode == 3)
+        // send and info are different inputs, and the help says so.
+        let help = try ctl(["press", "--help"]).output
+        #expect(help.contains("info (the next page of job details)") && help.contains("send (send the chosen canned text)"), "\(help)")
+    }
+
+    /// Without --socket, the subcommands find the socket where --config's `[control] socket` puts it;
+    /// a configuration file that is missing is named, with a hint of --config.
+    @Test func theSocketIsTheConfigurationsOwn() async throws {
+        let scratch = try ScratchDirectory()
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        let status = try ctl(["status", "--json", "--config", unit.configPath])
+        #expect(status.exitCode == 0 && status.output.contains("\"unit\""), "\(status.output)")
+        #expect(try ctl(["log-level", "--config", unit.configPath]).output == "debug\n")
+        let missing = scratch.file("missing.toml")
+        let noFile = try ctl(["status", "--config", missing])
+        #expect(noFile.exitCode == 1 && noFile.output.contains("\(missing): no such file; name the configuration file with --config"), "\(noFile.output)")
+        let daemon = try runCommand(Corpus.binary("taxiunitd"), ["--config", missing, "--check"])
+        #expect(daemon.exitCode == 1 && daemon.output.contains("no such file; name the configuration file with --config"), "\(daemon.output)")
+        unit.stop()
+    }
+
+    /// hash-pin on a terminal asks for the PIN with echo off: the PIN never appears on the screen.
+    @Test func hashPINDoesNotEchoThePIN() throws {
+        let script = """
+            import os, pty, sys, time
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], [sys.argv[1], "hash-pin", "--rounds", "1000"])
+            seen = b""
+            while b"PIN: " not in seen:
+                seen += os.read(fd, 1024)
+            os.write(fd, b"8642\\n")
+            while True:
+                try:
+                    chunk = os.read(fd, 1024)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            os.waitpid(pid, 0)
+            sys.stdout.write(seen.decode())
+            """
+        let result = try runCommand("/usr/bin/python3", ["-c", script, Corpus.binary("taxiunitctl")])
+        #expect(result.exitCode == 0, "\(result.output)")
+        #expect(result.output.contains("pbkdf2-sha256$1000$") && !result.output.contains("8642"), "\(result.output)")
+    }
 }

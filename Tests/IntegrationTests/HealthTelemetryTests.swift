@@ -169,8 +169,9 @@ import Testing
         try await waitUntil("a debug line", timeoutS: 10, detail: { unit.log }) { unit.log.contains("<7>taxiunitd: status not published now") }
         #expect(unit.log.contains("<5>taxiunitd: log level changed from=info to=debug"), "\(unit.log)")
 
+        // A usage error of taxiunitctl's own (64), in the daemon's words.
         let wrong = try ctl(["log-level", "loud"] + socket)
-        #expect(wrong.exitCode == 1)
+        #expect(wrong.exitCode == 64)
         #expect(wrong.output.contains("unknown log level loud; one of trace, debug, info, notice, warning, error, critical"), "\(wrong.output)")
         unit.stop()
 
