@@ -57,10 +57,11 @@ extension TaxiUnitCtl {
             }
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
-            printToStandardError(prompt, terminator: "")
+            // Echo off before the prompt: what is typed after it is neither shown nor flushed away.
             _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+            printToStandardError(prompt, terminator: "")
             defer {
-                _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+                _ = tcsetattr(STDIN_FILENO, TCSADRAIN, &saved)
                 printToStandardError("")
             }
             return readLine(strippingNewline: true) ?? ""

@@ -89,6 +89,8 @@ struct TaxiUnitCtl: ParsableCommand {
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                // The wire's convention (docs/protocol.md), as the fleet's `status` command answers.
+                encoder.keyEncodingStrategy = .convertToSnakeCase
                 print(String(decoding: try encoder.encode(value), as: UTF8.self))
             } else {
                 print(HumanReadable.render(value))

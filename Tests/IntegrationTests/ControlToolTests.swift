@@ -76,11 +76,11 @@ import Testing
         let json = try ctl(["outbox", "--json", "--limit", "2", "--socket", unit.controlSocket])
         #expect(json.exitCode == 0, "\(json.output)")
         let listing = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
-        let depth = try #require(listing["depthByClass"] as? [String: Int])
+        let depth = try #require(listing["depth_by_class"] as? [String: Int])
         #expect(depth == ["alarm": 0, "reply": 0, "event": 3, "position": 0])
         let oldest = try #require(listing["oldest"] as? [[String: Any]])
         #expect(oldest.count == 2)
-        #expect(oldest.allSatisfy { $0["messageClass"] as? String == "event" && $0["topic"] as? String == "event" && $0["inFlight"] as? Bool == false })
+        #expect(oldest.allSatisfy { $0["message_class"] as? String == "event" && $0["topic"] as? String == "event" && $0["in_flight"] as? Bool == false })
 
         let human = try ctl(["outbox", "--limit", "1", "--socket", unit.controlSocket])
         #expect(human.exitCode == 0)
@@ -171,6 +171,15 @@ import Testing
         try await unit.start()
         let status = try ctl(["status", "--json", "--config", unit.configPath])
         #expect(status.exitCode == 0 && status.output.contains("\"unit\""), "\(status.output)")
+        // One naming convention, the wire's: every key snake_case, at every depth.
+        func keys(_ value: Any) -> [String] {
+            if let object = value as? [String: Any] { return object.keys + object.values.flatMap(keys) }
+            if let array = value as? [Any] { return array.flatMap(keys) }
+            return []
+        }
+        let all = keys(try JSONSerialization.jsonObject(with: Data(status.output.utf8)))
+        #expect(all.contains("seats_left") && all.contains("sos_pending"), "\(all)")
+        #expect(all.allSatisfy { $0.wholeMatch(of: /[a-z0-9_]+/) != nil }, "\(all.filter { $0.wholeMatch(of: /[a-z0-9_]+/) == nil })")
         #expect(try ctl(["log-level", "--config", unit.configPath]).output == "debug\n")
         let missing = scratch.file("missing.toml")
         let noFile = try ctl(["status", "--config", missing])
@@ -183,7 +192,8 @@ import Testing
     /// hash-pin on a terminal asks for the PIN with echo off: the PIN never appears on the screen.
     @Test func hashPINDoesNotEchoThePIN() throws {
         let script = """
-            import os, pty, sys, time
+            import os, pty, signal, sys
+            signal.alarm(30)  # a PIN that was never read fails the test, not the run
             pid, fd = pty.fork()
             if pid == 0:
                 os.execv(sys.argv[1], [sys.argv[1], "hash-pin", "--rounds", "1000"])
