@@ -114,7 +114,7 @@ import Testing
 
         let human = try ctl(["jobs"] + socket)
         #expect(human.exitCode == 0)
-        #expect(human.output.contains(/^job +J2\npassengers +1\npickup at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n/), "\(human.output)")
+        #expect(human.output.contains(/^job +J2\npassengers +1\npickup at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d\n/), "\(human.output)")
         let order = human.output.split(separator: "\n").filter { $0.hasPrefix("job ") }
         #expect(order.map { $0.split(separator: " ").last! } == ["J2", "J1"])
         #expect(human.output.contains("\n\njob "), "a blank line between rides")
