@@ -169,6 +169,10 @@ import Testing
         let scratch = try ScratchDirectory()
         let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
         try await unit.start()
+        // Nobody listens on the broker port: the ready line says the unit is connecting, not offline.
+        try await waitUntil("the ready line", timeoutS: 15, detail: { unit.log }) { unit.log.contains("taxiunitd: ready") }
+        let ready = try #require(unit.log.split(separator: "\n").first { $0.contains("taxiunitd: ready") }, "\(unit.log)")
+        #expect(ready.contains("broker=connecting") && !ready.contains("offline"), "\(ready)")
         let status = try ctl(["status", "--json", "--config", unit.configPath])
         #expect(status.exitCode == 0 && status.output.contains("\"unit\""), "\(status.output)")
         // One naming convention, the wire's: every key snake_case, at every depth.
