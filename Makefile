@@ -12,7 +12,7 @@ BUILT ?= .build/release
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
 APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config dpkg-dev
-APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus python3-venv lintian device-tree-compiler
+APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml prometheus python3-venv lintian device-tree-compiler reprepro gnupg
 # What the tests run from PyPI (not in Debian 12), in a virtual environment of their own.
 PIP_TEST := check-jsonschema==0.39.0
 TEST_TOOLS := .build/test-tools
@@ -29,7 +29,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test fuzz deb man-pages deb-package demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
+.PHONY: deps build test fuzz deb man-pages deb-package repo demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -156,6 +156,21 @@ deb-package:
 		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/root | cut -f1)/" packaging/control > $(DEB_OUT)/root/DEBIAN/control
 	rm -rf $(DEB_OUT)/shlibdeps
 	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/root $(DEB_OUT)/taxiunitd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+# A signed apt repository for the fleet's boards (docs/boards.md, "Updates"): reprepro adds
+# REPO_DEBS (default: what `make deb` built) to REPO_DIR, signing its Release files with REPO_KEY, a
+# key of gpg's (GNUPGHOME); the public key goes beside them for the boards' signed-by=.
+REPO_DIR ?= build/repo
+REPO_SUITE ?= bookworm
+REPO_DEBS ?= $(wildcard $(DEB_OUT)/taxiunitd_*.deb)
+repo:
+	@[ -n "$(REPO_KEY)" ] || { echo "make repo: REPO_KEY=<fingerprint> names the gpg key that signs the repository" >&2; exit 1; }
+	@[ -n "$(REPO_DEBS)" ] || { echo "make repo: no package (make deb, or REPO_DEBS=...)" >&2; exit 1; }
+	mkdir -p $(REPO_DIR)/conf
+	printf 'Origin: taxiunitd\nLabel: taxiunitd\nCodename: $(REPO_SUITE)\nArchitectures: amd64 arm64\nComponents: main\nDescription: taxiunitd for the fleet\nSignWith: $(REPO_KEY)\n' \
+		> $(REPO_DIR)/conf/distributions
+	for deb in $(REPO_DEBS); do reprepro -b $(REPO_DIR) --silent includedeb $(REPO_SUITE) $$deb || exit 1; done
+	gpg --batch --yes --export $(REPO_KEY) > $(REPO_DIR)/taxiunitd-archive-keyring.gpg
 
 # BIN=DIR: the programs from DIR (e.g. `make release-bin-path`'s), nothing built.
 demo:

@@ -108,6 +108,123 @@ import Testing
         #expect(header.contains("AArch64") && !header.contains(".symtab") && !header.contains(".comment"), "\(header)")
     }
 
+    /// `make repo` and apt as a board runs it: the repository signed by a fleet key, served over HTTP,
+    /// added with signed-by=; version N installed, N+1 added, `apt-get upgrade` takes it and keeps the
+    /// edited configuration and the store. A key that did not sign it is refused. apt and dpkg work on
+    /// a scratch root whose package database says the runtime libraries are there (as on a board).
+    @Test func anAptRepositoryUpgradesAnInstalledUnit() async throws {
+        let scratch = try ScratchDirectory()
+        let gnupg = scratch.file("gnupg")
+        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let gpgEnvironment = ["GNUPGHOME": gnupg]
+        let made = try runCommand(
+            "/usr/bin/gpg", ["--batch", "--passphrase", "", "--quick-generate-key", "taxiunitd fleet <fleet@example.org>", "ed25519", "sign", "never"],
+            environment: gpgEnvironment)
+        #expect(made.exitCode == 0, "\(made.output)")
+        let keys = try runCommand("/usr/bin/gpg", ["--batch", "--with-colons", "--list-secret-keys"], environment: gpgEnvironment).output
+        let fingerprint = try #require(keys.firstMatch(of: /\nfpr:+([0-9A-F]{40}):/)).1
+
+        // N is the suite's package; N+1 the same programs with the next version.
+        let first = try package()
+        let version = try runCommand("/usr/bin/dpkg-deb", ["-f", first, "Version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let next = version + "+1"
+        let nextOut = scratch.file("next")
+        let builtNext = try runCommand(
+            "/usr/bin/make",
+            ["-s", "-C", Corpus.packageRoot, "deb-package", "BUILT=\(Corpus.binaryDirectory)", "DEB_OUT=\(nextOut)", "DEB_COMPRESS=gzip", "DEB_VERSION=\(next)"])
+        #expect(builtNext.exitCode == 0, "\(builtNext.output)")
+
+        let repo = scratch.file("repo")
+        func addToRepository(_ deb: String) throws {
+            let added = try runCommand(
+                "/usr/bin/make", ["-s", "-C", Corpus.packageRoot, "repo", "REPO_DIR=\(repo)", "REPO_KEY=\(fingerprint)", "REPO_DEBS=\(deb)"],
+                environment: gpgEnvironment)
+            #expect(added.exitCode == 0, "\(added.output)")
+        }
+        try addToRepository(first)
+        #expect(FileManager.default.fileExists(atPath: repo + "/dists/bookworm/InRelease"))
+        let port = try Loopback.freePort()
+        let server = try ChildProcess(
+            "/usr/bin/python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", repo], logPath: scratch.file("http.log"))
+        defer { _ = server.stop() }
+        try await waitUntil("the HTTP server", timeoutS: 15, detail: { server.log }) {
+            (try? runCommand("/usr/bin/python3", ["-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:\(port)/dists/bookworm/InRelease')"]).exitCode) == 0
+        }
+
+        // The board: this machine's package database (the libraries are installed), nothing else.
+        let root = try emptyRoot(scratch)
+        try FileManager.default.removeItem(atPath: root + "/var/lib/dpkg/status")
+        try FileManager.default.copyItem(atPath: "/var/lib/dpkg/status", toPath: root + "/var/lib/dpkg/status")
+        let installed = try runCommand("/usr/bin/dpkg-query", ["-W", "-f", "${binary:Package}\n"]).output.split(separator: "\n")
+        for name in installed { FileManager.default.createFile(atPath: root + "/var/lib/dpkg/info/\(name).list", contents: Data()) }
+        for directory in ["etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/trusted.gpg.d", "var/lib/apt/lists/partial", "var/cache/apt/archives/partial"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+        }
+        let keyring = root + "/etc/apt/keyrings/taxiunitd.gpg"
+        try FileManager.default.createDirectory(atPath: root + "/etc/apt/keyrings", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: repo + "/taxiunitd-archive-keyring.gpg", toPath: keyring)
+        let sources = root + "/etc/apt/sources.list"
+        try "deb [signed-by=\(keyring)] http://127.0.0.1:\(port)/ bookworm main\n".write(toFile: sources, atomically: true, encoding: .utf8)
+        let aptConfig = scratch.file("apt.conf")
+        try """
+            Dir::State "\(root)/var/lib/apt";
+            Dir::State::status "\(root)/var/lib/dpkg/status";
+            Dir::Cache "\(root)/var/cache/apt";
+            Dir::Etc::SourceList "\(sources)";
+            Dir::Etc::SourceParts "\(root)/etc/apt/sources.list.d";
+            Dir::Etc::Preferences "\(root)/etc/apt/preferences";
+            Dir::Etc::PreferencesParts "\(root)/etc/apt/preferences.d";
+            Dir::Etc::TrustedParts "\(root)/etc/apt/trusted.gpg.d";
+            Dir::Log "\(scratch.path)";
+            Debug::NoLocking "true";
+            APT::Sandbox::User "root";
+            DPkg::Options { "--root=\(root)"; "--force-script-chrootless"; "--force-confold"; };
+            DPkg::Path "/usr/sbin:/usr/bin:/sbin:/bin";
+
+            """.write(toFile: aptConfig, atomically: true, encoding: .utf8)
+        func apt(_ arguments: [String]) throws -> (output: String, exitCode: Int32) {
+            try runCommand("/usr/bin/apt-get", ["-q", "-y"] + arguments, environment: ["APT_CONFIG": aptConfig, "DEBIAN_FRONTEND": "noninteractive"])
+        }
+        func installedVersion() throws -> String {
+            try runCommand("/usr/bin/dpkg-query", ["--admindir=\(root)/var/lib/dpkg", "-W", "-f", "${Version}", "taxiunitd"]).output
+        }
+
+        var result = try apt(["update"])
+        #expect(result.exitCode == 0, "\(result.output)")
+        result = try apt(["install", "taxiunitd"])
+        #expect(result.exitCode == 0, "\(result.output)")
+        #expect(try installedVersion() == version)
+
+        // What the board keeps: its configuration and its store.
+        let config = root + "/etc/taxiunitd/taxiunitd.toml"
+        try (String(contentsOfFile: config, encoding: .utf8) + "\n# this board's\n").write(toFile: config, atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: root + "/etc/taxiunitd/conf.d", withIntermediateDirectories: true)
+        try "[unit]\nid = \"T042\"\n".write(toFile: root + "/etc/taxiunitd/conf.d/50-unit.toml", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: root + "/var/lib/taxiunitd", withIntermediateDirectories: true)
+        let store = root + "/var/lib/taxiunitd/unit.sqlite"
+        try Data("messages not yet delivered".utf8).write(to: URL(fileURLWithPath: store))
+
+        try addToRepository(nextOut + "/taxiunitd_\(next)_\(try runCommand("/usr/bin/dpkg", ["--print-architecture"]).output.trimmingCharacters(in: .whitespacesAndNewlines)).deb")
+        result = try apt(["update"])
+        #expect(result.exitCode == 0, "\(result.output)")
+        result = try apt(["upgrade"])
+        #expect(result.exitCode == 0, "\(result.output)")
+        #expect(try installedVersion() == next, "\(result.output)")
+        #expect(try String(contentsOfFile: config, encoding: .utf8).hasSuffix("\n# this board's\n"))
+        #expect(FileManager.default.fileExists(atPath: root + "/etc/taxiunitd/conf.d/50-unit.toml"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == Data("messages not yet delivered".utf8))
+
+        // Signed by another key: apt refuses the repository.
+        try FileManager.default.removeItem(atPath: gnupg)
+        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try runCommand(
+            "/usr/bin/gpg", ["--batch", "--passphrase", "", "--quick-generate-key", "someone else <else@example.org>", "ed25519", "sign", "never"],
+            environment: gpgEnvironment)
+        _ = try runCommand("/bin/sh", ["-c", "gpg --batch --export > \"$0\"", keyring], environment: gpgEnvironment)
+        result = try apt(["update"])
+        #expect(result.output.contains("NO_PUBKEY") || result.output.contains("not signed"), "\(result.output)")
+    }
+
     /// docs/boards.md's buttons: contrib/taxi-buttons.dts compiles (dtc, as the board's firmware
     /// loads it) to one gpio-keys device holding every button, since `[input.buttons] device` is one.
     @Test func theButtonOverlayIsOneGpioKeysDevice() throws {
