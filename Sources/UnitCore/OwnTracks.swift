@@ -15,13 +15,15 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
     public var vel: Int64?
     /// Course over ground, degrees 0–359.
     public var cog: Int64?
+    /// Altitude above sea level, metres.
+    public var alt: Int64?
     /// Tracker id: the initials a map shows.
     public var tid: String
     /// Trigger: `t`, a timer- or movement-based report (the apps' move mode).
     public var t = "t"
 
     enum CodingKeys: String, CodingKey {
-        case type = "_type", tst, lat, lon, acc, vel, cog, tid, t
+        case type = "_type", tst, lat, lon, acc, vel, cog, alt, tid, t
     }
 
     /// From a valid fix; a value that does not convert is left out, as OwnTracks makes every field
@@ -33,6 +35,7 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
         acc = fix.accuracy.flatMap { Int64(roundingChecked: $0) }
         vel = fix.speed.flatMap { Int64(roundingChecked: $0 * 3.6) }
         cog = fix.track.flatMap { Int64(roundingChecked: $0) }.map { $0 % 360 }
+        alt = fix.altitude.flatMap { Int64(roundingChecked: $0) }
         self.tid = tid
     }
 
