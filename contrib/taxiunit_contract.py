@@ -32,6 +32,7 @@ SCALES = (1, 1e7, 1e7, 100, 10, 10)
 
 
 OWNTRACKS_SCHEMA_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "owntracks-location.schema.json")
+OWNTRACKS_LWT_SCHEMA_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "owntracks-lwt.schema.json")
 PROTOCOL_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "..", "protocol.md")
 # What every message of docs/asyncapi.yaml says its payload schema is written in.
 SCHEMA_FORMAT = "application/schema+json;version=draft-2020-12"
@@ -44,7 +45,7 @@ def schema_name(topic):
     OwnTracks location on owntracks/... (the [owntracks] feed's default topic)."""
     levels = topic.split("/")
     if levels[0] == "owntracks":
-        return "owntracks_location"
+        return "owntracks"  # location or lwt, by its _type
     if len(levels) == 3 and levels[2] == "config":
         return "config"
     if len(levels) >= 4:
@@ -78,6 +79,8 @@ class Contract:
             self.validators[name] = jsonschema.Draft202012Validator(schema)
         with open(OWNTRACKS_SCHEMA_PATH, encoding="utf-8") as file:
             self.validators["owntracks_location"] = jsonschema.Draft202012Validator(json.load(file))
+        with open(OWNTRACKS_LWT_SCHEMA_PATH, encoding="utf-8") as file:
+            self.validators["owntracks_lwt"] = jsonschema.Draft202012Validator(json.load(file))
 
     def problems(self, topic, payload):
         """What is wrong with one message, as lines; empty when it conforms."""
@@ -93,6 +96,8 @@ class Contract:
                 return [f"{topic}: not strict JSON: {error}"]
         else:
             document = payload  # already parsed, strictly, with the line that carried it
+        if name == "owntracks":
+            name = "owntracks_lwt" if isinstance(document, dict) and document.get("_type") == "lwt" else "owntracks_location"
         return [f"{topic}: {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}"
                 for error in self.validators[name].iter_errors(document)]
 
@@ -196,9 +201,10 @@ def check_asyncapi(path):
     if document.get("asyncapi") != "3.0.0":
         problems.append("asyncapi: not 3.0.0")
 
-    with open(OWNTRACKS_SCHEMA_PATH, encoding="utf-8") as file:
-        owntracks = json.load(file)
-    files = {"": document, "./schemas/taxiunit.schema.json": bundle, "./schemas/owntracks-location.schema.json": owntracks}
+    files = {"": document, "./schemas/taxiunit.schema.json": bundle}
+    for path in (OWNTRACKS_SCHEMA_PATH, OWNTRACKS_LWT_SCHEMA_PATH):
+        with open(path, encoding="utf-8") as file:
+            files["./schemas/" + os.path.basename(path)] = json.load(file)
 
     def resolve(reference):
         target, _, pointer = reference.partition("#")
@@ -221,7 +227,7 @@ def check_asyncapi(path):
     used = {operation["channel"]["$ref"].split("/")[-1] for operation in document.get("operations", {}).values()}
     problems += [f"channel {name} has no operation" for name in document.get("channels", {}) if name not in used]
     messages = document.get("components", {}).get("messages", {})
-    problems += [f"payload {name} is not a message" for name in set(UNIT_TOPICS.values()) | {"owntracks_location"} if name not in messages]
+    problems += [f"payload {name} is not a message" for name in set(UNIT_TOPICS.values()) | {"owntracks_location", "owntracks_lwt"} if name not in messages]
     for name, message in messages.items():
         payload = message.get("payload", {})
         if payload.get("schemaFormat") != SCHEMA_FORMAT or "schema" not in payload:

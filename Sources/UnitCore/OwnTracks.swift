@@ -48,3 +48,24 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
         template.replacingOccurrences(of: "{fleet}", with: fleet).replacingOccurrences(of: "{unit}", with: unit)
     }
 }
+
+/// An OwnTracks `lwt` (`_type=lwt`): the device went away; `tst` is when its connection began, as the
+/// apps send it. A connection has one MQTT will, and the unit's is its `status`: the unit says this one
+/// itself on a clean stop (docs/protocol.md, "OwnTracks").
+public struct OwnTracksLastWill: Sendable, Equatable, Encodable {
+    public var type = "lwt"
+    /// When the connection began, whole seconds since the epoch.
+    public var tst: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case type = "_type", tst
+    }
+
+    public init(connectedAtMs: Int64) {
+        tst = connectedAtMs / 1000
+    }
+
+    public func json() throws -> [UInt8] {
+        Array(try JSONEncoder.wire.encode(self))
+    }
+}
