@@ -11,9 +11,12 @@ BUILT ?= .build/release
 # Three sets of Debian 12 packages: what a taxi runs (the package's Depends:, packaging/control),
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
-APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config
+APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config dpkg-dev
 APT_TEST := gpsd-clients mosquitto mosquitto-clients socat sqlite3 systemd openssl python3 python3-jsonschema python3-yaml \
-	chromium chromium-driver python3-selenium
+	prometheus python3-venv lintian device-tree-compiler reprepro gnupg chromium chromium-driver python3-selenium
+# What the tests run from PyPI (not in Debian 12), in a virtual environment of their own.
+PIP_TEST := check-jsonschema==0.39.0
+TEST_TOOLS := .build/test-tools
 APT_PACKAGES := $(APT_RUN) $(APT_BUILD) $(APT_TEST)
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
@@ -27,7 +30,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test fuzz deb man-pages deb-package demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order install-taxifleet
+.PHONY: deps build test test-root fuzz deb man-pages deb-package repo demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order install-taxifleet
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -37,6 +40,8 @@ deps:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@[ "$$(cat $(TEST_TOOLS)/installed 2>/dev/null)" = "$(PIP_TEST)" ] || { \
+		/usr/bin/python3 -m venv $(TEST_TOOLS) && $(TEST_TOOLS)/bin/pip install -q $(PIP_TEST) && echo "$(PIP_TEST)" > $(TEST_TOOLS)/installed; }
 
 build: deps
 	$(SWIFT) build
@@ -82,7 +87,7 @@ install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DOCDIR)
 	install -d $(DESTDIR)$(PREFIX)/share/taxiunitd/lang
 	install -m 644 share/taxiunitd/lang/*.toml $(DESTDIR)$(PREFIX)/share/taxiunitd/lang/
-	install -d -m 755 $(DESTDIR)$(SYSCONFDIR)/taxiunitd
+	install -d -m 755 $(DESTDIR)$(SYSCONFDIR)/taxiunitd $(DESTDIR)$(SYSCONFDIR)/taxiunitd/conf.d
 	install -m 755 $(BUILT)/taxiunitd $(BUILT)/taxiunitctl $(DESTDIR)$(BINDIR)/
 	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/taxiunitd/|$(SYSCONFDIR)/taxiunitd/|g' \
 		-e 's|/usr/local/share/doc/taxiunitd/|$(DOCDIR)/|g' \
@@ -97,34 +102,68 @@ install-files:
 
 # A Debian package of the release build: build/taxiunitd_VERSION_ARCH.deb. The tree is what
 # install-files lays out under /usr, the binaries stripped, plus man pages made from the programs'
-# own --help (ArgumentParser's generate-manual plugin, `man-pages`), the maintainer scripts and the
-# conffile list from packaging/. `deb-package` assembles it from BUILT without building anything
-# (the tests package their own build with it).
+# own --help (ArgumentParser's generate-manual plugin, `man-pages`) and taxiunitd.toml(5), shell
+# completions the programs write, the maintainer scripts, copyright and changelog from packaging/,
+# md5sums, and Depends computed by dpkg-shlibdeps. `deb-package` assembles it from BUILT without
+# building anything (the tests package their own build with it); `lintian --pedantic` passes it.
 # The one version: UnitCore's SoftwareVersion, which `taxiunitd --version` and the status print.
 DEB_VERSION ?= $(shell sed -n 's/^ *public static let software = "\(.*\)"$$/\1/p' Sources/UnitCore/SoftwareVersion.swift)
 DEB_ARCH ?= $(shell dpkg --print-architecture)
 DEB_OUT ?= build
+# Who answers for the package: a fleet building its own sets its own.
+DEB_MAINTAINER ?= taxiunitd maintainers <taxiunitd@example.org>
+# What dpkg-shlibdeps cannot see in the binaries: gpsd is a daemon the unit talks to, not a library.
+DEB_EXTRA_DEPENDS := gpsd
 # xz for boards; the tests package uncompressed.
 DEB_COMPRESS ?= xz
+# The toolchain's llvm-objcopy strips any architecture the toolchain builds for; the host's strip
+# reads only the host's.
+OBJCOPY ?= $(dir $(realpath $(shell command -v $(SWIFT))))llvm-objcopy
 MAN_PAGES := .build/plugins/GenerateManual/outputs
+# Completion scripts, written by the host's build of the programs (`man-pages`), so that a cross-build
+# has them too.
+COMPLETIONS := .build/completions
+DEB_PROGRAMS := taxiunitd taxiunitctl
 deb: release man-pages
 	$(MAKE) -s deb-package BUILT=$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)
 
 man-pages:
 	$(SWIFT) package generate-manual --configuration debug --section 8 >/dev/null
+	$(SWIFT) build --product taxiunitd >/dev/null && $(SWIFT) build --product taxiunitctl >/dev/null
+	mkdir -p $(COMPLETIONS)
+	for program in $(DEB_PROGRAMS); do for shell in bash zsh; do \
+		$$($(SWIFT) build --show-bin-path)/$$program --generate-completion-script $$shell > $(COMPLETIONS)/$$program.$$shell || exit 1; \
+	done; done
 
 deb-package:
 	rm -rf $(DEB_OUT)/root && mkdir -p $(DEB_OUT)/root/DEBIAN
 	$(MAKE) -s install-files DESTDIR=$(abspath $(DEB_OUT))/root PREFIX=/usr SYSCONFDIR=/etc
-	strip --strip-unneeded $(DEB_OUT)/root/usr/bin/taxiunitd $(DEB_OUT)/root/usr/bin/taxiunitctl
-	install -d $(DEB_OUT)/root/usr/share/man/man8
-	for program in taxiunitd taxiunitctl; do \
-		gzip -9n < $(MAN_PAGES)/$$program/$$program.8 > $(DEB_OUT)/root/usr/share/man/man8/$$program.8.gz || exit 1; done
-	install -m 644 docs/boards.md $(DEB_OUT)/root/usr/share/doc/taxiunitd/
+	for program in $(DEB_PROGRAMS); do $(OBJCOPY) --strip-unneeded --remove-section=.comment $(DEB_OUT)/root/usr/bin/$$program || exit 1; done
+	install -d $(DEB_OUT)/root/usr/share/man/man8 $(DEB_OUT)/root/usr/share/man/man5
+	for program in $(DEB_PROGRAMS); do \
+		packaging/man-page.sh $(MAN_PAGES)/$$program/$$program.8 | gzip -9n > $(DEB_OUT)/root/usr/share/man/man8/$$program.8.gz || exit 1; done
+	gzip -9n < packaging/taxiunitd.toml.5 > $(DEB_OUT)/root/usr/share/man/man5/taxiunitd.toml.5.gz
+	install -d $(DEB_OUT)/root/usr/share/bash-completion/completions $(DEB_OUT)/root/usr/share/zsh/vendor-completions
+	for program in $(DEB_PROGRAMS); do \
+		sed '1{/^#!/d}' $(COMPLETIONS)/$$program.bash > $(DEB_OUT)/root/usr/share/bash-completion/completions/$$program && \
+		install -m 644 $(COMPLETIONS)/$$program.zsh $(DEB_OUT)/root/usr/share/zsh/vendor-completions/_$$program || exit 1; done
+	install -m 644 docs/boards.md packaging/copyright $(DEB_OUT)/root/usr/share/doc/taxiunitd/
+	install -d $(DEB_OUT)/root/usr/share/lintian/overrides
+	install -m 644 packaging/lintian-overrides $(DEB_OUT)/root/usr/share/lintian/overrides/taxiunitd
+	sed -e 's/@VERSION@/$(DEB_VERSION)/g' -e 's/@MAINTAINER@/$(DEB_MAINTAINER)/' \
+		-e "s/@COMMIT@/$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)/" \
+		-e "s/@DATE@/$$(date -R -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)})/" \
+		packaging/changelog | gzip -9n > $(DEB_OUT)/root/usr/share/doc/taxiunitd/changelog.gz
 	install -m 644 packaging/conffiles $(DEB_OUT)/root/DEBIAN/
 	install -m 755 packaging/postinst packaging/prerm packaging/postrm $(DEB_OUT)/root/DEBIAN/
-	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' \
+	cd $(DEB_OUT)/root && find usr -type f | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums
+	mkdir -p $(DEB_OUT)/shlibdeps/debian && printf 'Source: taxiunitd\n\nPackage: taxiunitd\nArchitecture: any\n' > $(DEB_OUT)/shlibdeps/debian/control
+	cd $(DEB_OUT)/shlibdeps && DEB_HOST_ARCH=$(DEB_ARCH) dpkg-shlibdeps -O $(addprefix $(abspath $(DEB_OUT))/root/usr/bin/,$(DEB_PROGRAMS)) > substvars
+	depends=$$(sed -n 's/^shlibs:Depends=//p' $(DEB_OUT)/shlibdeps/substvars); \
+	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' -e 's/@MAINTAINER@/$(DEB_MAINTAINER)/' \
+		-e "s/@DEPENDS@/$(DEB_EXTRA_DEPENDS)$${depends:+, $$depends}/" \
 		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/root | cut -f1)/" packaging/control > $(DEB_OUT)/root/DEBIAN/control
+	rm -rf $(DEB_OUT)/shlibdeps
 	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/root $(DEB_OUT)/taxiunitd_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 # The fleet manager's console (docs/fleet.md) is for the office, not the taxi: its own install,
@@ -136,9 +175,25 @@ install-taxifleet: deps man-pages
 	gzip -9n < $(MAN_PAGES)/taxifleet/taxifleet.8 > $(DESTDIR)$(PREFIX)/share/man/man8/taxifleet.8.gz
 	install -m 644 docs/fleet.md $(DESTDIR)$(DOCDIR)/
 
+# A signed apt repository for the fleet's boards (docs/boards.md, "Updates"): reprepro adds
+# REPO_DEBS (default: what `make deb` built) to REPO_DIR, signing its Release files with REPO_KEY, a
+# key of gpg's (GNUPGHOME); the public key goes beside them for the boards' signed-by=.
+REPO_DIR ?= build/repo
+REPO_SUITE ?= bookworm
+REPO_DEBS ?= $(wildcard $(DEB_OUT)/taxiunitd_*.deb)
+repo:
+	@[ -n "$(REPO_KEY)" ] || { echo "make repo: REPO_KEY=<fingerprint> names the gpg key that signs the repository" >&2; exit 1; }
+	@[ -n "$(REPO_DEBS)" ] || { echo "make repo: no package (make deb, or REPO_DEBS=...)" >&2; exit 1; }
+	mkdir -p $(REPO_DIR)/conf
+	printf 'Origin: taxiunitd\nLabel: taxiunitd\nCodename: $(REPO_SUITE)\nArchitectures: amd64 arm64\nComponents: main\nDescription: taxiunitd for the fleet\nSignWith: $(REPO_KEY)\n' \
+		> $(REPO_DIR)/conf/distributions
+	for deb in $(REPO_DEBS); do reprepro -b $(REPO_DIR) --silent includedeb $(REPO_SUITE) $$deb || exit 1; done
+	gpg --batch --yes --export $(REPO_KEY) > $(REPO_DIR)/taxiunitd-archive-keyring.gpg
+
+# BIN=DIR: the programs from DIR (e.g. `make release-bin-path`'s), nothing built.
 demo:
-	$(MAKE) build EXTRA_PACKAGES="$(DEMO_PACKAGES)"
-	scripts/demo.sh
+	$(if $(BIN),$(MAKE) deps,$(MAKE) build) EXTRA_PACKAGES="$(DEMO_PACKAGES)"
+	BIN="$(BIN)" scripts/demo.sh
 
 # Drains a 24 h backlog into a local mosquitto and compares with mosquitto_pub in the same run.
 bench-drain: deps

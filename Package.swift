@@ -120,6 +120,7 @@ let package = Package(
         ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: compactRelease),
 

@@ -3,6 +3,7 @@
 position decoders (docs/protocol.md, "pos" and "Backfill batches").
 
     python3 contrib/taxiunit_contract.py validate MESSAGES.jsonl   # {"topic": ..., "payload": ...} per line
+        # the payload a string, or the JSON itself as `mosquitto_sub -F %J` writes it
     python3 contrib/taxiunit_contract.py vectors contrib/backfill-vectors.json
     python3 contrib/taxiunit_contract.py examples docs/examples
     python3 contrib/taxiunit_contract.py asyncapi docs/asyncapi.yaml
@@ -12,6 +13,7 @@ Needs the jsonschema package (Debian: python3-jsonschema); `asyncapi` also needs
 import json
 import math
 import os
+import re
 import sys
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "schemas", "taxiunit.schema.json")
@@ -30,6 +32,12 @@ SCALES = (1, 1e7, 1e7, 100, 10, 10)
 
 
 OWNTRACKS_SCHEMA_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "owntracks-location.schema.json")
+OWNTRACKS_LWT_SCHEMA_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "owntracks-lwt.schema.json")
+PROTOCOL_PATH = os.path.join(os.path.dirname(SCHEMA_PATH), "..", "protocol.md")
+# What every message of docs/asyncapi.yaml says its payload schema is written in.
+SCHEMA_FORMAT = "application/schema+json;version=draft-2020-12"
+# The [owntracks] feed's default topic, owntracks/{fleet}/{unit}.
+OWNTRACKS_TOPIC = "owntracks/{fleet}/{unit}"
 
 
 def schema_name(topic):
@@ -37,7 +45,7 @@ def schema_name(topic):
     OwnTracks location on owntracks/... (the [owntracks] feed's default topic)."""
     levels = topic.split("/")
     if levels[0] == "owntracks":
-        return "owntracks_location"
+        return "owntracks"  # location or lwt, by its _type
     if len(levels) == 3 and levels[2] == "config":
         return "config"
     if len(levels) >= 4:
@@ -71,6 +79,8 @@ class Contract:
             self.validators[name] = jsonschema.Draft202012Validator(schema)
         with open(OWNTRACKS_SCHEMA_PATH, encoding="utf-8") as file:
             self.validators["owntracks_location"] = jsonschema.Draft202012Validator(json.load(file))
+        with open(OWNTRACKS_LWT_SCHEMA_PATH, encoding="utf-8") as file:
+            self.validators["owntracks_lwt"] = jsonschema.Draft202012Validator(json.load(file))
 
     def problems(self, topic, payload):
         """What is wrong with one message, as lines; empty when it conforms."""
@@ -79,10 +89,15 @@ class Contract:
             return [f"{topic}: no payload is defined for this topic"]
         if name == "config" and payload in (b"", ""):
             return []  # the fleet deleting its retained document
-        try:
-            document = strict_json(payload)
-        except ValueError as error:
-            return [f"{topic}: not strict JSON: {error}"]
+        if isinstance(payload, (str, bytes)):
+            try:
+                document = strict_json(payload)
+            except ValueError as error:
+                return [f"{topic}: not strict JSON: {error}"]
+        else:
+            document = payload  # already parsed, strictly, with the line that carried it
+        if name == "owntracks":
+            name = "owntracks_lwt" if isinstance(document, dict) and document.get("_type") == "lwt" else "owntracks_location"
         return [f"{topic}: {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}"
                 for error in self.validators[name].iter_errors(document)]
 
@@ -186,9 +201,14 @@ def check_asyncapi(path):
     if document.get("asyncapi") != "3.0.0":
         problems.append("asyncapi: not 3.0.0")
 
+    files = {"": document, "./schemas/taxiunit.schema.json": bundle}
+    for path in (OWNTRACKS_SCHEMA_PATH, OWNTRACKS_LWT_SCHEMA_PATH):
+        with open(path, encoding="utf-8") as file:
+            files["./schemas/" + os.path.basename(path)] = json.load(file)
+
     def resolve(reference):
         target, _, pointer = reference.partition("#")
-        node = document if target == "" else bundle if target == "./schemas/taxiunit.schema.json" else None
+        node = files.get(target)
         for part in filter(None, pointer.split("/")):
             node = node.get(part) if isinstance(node, dict) else None
         return node
@@ -207,8 +227,52 @@ def check_asyncapi(path):
     used = {operation["channel"]["$ref"].split("/")[-1] for operation in document.get("operations", {}).values()}
     problems += [f"channel {name} has no operation" for name in document.get("channels", {}) if name not in used]
     messages = document.get("components", {}).get("messages", {})
-    problems += [f"payload {name} is not a message" for name in set(UNIT_TOPICS.values()) if name not in messages]
+    problems += [f"payload {name} is not a message" for name in set(UNIT_TOPICS.values()) | {"owntracks_location", "owntracks_lwt"} if name not in messages]
+    for name, message in messages.items():
+        payload = message.get("payload", {})
+        if payload.get("schemaFormat") != SCHEMA_FORMAT or "schema" not in payload:
+            problems.append(f"message {name}: the payload does not declare schemaFormat {SCHEMA_FORMAT}")
+    addresses = {channel.get("address") for channel in document.get("channels", {}).values()}
+    topics = [f"{{prefix}}/{{fleet}}/{{unit}}/{suffix}" for suffix in UNIT_TOPICS] + ["{prefix}/{fleet}/config", OWNTRACKS_TOPIC]
+    problems += [f"topic {topic} has no channel" for topic in topics if topic not in addresses]
+    problems += check_will(document)
     return problems
+
+
+def check_will(document):
+    """The server's last will is the one docs/protocol.md states ("The last will is exactly `...`")."""
+    with open(PROTOCOL_PATH, encoding="utf-8") as file:
+        stated = re.findall(r"The last will is exactly `([^`]*)`", file.read())
+    will = document.get("servers", {}).get("fleetBroker", {}).get("bindings", {}).get("mqtt", {}).get("lastWill", {})
+    if len(stated) != 1:
+        return [f"docs/protocol.md states the last will {len(stated)} times, not once"]
+    if will.get("message") != stated[0]:
+        return [f"the last will is {will.get('message')!r}, docs/protocol.md says {stated[0]!r}"]
+    return []
+
+
+def example_topic(schema):
+    """A topic of T042 in fleet demo whose payload is `schema`."""
+    if schema.startswith("owntracks_"):
+        return "owntracks/demo/T042"
+    return "taxi/demo/T042/" + next(topic for topic, name in UNIT_TOPICS.items() if name == schema)
+
+
+def read_messages(path):
+    """(topic, payload) per line of a JSON Lines file, and a problem per line that is not one. A payload
+    is a string, or the JSON document itself (`mosquitto_sub -F %J`): the line is parsed strictly, so
+    a duplicate key inside such a payload is still found."""
+    messages, problems = [], []
+    with open(path, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = strict_json(line)
+                messages.append((record["topic"], record["payload"]))
+            except (ValueError, KeyError, TypeError) as error:
+                problems.append(f"{path}:{number}: not a message with topic and payload: {error}")
+    return messages, problems
 
 
 def main(arguments):
@@ -234,16 +298,12 @@ def main(arguments):
         messages = []
         for name in sorted(os.listdir(path)):
             if name.endswith(".json"):
-                suffix = next(topic for topic, schema in UNIT_TOPICS.items() if schema == name[:-5])
                 with open(os.path.join(path, name), encoding="utf-8") as file:
-                    messages += [(f"taxi/demo/T042/{suffix}", json.dumps(payload)) for payload in json.load(file)]
+                    messages += [(example_topic(name[:-5]), json.dumps(payload)) for payload in json.load(file)]
+        problems = []
     else:
-        messages = []
-        with open(path, encoding="utf-8") as file:
-            for line in file:
-                record = json.loads(line)
-                messages.append((record["topic"], record["payload"]))
-    problems = [problem for topic, payload in messages for problem in contract.problems(topic, payload)]
+        messages, problems = read_messages(path)
+    problems += [problem for topic, payload in messages for problem in contract.problems(topic, payload)]
     for problem in problems:
         print(problem)
     print(f"contract: {len(messages)} messages, {len(problems)} problems")

@@ -6,10 +6,15 @@
 # MQTT traffic (bottom left). Ctrl-C in the terminal pane stops everything and removes its files.
 #
 # DEMO_DETACHED=1 runs it without attaching (for scripted tests: tmux send-keys / capture-pane on
-# the session it prints).
+# the session it prints). BIN=DIR runs taxiunitd and dispatchsim from DIR (e.g. a release build)
+# instead of this tree's debug build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(cd "$root" && swift build --show-bin-path)
+bin=${BIN:-$(cd "$root" && swift build --show-bin-path)}
+bin=$(cd "$bin" && pwd)
+for program in taxiunitd dispatchsim; do
+    [ -x "$bin/$program" ] || { echo "demo: no $program in $bin (BIN=DIR names a directory with taxiunitd and dispatchsim)" >&2; exit 1; }
+done
 work=$(mktemp -d /tmp/taxiunitd-demo-XXXXXX)
 session=taxiunitd-demo-$$
 pids=()
@@ -45,8 +50,32 @@ allow_anonymous true
 $( [ "$(id -u)" = 0 ] && echo "user root" )
 CONF
 start mosquitto -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1
+# The drive as if it started now: its times and dates moved to the system clock's. On a machine whose
+# clock is not synchronised the unit keeps GPS time, and dispatchsim the system clock: with the
+# log's own date the two would be days apart, and so would a reservation's countdown.
+python3 - "$root/demo/manhattan-midtown.nmea" > "$work/drive.nmea" <<'PY'
+import datetime, functools, operator, sys
+lines = open(sys.argv[1]).read().splitlines()
+def when(fields):  # GGA has the time, RMC the time and the date
+    return datetime.datetime.strptime(fields[9] + fields[1][:6], "%d%m%y%H%M%S").replace(tzinfo=datetime.timezone.utc)
+first = next(when(line.split(",")) for line in lines if line.startswith("$GPRMC"))
+shift = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) - first
+date = first.date()
+for line in lines:
+    if line.startswith(("$GPGGA", "$GPRMC")):
+        body, fields = line[1:line.index("*")], line[1:line.index("*")].split(",")
+        if fields[0] == "GPRMC":
+            date = when(fields).date()
+        t = datetime.datetime.combine(date, datetime.datetime.strptime(fields[1][:6], "%H%M%S").time(), datetime.timezone.utc) + shift
+        fields[1] = t.strftime("%H%M%S") + fields[1][6:]
+        if fields[0] == "GPRMC":
+            fields[9] = t.strftime("%d%m%y")
+        body = ",".join(fields)
+        line = "$%s*%02X" % (body, functools.reduce(operator.xor, body.encode(), 0))
+    print(line)
+PY
 # 1 Hz GGA + RMC: two sentences a second is real time.
-start gpsfake -q -P "$gpsd_port" -c 0.5 "$root/demo/manhattan-midtown.nmea" > "$work/gpsfake.log" 2>&1
+start gpsfake -q -P "$gpsd_port" -c 0.5 "$work/drive.nmea" > "$work/gpsfake.log" 2>&1
 
 # A PTY pair joined by socat is the serial cable: the unit opens one end, your console the other.
 start socat "pty,raw,echo=0,link=$work/unit-tty" "pty,raw,echo=0,link=$work/console-tty"

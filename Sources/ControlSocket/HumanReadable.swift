@@ -37,6 +37,9 @@ public enum HumanReadable {
             return keys.flatMap { key -> [String] in
                 let name = label(key)
                 switch object[key]! {
+                case .array([]), .object([:]):
+                    // An empty map or list is said, not left as a heading with nothing under it.
+                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  none"]
                 case .object(var nested):
                     // A link (gpsd, broker) leads with its state: "broker  connected", details below.
                     if case .bool(let connected)? = nested.removeValue(forKey: "connected") {
@@ -44,8 +47,6 @@ public enum HumanReadable {
                         return [header] + lines(.object(nested), indent: indent + "  ")
                     }
                     return ["\(indent)\(name):"] + lines(.object(nested), indent: indent + "  ")
-                case .array([]), .object([:]):
-                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  none"]
                 case .array(let list):
                     return ["\(indent)\(name):"] + list.flatMap { item in
                         let itemLines = lines(item, indent: indent + "    ")
@@ -88,15 +89,25 @@ public enum HumanReadable {
             if isTimestamp(key), number > 1e12 { return timestamp.string(from: Date(timeIntervalSince1970: number / 1000)) }
             if key.hasSuffix("AgeS") { return String(format: "%.1f s ago", number) }
             if key.hasSuffix("M") { return String(format: "%.0f m", number) }
-            if key.hasSuffix("S") { return String(format: "%g s", number) }
+            if key.hasSuffix("S") { return duration(number) }
             return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
         case .string(let text):
-            return text
+            // A JSON document given as text (remote settings): an empty one is nothing.
+            return text == "{}" || text == "[]" ? "none" : text
         case .null:
             return "-"
         case .object, .array:
             return ""
         }
+    }
+
+    /// A span in whole seconds, minutes and hours: "42 s", "3 min 5 s", "26 h 4 min".
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return String(format: "%g s", seconds) }
+        let whole = Int64(seconds.rounded())
+        if whole < 60 { return "\(whole) s" }
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \((whole % 3600) / 60) min"
     }
 
     static func isTimestamp(_ key: String) -> Bool {
@@ -106,7 +117,8 @@ public enum HumanReadable {
     static let timestamp: DateFormatter = {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        // With the offset from UTC: a board's local time is no one's guess.
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss xxx"
         return formatter
     }()
 }

@@ -17,6 +17,9 @@ public enum UnitReport: Sendable, Equatable {
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(ReceivedPosition)
+    /// `pos/last`: the unit's newest fix, retained state like `status`; its id is the `pos` message's
+    /// it repeats, so it is never deduplicated against `pos` (docs/protocol.md, "pos/last").
+    case lastPosition(ReceivedPosition)
     /// A finished ride (`ride`).
     case ride(RideMessage)
     /// `msg/reply`: an answer, a driver's own message, or `invalid`.
@@ -91,7 +94,8 @@ extension UnitReport {
             return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
         case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
         case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
-        case .pos, .posLast: return .position(try decodePosition(data, decoder))
+        case .pos: return .position(try decodePosition(data, decoder))
+        case .posLast: return .lastPosition(try decodePosition(data, decoder))
         case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
         }
     }

@@ -325,11 +325,10 @@ public struct Dispatcher: Sendable {
             guard firstArrival(id, from: unit) else { return [] }
             return handle(reply, from: unit, now: now)
         case .position(let position):
-            guard firstArrival(position.id, from: unit), let last = position.points.last, taxis[unit]?.reportsZone != true,
-                  let zone = zones.zone(containing: Coordinate(lat: last.lat, lon: last.lon))?.id,
-                  zone != taxis[unit]?.zone else { return [] }
-            taxis[unit, default: Taxi()].zone = zone
-            return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
+            guard firstArrival(position.id, from: unit) else { return [] }
+            return place(unit, at: position)
+        case .lastPosition(let position):
+            return place(unit, at: position)
         case .ride(let ride):
             guard firstArrival(ride.id, from: unit) else { return [] }
             stats.rides += 1
@@ -362,6 +361,15 @@ public struct Dispatcher: Sendable {
         }
         guard let msg = reply.msg else { return .log(.init(level: .info, text: "\(unit) says: \(reply.text ?? "")")) }
         return .log(.init(level: .info, text: "\(unit) answered message \(msg): \(reply.text ?? "")"))
+    }
+
+    /// A taxi that does not name its zone is placed by its newest position.
+    private mutating func place(_ unit: String, at position: ReceivedPosition) -> [DispatchAction] {
+        guard let last = position.points.last, taxis[unit]?.reportsZone != true,
+              let zone = zones.zone(containing: Coordinate(lat: last.lat, lon: last.lon))?.id,
+              zone != taxis[unit]?.zone else { return [] }
+        taxis[unit, default: Taxi()].zone = zone
+        return [.log(.init(level: .info, text: "\(unit) is in zone \(zone) by its position"))] + reconcile(unit)
     }
 
     /// QoS 1 and the units' outboxes deliver at least once: everything with an id counts once per unit.

@@ -191,7 +191,8 @@ public final class GPSDConnection: Sendable {
             longitude: fix.longitude,
             speed: fix.speed,
             track: fix.track,
-            horizontalError: fix.eph
+            horizontalError: fix.eph,
+            altitude: fix.altMSL
         )
     }
 

@@ -54,7 +54,9 @@ extension ConfigValue {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigError(problems: ["cannot read \(path): \(error.localizedDescription)"])
+            // A missing file is the usual slip: say so, and how to name another.
+            let reason = FileManager.default.fileExists(atPath: path) ? error.localizedDescription : "no such file; name the configuration file with --config"
+            throw ConfigError(problems: ["cannot read \(path): \(reason)"])
         }
         return try parseTOML(text)
     }

@@ -12,10 +12,12 @@ public struct GPSSample: Sendable, Equatable {
     public var track: Double
     /// Estimated horizontal position error, metres.
     public var horizontalError: Double
+    /// Altitude above mean sea level, metres.
+    public var altitude: Double
 
     public init(
         mode: Int, time: Double, latitude: Double, longitude: Double,
-        speed: Double = .nan, track: Double = .nan, horizontalError: Double = .nan
+        speed: Double = .nan, track: Double = .nan, horizontalError: Double = .nan, altitude: Double = .nan
     ) {
         self.mode = mode
         self.time = time
@@ -24,6 +26,7 @@ public struct GPSSample: Sendable, Equatable {
         self.speed = speed
         self.track = track
         self.horizontalError = horizontalError
+        self.altitude = altitude
     }
 }
 
@@ -36,14 +39,20 @@ public struct Fix: Sendable, Equatable, Codable {
     public var speed: Double?
     public var track: Double?
     public var accuracy: Double?
+    /// Altitude above mean sea level, metres (OwnTracks' `alt`; not on the dispatcher's wire).
+    public var altitude: Double?
 
-    public init(time: Int64, latitude: Double, longitude: Double, speed: Double? = nil, track: Double? = nil, accuracy: Double? = nil) {
+    public init(
+        time: Int64, latitude: Double, longitude: Double, speed: Double? = nil, track: Double? = nil, accuracy: Double? = nil,
+        altitude: Double? = nil
+    ) {
         self.time = time
         self.latitude = latitude
         self.longitude = longitude
         self.speed = speed
         self.track = track
         self.accuracy = accuracy
+        self.altitude = altitude
     }
 }
 
@@ -97,6 +106,10 @@ public struct FixValidator: Sendable, Equatable {
     /// Fixes with a larger estimated horizontal error are dropped; NaN (unknown) is accepted.
     public var maxHorizontalErrorM: Double
 
+    /// Altitudes a taxi's receiver can mean, metres above sea level (the Dead Sea shore to the
+    /// highest roads, with room).
+    static let altitudeRange = -1_000.0...10_000.0
+
     public init(previousTime: Double? = nil, maxHorizontalErrorM: Double = 50) {
         self.previousTime = previousTime
         self.maxHorizontalErrorM = maxHorizontalErrorM
@@ -129,7 +142,9 @@ public struct FixValidator: Sendable, Equatable {
                 longitude: sample.longitude,
                 speed: sample.speed.finiteOrNil,
                 track: sample.track == 360 ? 0 : sample.track.finiteOrNil,
-                accuracy: sample.horizontalError.finiteOrNil
+                accuracy: sample.horizontalError.finiteOrNil,
+                // Only shown on maps: an impossible altitude is left out, the fix kept.
+                altitude: Self.altitudeRange.contains(sample.altitude) ? sample.altitude : nil
             )
         )
     }

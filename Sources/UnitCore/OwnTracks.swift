@@ -15,13 +15,15 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
     public var vel: Int64?
     /// Course over ground, degrees 0–359.
     public var cog: Int64?
+    /// Altitude above sea level, metres.
+    public var alt: Int64?
     /// Tracker id: the initials a map shows.
     public var tid: String
     /// Trigger: `t`, a timer- or movement-based report (the apps' move mode).
     public var t = "t"
 
     enum CodingKeys: String, CodingKey {
-        case type = "_type", tst, lat, lon, acc, vel, cog, tid, t
+        case type = "_type", tst, lat, lon, acc, vel, cog, alt, tid, t
     }
 
     /// From a valid fix; a value that does not convert is left out, as OwnTracks makes every field
@@ -33,6 +35,7 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
         acc = fix.accuracy.flatMap { Int64(roundingChecked: $0) }
         vel = fix.speed.flatMap { Int64(roundingChecked: $0 * 3.6) }
         cog = fix.track.flatMap { Int64(roundingChecked: $0) }.map { $0 % 360 }
+        alt = fix.altitude.flatMap { Int64(roundingChecked: $0) }
         self.tid = tid
     }
 
@@ -43,5 +46,26 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
     /// `template` with `{fleet}` and `{unit}` replaced (`[owntracks] topic`).
     public static func topic(_ template: String, fleet: String, unit: String) -> String {
         template.replacingOccurrences(of: "{fleet}", with: fleet).replacingOccurrences(of: "{unit}", with: unit)
+    }
+}
+
+/// An OwnTracks `lwt` (`_type=lwt`): the device went away; `tst` is when its connection began, as the
+/// apps send it. A connection has one MQTT will, and the unit's is its `status`: the unit says this one
+/// itself on a clean stop (docs/protocol.md, "OwnTracks").
+public struct OwnTracksLastWill: Sendable, Equatable, Encodable {
+    public var type = "lwt"
+    /// When the connection began, whole seconds since the epoch.
+    public var tst: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case type = "_type", tst
+    }
+
+    public init(connectedAtMs: Int64) {
+        tst = connectedAtMs / 1000
+    }
+
+    public func json() throws -> [UInt8] {
+        Array(try JSONEncoder.wire.encode(self))
     }
 }

@@ -42,6 +42,21 @@ extension UnitEngine {
         }
     }
 
+    /// On a clean stop, with OwnTracks on: `_type: lwt` on the OwnTracks topic, so that a map marks
+    /// the taxi gone. Not retained: the last location stays where the taxi was. A crash or a lost
+    /// link cannot say it (the connection's one will is the status).
+    func publishOwnTracksGoodbye() {
+        let settings = configuration.ownTracks
+        guard settings.enabled, broker.connected else { return }
+        do {
+            let topic = OwnTracksLocation.topic(settings.topic, fleet: configuration.unit.fleet, unit: configuration.unit.id)
+            let payload = try OwnTracksLastWill(connectedAtMs: broker.since ?? clockMs()).json()
+            _ = try mqtt.publish(topic: topic, payload: payload, qos: 0, retain: false)
+        } catch {
+            logger.debug("OwnTracks lwt not published", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// On every connection: the newest fix the unit has, also one stored before a restart.
     func publishLastPositionOnConnect() {
         guard let fix = machine.lastFix else { return }

@@ -91,7 +91,8 @@ final class StepPerformer {
         for notice in step.driver {
             switch notice {
             case .told(let text), .reminder(let text):
-                logger.info("driver: \(text)")
+                // What the driver reads holds pickup addresses and the dispatcher's texts: debug only.
+                logger.debug("driver: \(LogExcerpt.of(text, limit: 200))")
                 performed.told.append(text)
             case .refused(let refusal):
                 logger.info("driver input refused: \(refusal)")

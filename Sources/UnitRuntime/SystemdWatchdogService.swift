@@ -57,7 +57,10 @@ public struct SystemdWatchdogService: Service {
     private func supervise() async {
         guard let first = await firstAnswer() else { return }
         notifier.ready(status: first.statusLine)
-        logger.info("ready", metadata: ["status": "\(first.statusLine)"])
+        // The broker is usually still being dialled at this point: "offline" would read as a failure.
+        logger.info("ready", metadata: [
+            "state": "\(first.state)", "broker": "\(first.online ? "connected" : "connecting")", "queued": "\(first.queued)",
+        ])
         // Three checks per watchdog period: one missed answer still leaves time for the next ping.
         let interval = notifier.watchdogIntervalS.map { $0 / 3 } ?? Self.statusIntervalS
         var pending = probe()

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Synchronization
+import UnitCore
 
 /// The daemon's swift-metrics backend: keeps each metric's current value in memory, for the
 /// retained `telemetry` message and node_exporter's textfile (docs/protocol.md, "telemetry").
@@ -99,31 +100,47 @@ public struct TelemetrySnapshot: Sendable, Equatable {
         self.gauges = gauges
     }
 
-    /// node_exporter's text format (textfile collector): `taxiunitd_` names, counters as
-    /// `_total`, the unit and fleet as labels, finite values only, sorted.
-    public func prometheusText(unit: String, fleet: String) -> String {
-        let labels = "{fleet=\"\(Self.escaped(fleet))\",unit=\"\(Self.escaped(unit))\"}"
+    /// node_exporter's text format (textfile collector): `taxiunitd_` names, counters as `_total`,
+    /// names in base units (a wire name's `_s` is `_seconds`), `# HELP` from `help` by name and
+    /// `# TYPE` for each, the unit and fleet as labels, finite values only, sorted; and
+    /// `taxiunitd_build_info` (1, the release and the protocol as labels).
+    public func prometheusText(unit: String, fleet: String, help: [String: String]) -> String {
+        let labels = "fleet=\"\(Self.escaped(fleet))\",unit=\"\(Self.escaped(unit))\""
         var lines: [String] = []
+        func add(_ name: String, _ type: String, _ text: String?, _ sample: String) {
+            if let text { lines.append("# HELP \(name) \(Self.escapedHelp(text))") }
+            lines += ["# TYPE \(name) \(type)", sample]
+        }
+        let build = "taxiunitd_build_info"
+        add(build, "gauge", "The release this unit runs and the protocol it speaks; always 1.",
+               "\(build){\(labels),protocol=\"\(SoftwareVersion.wireProtocol)\",version=\"\(Self.escaped(SoftwareVersion.software))\"} 1")
         for (name, value) in counters.sorted(by: { $0.key < $1.key }) {
             let metric = "taxiunitd_\(Self.metricName(name))_total"
-            lines += ["# TYPE \(metric) counter", "\(metric)\(labels) \(value)"]
+            add(metric, "counter", help[name], "\(metric){\(labels)} \(value)")
         }
         for (name, value) in gauges.sorted(by: { $0.key < $1.key }) where value.isFinite {
             let metric = "taxiunitd_\(Self.metricName(name))"
-            lines += ["# TYPE \(metric) gauge", "\(metric)\(labels) \(value)"]
+            add(metric, "gauge", help[name], "\(metric){\(labels)} \(value)")
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Prometheus names allow `[a-zA-Z0-9_:]`; anything else becomes `_`.
+    /// Prometheus names allow `[a-zA-Z0-9_:]`; anything else becomes `_`. Seconds are written out,
+    /// as Prometheus's base unit is named (`_s`, the wire's short form, is not one).
     static func metricName(_ name: String) -> String {
-        String(name.unicodeScalars.map { scalar -> Character in
+        let safe = String(name.unicodeScalars.map { scalar -> Character in
             scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "_") ? Character(scalar) : "_"
         })
+        return safe.hasSuffix("_s") ? safe + "econds" : safe
+    }
+
+    /// Help text escapes `\` and newlines.
+    static func escapedHelp(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
     }
 
     /// Label values escape `\`, `"` and newlines.
     static func escaped(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        escapedHelp(value).replacingOccurrences(of: "\"", with: "\\\"")
     }
 }

@@ -37,12 +37,13 @@ extension UnitEngine {
         let now = clockMs()
         switch InboundMessage.decode(topic: topic, payload: message.payload, now: now) {
         case .success(let inbound):
-            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "bytes": "\(message.payload.count)", "payload": "\(LogExcerpt.of(message.payload))"])
+            // Payloads hold addresses, names and message texts: their contents only at debug.
+            logger.info("received", metadata: ["topic": "\(topic.rawValue)", "bytes": "\(message.payload.count)"])
+            logger.debug("received payload", metadata: ["topic": "\(topic.rawValue)", "payload": "\(LogExcerpt.of(message.payload))"])
             step(.inbound(inbound, receivedAt: now))
         case .failure(let problem):
-            logger.warning("malformed message", metadata: [
-                "topic": "\(topic.rawValue)", "reason": "\(LogExcerpt.of(problem.reason))", "payload": "\(LogExcerpt.of(message.payload))",
-            ])
+            logger.warning("malformed message", metadata: ["topic": "\(topic.rawValue)", "reason": "\(LogExcerpt.of(problem.reason))"])
+            logger.debug("malformed payload", metadata: ["topic": "\(topic.rawValue)", "payload": "\(LogExcerpt.of(message.payload))"])
             step(.malformed(problem, at: now))
         }
     }

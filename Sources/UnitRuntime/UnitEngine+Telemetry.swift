@@ -35,7 +35,7 @@ extension UnitEngine {
         }
         if let path = configuration.telemetry.textfile {
             do {
-                try Self.writeAtomically(snapshot.prometheusText(unit: configuration.unit.id, fleet: configuration.unit.fleet), to: path)
+                try Self.writeAtomically(snapshot.prometheusText(unit: configuration.unit.id, fleet: configuration.unit.fleet, help: UnitMetrics.help), to: path)
             } catch {
                 logger.warning("cannot write the telemetry textfile", metadata: ["path": "\(path)", "error": "\(error)"])
             }

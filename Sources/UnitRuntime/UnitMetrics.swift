@@ -49,6 +49,27 @@ struct UnitMetrics {
         setAside = gauge("set_aside")
     }
 
+    /// What each metric counts or shows, by label: the `# HELP` lines of the textfile
+    /// (docs/protocol.md, "telemetry", says the same).
+    static let help: [String: String] = [
+        "fixes_received": "gpsd reports with a position since the start.",
+        "fixes_refused": "gpsd reports refused for impossible values since the start.",
+        "messages_published": "Outbox messages handed to the broker since the start, resends included.",
+        "messages_acknowledged": "Outbox messages the broker acknowledged since the start.",
+        "messages_refused": "PUBACKs with an MQTT 5 reason code of 0x80 or more since the start; the message is kept and sent again.",
+        "broker_connects": "Connections to the broker since the start.",
+        "broker_disconnects": "Connections to the broker lost since the start.",
+        "inbound_over_rate": "Inbound MQTT messages dropped by the inbound rate limit since the start.",
+        "inbox_full": "Inputs dropped because the engine fell behind, since the start.",
+        "outbox_depth": "Messages and points waiting for the broker's acknowledgement.",
+        "outbox_in_flight": "Outbox messages handed to the broker and not yet acknowledged.",
+        "gpsd_connected": "1 while gpsd is connected, else 0.",
+        "broker_connected": "1 while the broker is connected, else 0.",
+        "last_fix_age_s": "Seconds since the last valid fix was received; -1 before the first.",
+        "volatile_store": "1 while a volatile store is in use because the store could not be opened, else 0.",
+        "set_aside": "Entries set aside since the store was created.",
+    ]
+
     /// Counts kept elsewhere as running totals, turned into counter increments.
     mutating func carryOver(fixesRefused refused: Int, inboundOverRate overRate: Int, inboxFull full: Int) {
         if refused > carried.refused { fixesRefused.increment(by: refused - carried.refused) }

@@ -31,6 +31,10 @@ struct DispatchSim: AsyncParsableCommand {
     @Option(help: "respond_within_s of every offer (overrides the scenario).") var respondWithin: Int?
     @Option(help: "MQTT version: 5 or 3.1.1.") var mqttProtocol = "5"
     @Option(help: "Client id, distinct per instance; default dispatchsim-{fleet}.") var clientId: String?
+    @Option(help: "Broker username, e.g. the dispatcher account of etc/mosquitto-acl.example.") var username: String?
+    @Option(help: "File whose first line is the broker password (mode 600); needs --username.") var passwordFile: String?
+    @Flag(help: "Connect with TLS, verifying the broker's certificate against --cafile or the system's CAs.") var tls = false
+    @Option(help: "CA certificate (PEM) the broker's certificate must chain to; needs --tls.") var cafile: String?
     @Option(
         help: """
             Run as one of several instances on an MQTT 5 shared subscription ($share/NAME/...): each \
@@ -78,11 +82,24 @@ struct DispatchSim: AsyncParsableCommand {
                 throw ValidationError("--share-group needs MQTT 5 and a --client-id of its own per instance")
             }
         }
+        if passwordFile != nil && username == nil { throw ValidationError("--password-file needs --username") }
+        if cafile != nil && !tls { throw ValidationError("--cafile needs --tls") }
+        let credentials: MQTTCredentials?
+        do {
+            credentials = try username.map { name throws(ConfigError) in
+                MQTTCredentials(username: name, password: try passwordFile.map { path throws(ConfigError) in try SecretFile.read(path, role: "--password-file") })
+            }
+        } catch {
+            for problem in error.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+            throw ExitCode(1)
+        }
         let logger = Logger(label: "dispatchsim")
         // A persistent session: replies sent while we reconnect are queued for us by the broker.
         let mqtt = MQTTConnection(
             endpoint: MQTTEndpoint(
-                host: host, port: port, keepaliveS: 30, clientID: clientId ?? "dispatchsim-\(fleet)", protocolVersion: version),
+                host: host, port: port, keepaliveS: 30, clientID: clientId ?? "dispatchsim-\(fleet)",
+                tls: tls ? MQTTTLS(caFile: cafile, certFile: nil, keyFile: nil, version: "tlsv1.2") : nil, credentials: credentials,
+                protocolVersion: version),
             will: nil, backoff: ReconnectBackoff(minimumS: 0.2, maximumS: 5), logger: logger)
         let loop = DispatchLoop(
             connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,

@@ -16,25 +16,12 @@ extension TaxiUnitCtl {
                 with --offline, the files alone are shown, and the first line says so.
                 """)
         @OptionGroup var connection: Connection
-        @Option(name: .long, help: "The daemon's main configuration file; its conf.d/ drop-ins are read too.")
-        var config: String = "/etc/taxiunitd/taxiunitd.toml"
         @Flag(name: .long, help: "Read the files only; do not ask the daemon for the fleet's documents.")
         var offline = false
 
         func run() throws {
-            // Outside the service there are no credentials: shown as where the daemon will find them.
-            let here = LocalConfigSources.Machine.current
-            let machine = LocalConfigSources.Machine(
-                hostName: here.hostName, machineID: here.machineID,
-                credentialsDirectory: here.credentialsDirectory ?? "$CREDENTIALS_DIRECTORY")
-            let local: LocalConfigSources
-            do {
-                local = try LocalConfigSources.load(path: config, machine: machine)
-            } catch {
-                for problem in error.problems { printToStandardError("\(config): \(problem)") }
-                throw ExitCode(1)
-            }
-            let askDaemon = !offline && FileManager.default.fileExists(atPath: connection.socket)
+            let local = try connection.localSources()
+            let askDaemon = try !offline && FileManager.default.fileExists(atPath: connection.socketPath())
             let fleetLayers = askDaemon ? try connection.send(ControlRequest(cmd: .config)).layers ?? [] : []
             var layers: [ConfigProvenance.Layer] = []
             for layer in fleetLayers {

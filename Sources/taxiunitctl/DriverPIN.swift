@@ -34,8 +34,7 @@ extension TaxiUnitCtl {
                 }
                 saltBytes = Array(decoded)
             }
-            let input = FileHandle.standardInput.readData(ofLength: 64)
-            var secret = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            var secret = Self.readSecret(prompt: badge ? "badge number: " : "PIN: ").trimmingCharacters(in: .whitespacesAndNewlines)
             if badge {
                 // The reader types upper-case letters.
                 secret = secret.uppercased()
@@ -47,6 +46,25 @@ extension TaxiUnitCtl {
             }
             guard let credential = DriverRoster.hash(pin: secret, rounds: rounds, salt: saltBytes) else { throw ValidationErrorLine("cannot hash it") }
             print(credential.text)
+        }
+
+        /// Standard input's first line; on a terminal after a prompt, with echo off, so that the
+        /// PIN is not shown on the screen (restored however the read ends).
+        static func readSecret(prompt: String) -> String {
+            var saved = termios()
+            guard isatty(STDIN_FILENO) == 1, tcgetattr(STDIN_FILENO, &saved) == 0 else {
+                return String(decoding: FileHandle.standardInput.readData(ofLength: 64), as: UTF8.self)
+            }
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            // Echo off before the prompt: what is typed after it is neither shown nor flushed away.
+            _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+            printToStandardError(prompt, terminator: "")
+            defer {
+                _ = tcsetattr(STDIN_FILENO, TCSADRAIN, &saved)
+                printToStandardError("")
+            }
+            return readLine(strippingNewline: true) ?? ""
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ControlSocket
 import Foundation
+import UnitConfig
 import UnitCore
 
 @main
@@ -22,17 +23,52 @@ struct TaxiUnitCtl: ParsableCommand {
     )
 
     struct Connection: ParsableArguments {
-        @Option(name: .long, help: "The daemon's control socket.")
-        var socket: String = "/run/taxiunitd/control.sock"
+        static let defaultSocket = "/run/taxiunitd/control.sock"
+        static let defaultConfig = "/etc/taxiunitd/taxiunitd.toml"
+
+        @Option(name: .long, help: "The daemon's control socket (default: [control] socket of --config, else /run/taxiunitd/control.sock).")
+        var socket: String?
+
+        @Option(name: .long, help: "The daemon's configuration file (default: /etc/taxiunitd/taxiunitd.toml); its conf.d/ drop-ins are read too.")
+        var config: String?
 
         @Flag(name: .long, help: "Print JSON for scripts.")
         var json = false
+
+        var configPath: String { config ?? Self.defaultConfig }
+
+        /// --socket, else the configuration's `[control] socket` (the default file only when it
+        /// exists), else where the service puts it.
+        func socketPath() throws -> String {
+            if let socket { return socket }
+            if config == nil && !FileManager.default.fileExists(atPath: Self.defaultConfig) { return Self.defaultSocket }
+            let local = try localSources()
+            if case .table(let root) = local.value, case .table(let control)? = root["control"], case .string(let path)? = control["socket"] {
+                return path
+            }
+            return Self.defaultSocket
+        }
+
+        /// The configuration file and its drop-ins; a problem ends the program with a line each.
+        func localSources() throws -> LocalConfigSources {
+            // Outside the service there are no credentials: shown as where the daemon will find them.
+            let here = LocalConfigSources.Machine.current
+            let machine = LocalConfigSources.Machine(
+                hostName: here.hostName, machineID: here.machineID,
+                credentialsDirectory: here.credentialsDirectory ?? "$CREDENTIALS_DIRECTORY")
+            do {
+                return try LocalConfigSources.load(path: configPath, machine: machine)
+            } catch {
+                for problem in error.problems { printToStandardError("\(configPath): \(problem)") }
+                throw ExitCode(1)
+            }
+        }
 
         /// Sends one request; a refusal or an unreachable daemon ends the program with a clear line.
         func send(_ request: ControlRequest) throws -> ControlResponse {
             let response: ControlResponse
             do {
-                let bytes = try ControlClient.request(Array(JSONEncoder().encode(request)), socket: socket)
+                let bytes = try ControlClient.request(Array(JSONEncoder().encode(request)), socket: try socketPath())
                 response = try JSONDecoder().decode(ControlResponse.self, from: Data(bytes))
             } catch let error as ControlSocketError {
                 printToStandardError("taxiunitctl: \(error)")
@@ -53,6 +89,8 @@ struct TaxiUnitCtl: ParsableCommand {
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                // The wire's convention (docs/protocol.md), as the fleet's `status` command answers.
+                encoder.keyEncodingStrategy = .convertToSnakeCase
                 print(String(decoding: try encoder.encode(value), as: UTF8.self))
             } else {
                 print(HumanReadable.render(value))
@@ -111,8 +149,18 @@ struct TaxiUnitCtl: ParsableCommand {
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), msg, reply [N], send (next page of job details).")
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), msg (read the messages), reply [N] (choose a canned text), send (send the chosen canned text), login DRIVER PIN, logout.")
         var words: [String]
+
+        /// The daemon's own parsers: a word it would refuse is a usage error here, exit 64.
+        func validate() throws {
+            let text = words.joined(separator: " ")
+            if let session = SessionInput.parse(text) {
+                if case .failure(let problem) = session { throw ValidationError(problem.description) }
+            } else if case .failure(let problem) = DriverInput.parse(text) {
+                throw ValidationError(problem.description)
+            }
+        }
 
         func run() throws {
             let response = try connection.send(ControlRequest(cmd: .press, input: words.joined(separator: " ")))
@@ -125,8 +173,8 @@ struct TaxiUnitCtl: ParsableCommand {
     }
 }
 
-func printToStandardError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+func printToStandardError(_ line: String, terminator: String = "\n") {
+    FileHandle.standardError.write(Data((line + terminator).utf8))
 }
 
 /// An error printed as one plain line, exit code 1.

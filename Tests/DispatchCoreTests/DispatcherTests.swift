@@ -266,6 +266,26 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(h.dispatcher.stats.duplicatesDropped == 1)
     }
 
+    /// `pos/last` repeats a `pos` message's id: state like `status`, never a duplicate of it
+    /// (docs/protocol.md, "pos/last"), and it places a taxi as a position does.
+    @Test func theLastPositionIsNeverADuplicate() throws {
+        var h = Harness()
+        let inA = PositionPoint(t: 1_795_000_000_000, lat: 0.005, lon: 0.005)
+        let live = LivePositionMessage(point: inA, seq: 3)
+        let last = try #require(try UnitReport.decode(.posLast, Data(live.json())))
+        let pos = try #require(try UnitReport.decode(.pos, Data(live.json())))
+        #expect(last == .lastPosition(ReceivedPosition(id: live.id, points: [inA], backfill: false)))
+        h.status("T1", "available", zone: nil)
+        h.feed(.report(unit: "T1", last))
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        h.feed(.report(unit: "T1", pos))
+        h.feed(.report(unit: "T1", last))
+        h.feed(.report(unit: "T1", last))
+        #expect(h.dispatcher.stats.duplicatesDropped == 0)
+        h.feed(.report(unit: "T1", pos))
+        #expect(h.dispatcher.stats.duplicatesDropped == 1)
+    }
+
     /// Every form a `pos` payload comes in: live, backfill, and protocol 1's live objects, which an
     /// upgraded unit still sends from its outbox.
     @Test func everyPositionFormDecodes() throws {

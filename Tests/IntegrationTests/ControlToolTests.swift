@@ -76,11 +76,11 @@ import Testing
         let json = try ctl(["outbox", "--json", "--limit", "2", "--socket", unit.controlSocket])
         #expect(json.exitCode == 0, "\(json.output)")
         let listing = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
-        let depth = try #require(listing["depthByClass"] as? [String: Int])
+        let depth = try #require(listing["depth_by_class"] as? [String: Int])
         #expect(depth == ["alarm": 0, "reply": 0, "event": 3, "position": 0])
         let oldest = try #require(listing["oldest"] as? [[String: Any]])
         #expect(oldest.count == 2)
-        #expect(oldest.allSatisfy { $0["messageClass"] as? String == "event" && $0["topic"] as? String == "event" && $0["inFlight"] as? Bool == false })
+        #expect(oldest.allSatisfy { $0["message_class"] as? String == "event" && $0["topic"] as? String == "event" && $0["in_flight"] as? Bool == false })
 
         let human = try ctl(["outbox", "--limit", "1", "--socket", unit.controlSocket])
         #expect(human.exitCode == 0)
@@ -114,7 +114,7 @@ import Testing
 
         let human = try ctl(["jobs"] + socket)
         #expect(human.exitCode == 0)
-        #expect(human.output.contains(/^job +J2\npassengers +1\npickup at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n/), "\(human.output)")
+        #expect(human.output.contains(/^job +J2\npassengers +1\npickup at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d\n/), "\(human.output)")
         let order = human.output.split(separator: "\n").filter { $0.hasPrefix("job ") }
         #expect(order.map { $0.split(separator: " ").last! } == ["J2", "J1"])
         #expect(human.output.contains("\n\njob "), "a blank line between rides")
@@ -143,5 +143,81 @@ import Testing
         #expect(result.exitCode == 4, "\(result.output)")
         #expect(result.output.contains("not permitted to use \(unit.controlSocket)"), "\(result.output)")
         unit.stop()
+    }
+
+    /// Words and levels the daemon would refuse are refused by taxiunitctl itself, with the daemon's
+    /// own wording and the usage exit status, without a daemon to ask.
+    @Test func inputsAndLevelsAreCheckedWithoutTheDaemon() throws {
+        let nowhere = ["--socket", "/nonexistent/taxiunitd.sock"]
+        for words in [["flyaway"], ["pob", "x"], ["pause", "nap"], ["login", "D-1", "12"]] {
+            let result = try ctl(["press"] + words + nowhere)
+            #expect(result.exitCode == 64 && result.output.hasPrefix("Error: ") && !result.output.contains("not running"), "\(words): \(result.output)")
+        }
+        let level = try ctl(["log-level", "loud"] + nowhere)
+        #expect(level.exitCode == 64 && level.output.contains("unknown log level loud; one of trace, debug"), "\(level.output)")
+        // Valid words do go to the daemon (which is not there: exit 3).
+        #expect(try ctl(["press", "pob", "2"] + nowhere).exitCode == 3)
+        #expect(try ctl(["log-level", "debug"] + nowhere).exitCode == 3)
+        // send and info are different inputs, and the help says so.
+        let help = try ctl(["press", "--help"]).output
+        #expect(help.contains("info (the next page of job details)") && help.contains("send (send the chosen canned text)"), "\(help)")
+    }
+
+    /// Without --socket, the subcommands find the socket where --config's `[control] socket` puts it;
+    /// a configuration file that is missing is named, with a hint of --config.
+    @Test func theSocketIsTheConfigurationsOwn() async throws {
+        let scratch = try ScratchDirectory()
+        let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch)
+        try await unit.start()
+        // Nobody listens on the broker port: the ready line says the unit is connecting, not offline.
+        try await waitUntil("the ready line", timeoutS: 15, detail: { unit.log }) { unit.log.contains("taxiunitd: ready") }
+        let ready = try #require(unit.log.split(separator: "\n").first { $0.contains("taxiunitd: ready") }, "\(unit.log)")
+        #expect(ready.contains("broker=connecting") && !ready.contains("offline"), "\(ready)")
+        let status = try ctl(["status", "--json", "--config", unit.configPath])
+        #expect(status.exitCode == 0 && status.output.contains("\"unit\""), "\(status.output)")
+        // One naming convention, the wire's: every key snake_case, at every depth.
+        func keys(_ value: Any) -> [String] {
+            if let object = value as? [String: Any] { return object.keys + object.values.flatMap(keys) }
+            if let array = value as? [Any] { return array.flatMap(keys) }
+            return []
+        }
+        let all = keys(try JSONSerialization.jsonObject(with: Data(status.output.utf8)))
+        #expect(all.contains("seats_left") && all.contains("sos_pending"), "\(all)")
+        #expect(all.allSatisfy { $0.wholeMatch(of: /[a-z0-9_]+/) != nil }, "\(all.filter { $0.wholeMatch(of: /[a-z0-9_]+/) == nil })")
+        #expect(try ctl(["log-level", "--config", unit.configPath]).output == "debug\n")
+        let missing = scratch.file("missing.toml")
+        let noFile = try ctl(["status", "--config", missing])
+        #expect(noFile.exitCode == 1 && noFile.output.contains("\(missing): no such file; name the configuration file with --config"), "\(noFile.output)")
+        let daemon = try runCommand(Corpus.binary("taxiunitd"), ["--config", missing, "--check"])
+        #expect(daemon.exitCode == 1 && daemon.output.contains("no such file; name the configuration file with --config"), "\(daemon.output)")
+        unit.stop()
+    }
+
+    /// hash-pin on a terminal asks for the PIN with echo off: the PIN never appears on the screen.
+    @Test func hashPINDoesNotEchoThePIN() throws {
+        let script = """
+            import os, pty, signal, sys
+            signal.alarm(30)  # a PIN that was never read fails the test, not the run
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], [sys.argv[1], "hash-pin", "--rounds", "1000"])
+            seen = b""
+            while b"PIN: " not in seen:
+                seen += os.read(fd, 1024)
+            os.write(fd, b"8642\\n")
+            while True:
+                try:
+                    chunk = os.read(fd, 1024)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            os.waitpid(pid, 0)
+            sys.stdout.write(seen.decode())
+            """
+        let result = try runCommand("/usr/bin/python3", ["-c", script, Corpus.binary("taxiunitctl")])
+        #expect(result.exitCode == 0, "\(result.output)")
+        #expect(result.output.contains("pbkdf2-sha256$1000$") && !result.output.contains("8642"), "\(result.output)")
     }
 }

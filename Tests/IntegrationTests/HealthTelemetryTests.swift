@@ -136,12 +136,15 @@ import Testing
         let text = try String(contentsOfFile: textfile, encoding: .utf8)
         var names: Set<String> = []
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            let sample = try #require(line.wholeMatch(of: /(taxiunitd_[a-z_]+)\{fleet="test",unit="T1"\} (-?[0-9.e+]+)/), "\(line)")
+            let sample = try #require(line.wholeMatch(of: /(taxiunitd_[a-z_]+)\{fleet="test",unit="T1"[^}]*\} (-?[0-9.e+]+)/), "\(line)")
             #expect(Double(sample.2) != nil, "\(line)")
             names.insert(String(sample.1))
         }
         #expect(names.isSuperset(of: ["taxiunitd_fixes_received_total", "taxiunitd_messages_published_total", "taxiunitd_outbox_depth"]), "\(names)")
         #expect(text.contains("# TYPE taxiunitd_fixes_received_total counter\n"))
+        #expect(text.contains("taxiunitd_build_info{fleet=\"test\",unit=\"T1\",protocol=\"2\",version=\"") && text.contains("taxiunitd_last_fix_age_seconds{"))
+        let promtool = try runCommand("/bin/sh", ["-c", "exec /usr/bin/promtool check metrics < \"$0\"", textfile])
+        #expect(promtool.exitCode == 0 && promtool.output.isEmpty, "promtool: \(promtool.output)")
         #expect(!FileManager.default.fileExists(atPath: textfile + ".tmp"))
         #expect(try FileManager.default.attributesOfItem(atPath: textfile)[.posixPermissions] as? Int == 0o644)
         unit.stop()
@@ -166,8 +169,9 @@ import Testing
         try await waitUntil("a debug line", timeoutS: 10, detail: { unit.log }) { unit.log.contains("<7>taxiunitd: status not published now") }
         #expect(unit.log.contains("<5>taxiunitd: log level changed from=info to=debug"), "\(unit.log)")
 
+        // A usage error of taxiunitctl's own (64), in the daemon's words.
         let wrong = try ctl(["log-level", "loud"] + socket)
-        #expect(wrong.exitCode == 1)
+        #expect(wrong.exitCode == 64)
         #expect(wrong.output.contains("unknown log level loud; one of trace, debug, info, notice, warning, error, critical"), "\(wrong.output)")
         unit.stop()
 

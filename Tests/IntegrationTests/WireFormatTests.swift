@@ -92,6 +92,7 @@ extension WireFormatTests {
         #expect(first["t"] as? String == "t")
         let complete = locations.compactMap(\.json).filter { $0["vel"] is Int && $0["cog"] is Int && $0["acc"] is Int }
         #expect(!complete.isEmpty, "locations with speed, course and accuracy")
+        #expect(locations.contains { $0.json?["alt"] is Int }, "gpsd's altitude as alt")
         // The same fixes as the live positions, in whole seconds.
         let seconds = locations.compactMap { $0.json?["tst"] as? Int }.map(Int64.init)
         #expect(seconds.count == locations.count)

@@ -37,6 +37,28 @@ struct HumanReadableTests {
         #expect(text.contains("SOS pending        no"), "\(text)")
     }
 
+    /// Spans in whole units, times with their offset from UTC, nothing shown as a heading over
+    /// nothing, an empty settings document as none.
+    @Test func valuesReadAsPeopleWriteThem() {
+        let running = ControlStatus(unit: "T1", state: "available", gps: status.gps, broker: status.broker, outbox: status.outbox,
+                                    storedPositions: 0, runningForS: 5.02032)
+        let text = HumanReadable.render(running)
+        #expect(text.hasSuffix("\nrunning for       5 s"), "\(text)")
+        struct Spans: Encodable {
+            let downForS = 185.0
+            let runningForS = 3725.4
+        }
+        #expect(HumanReadable.render(Spans()) == "down for     3 min 5 s\nrunning for  1 h 2 min", "\(HumanReadable.render(Spans()))")
+        #expect(text.contains(/last fix at   \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d/), "\(text)")
+        struct Settings: Encodable {
+            let remoteSettings = "{}"
+            let versions: [String: Int] = [:]
+            let aside: [String: Int] = [:]
+        }
+        let settings = HumanReadable.render(Settings())
+        #expect(settings == "set aside        none\nremote settings  none\nversions         none", "\(settings)")
+    }
+
     @Test func listsOfObjectsAreBulleted() {
         let listing = ControlOutboxListing(
             depthByClass: ["reply": 1],
