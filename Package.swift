@@ -72,6 +72,7 @@ let package = Package(
         .target(name: "Platform", dependencies: ["CTaxiUnitLinux", "Liveness"]),
         // stderr lines with syslog priority prefixes for journald, bursts of repeats rate-limited.
         .target(name: "JournalLog", dependencies: [
+            "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Renders control answers for people: one `label  value` line per field, nested objects indented,
 /// known fields first in a fixed order. It works on the JSON, so fields a newer daemon adds show up
@@ -40,12 +47,12 @@ public enum HumanReadable {
                 case .object(var nested):
                     // A link (gpsd, broker) leads with its state: "broker  connected", details below.
                     if case .bool(let connected)? = nested.removeValue(forKey: "connected") {
-                        let header = "\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(connected ? "connected" : "disconnected")"
+                        let header = "\(indent)\(padded(name, to: width))  \(connected ? "connected" : "disconnected")"
                         return [header] + lines(.object(nested), indent: indent + "  ")
                     }
                     return ["\(indent)\(name):"] + lines(.object(nested), indent: indent + "  ")
                 case .array([]), .object([:]):
-                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  none"]
+                    return ["\(indent)\(padded(name, to: width))  none"]
                 case .array(let list):
                     return ["\(indent)\(name):"] + list.flatMap { item in
                         let itemLines = lines(item, indent: indent + "    ")
@@ -53,7 +60,7 @@ public enum HumanReadable {
                         return [indent + "  - " + first.dropFirst(indent.count + 4)] + itemLines.dropFirst()
                     }
                 case let scalar:
-                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(format(scalar, key: key))"]
+                    return ["\(indent)\(padded(name, to: width))  \(format(scalar, key: key))"]
                 }
             }
         case .array(let list):
@@ -85,10 +92,10 @@ public enum HumanReadable {
         case .bool(let flag):
             return flag ? "yes" : "no"
         case .number(let number):
-            if isTimestamp(key), number > 1e12 { return timestamp.string(from: Date(timeIntervalSince1970: number / 1000)) }
-            if key.hasSuffix("AgeS") { return String(format: "%.1f s ago", number) }
-            if key.hasSuffix("M") { return String(format: "%.0f m", number) }
-            if key.hasSuffix("S") { return String(format: "%g s", number) }
+            if isTimestamp(key), number > 1e12 { return localTime(millisecondsSince1970: number) }
+            if key.hasSuffix("AgeS") { return printf("%.1f s ago", number) }
+            if key.hasSuffix("M") { return printf("%.0f m", number) }
+            if key.hasSuffix("S") { return printf("%g s", number) }
             return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
         case .string(let text):
             return text
@@ -103,12 +110,28 @@ public enum HumanReadable {
         key == "since" || key == "t" || key.hasSuffix("Time") || key.hasSuffix("At")
     }
 
-    static let timestamp: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        return formatter
-    }()
+    static func padded(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+
+    /// C's printf formatting of one number: `String(format:)` would link Foundation's ICU data
+    /// (bench/README.md, "Footprint").
+    static func printf(_ format: String, _ number: Double) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = withVaList([number]) { vsnprintf(&buffer, buffer.count, format, $0) }
+        return String(decoding: buffer.prefix(max(0, min(Int(length), buffer.count - 1))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `yyyy-MM-dd HH:mm:ss` in the machine's time zone.
+    static func localTime(millisecondsSince1970 milliseconds: Double) -> String {
+        var parts = tm()
+        var buffer = [CChar](repeating: 0, count: 32)
+        guard var seconds = time_t(exactly: (milliseconds / 1000).rounded(.down)), localtime_r(&seconds, &parts) != nil else {
+            return String(milliseconds)
+        }
+        let length = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }
 
 /// Any JSON, decoded without losing the difference between `true` and `1`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import TOMLKit
 
 /// A configuration document as plain values, whatever it was written in (TOML on disk; JSON from
@@ -54,7 +58,7 @@ extension ConfigValue {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigError(problems: ["cannot read \(path): \(error.localizedDescription)"])
+            throw ConfigError(problems: ["cannot read \(path): \(describeFileError(error))"])
         }
         return try parseTOML(text)
     }

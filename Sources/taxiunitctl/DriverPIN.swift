@@ -1,6 +1,10 @@
 import ArgumentParser
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitConfig
 import UnitCore
 
@@ -34,8 +38,7 @@ extension TaxiUnitCtl {
                 }
                 saltBytes = Array(decoded)
             }
-            let input = FileHandle.standardInput.readData(ofLength: 64)
-            var secret = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            var secret = String(decoding: readStandardInput(limit: 64), as: UTF8.self).trimmingWhitespace()
             if badge {
                 // The reader types upper-case letters.
                 secret = secret.uppercased()

@@ -2,7 +2,14 @@ import UnitCore
 import ArgumentParser
 import Crypto
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Platform
 import SwiftASN1
 import UnitConfig
@@ -57,14 +64,14 @@ extension TaxiUnitCtl {
             do {
                 keyText = try String(contentsOfFile: key, encoding: .utf8)
             } catch {
-                throw ValidationErrorLine("cannot read \(key): \(error.localizedDescription)")
+                throw ValidationErrorLine("cannot read \(key): \(describeFileError(error))")
             }
             guard let privateKey = Self.privateKey(keyText) else {
                 throw ValidationErrorLine("\(key) is not an Ed25519 private key from taxiunitctl gen-key or openssl genpkey -algorithm ed25519")
             }
             let bytes: Data
             if doc == "-" {
-                bytes = FileHandle.standardInput.readDataToEndOfFile()
+                bytes = Data(readStandardInput(limit: Int.max))
             } else if let contents = FileManager.default.contents(atPath: doc) {
                 bytes = contents
             } else {
@@ -83,7 +90,7 @@ extension TaxiUnitCtl {
 
         /// 32 raw bytes in base64, or a PEM PKCS#8 `PRIVATE KEY` whose algorithm is Ed25519.
         static func privateKey(_ text: String) -> Curve25519.Signing.PrivateKey? {
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = text.trimmingWhitespace()
             guard trimmed.hasPrefix("-----BEGIN") else {
                 return Data(base64Encoded: trimmed).flatMap { try? Curve25519.Signing.PrivateKey(rawRepresentation: $0) }
             }
