@@ -25,8 +25,16 @@ DEMO_PACKAGES := tmux
 # the link (Package.swift) can place the code a taxi runs together (bench/README.md, "Memory").
 # Product by product: a static runtime cannot link GRDB's dynamic library product.
 # SWIFT_BUILD_FLAGS: e.g. --swift-sdk aarch64-unknown-linux-gnu to cross-build (docs/boards.md).
+# Full Foundation is not autolinked: taxiunitctl uses none of it, but TOMLKit (`import struct
+# Foundation.Data`) and swift-crypto 3 autolink -lFoundation ahead of FoundationEssentials, and lld then
+# takes a generic specialisation both define from Foundation, which brings CoreFoundation and ICU's
+# 34 MB of data: taxiunitctl 63.1 MB stripped, 19.8 MB without (bench/README.md, "Footprint"). The
+# programs that do use Foundation (GRDB) name it in Package.swift (fullFoundation).
+NO_FOUNDATION_AUTOLINK := $(foreach library,Foundation FoundationInternationalization CoreFoundation _FoundationICU,\
+	-Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc $(library))
 RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \
-	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xcxx -ffunction-sections
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xcxx -ffunction-sections \
+	$(NO_FOUNDATION_AUTOLINK)
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

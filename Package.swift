@@ -18,6 +18,16 @@ let compactRelease: [LinkerSetting] = [
     ], .when(platforms: [.linux], configuration: .release)),
 ]
 
+// The release build does not autolink full Foundation (Makefile, NO_FOUNDATION_AUTOLINK: taxiunitctl is
+// 19.8 MB without it and its ICU data, 63.1 MB with): the programs that use it, through GRDB and the
+// test harness, link it by name, with the libraries its import would have brought along.
+let fullFoundation: [LinkerSetting] = [
+    "Foundation", "FoundationInternationalization", "CoreFoundation", "_FoundationICU",
+    "FoundationEssentials", "_FoundationCollections", "_FoundationCShims", "swiftDispatch", "dispatch", "BlocksRuntime",
+].map {
+    .linkedLibrary($0, .when(platforms: [.linux], configuration: .release))
+}
+
 let package = Package(
     name: "taxiunitd",
     platforms: [.macOS(.v15)],  // Synchronization.Mutex
@@ -75,6 +85,7 @@ let package = Package(
         .target(name: "Platform", dependencies: ["CTaxiUnitLinux", "Liveness"]),
         // stderr lines with syslog priority prefixes for journald, bursts of repeats rate-limited.
         .target(name: "JournalLog", dependencies: [
+            "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -117,7 +128,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], linkerSettings: compactRelease),
+        ], linkerSettings: compactRelease + fullFoundation),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
             .product(name: "Logging", package: "swift-log"),
@@ -147,7 +158,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        ], linkerSettings: fullFoundation),
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
@@ -159,7 +170,7 @@ let package = Package(
         .executableTarget(name: "TerminalLatencyBench", dependencies: [
             "TestHarness", "MQTTLink", "ControlSocket", "LocalCache", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
-        ], path: "bench/terminal-latency"),
+        ], path: "bench/terminal-latency", linkerSettings: fullFoundation),
 
         .testTarget(name: "UnitCoreTests", dependencies: [
             "UnitCore",

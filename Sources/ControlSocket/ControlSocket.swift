@@ -1,4 +1,9 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Platform
 import Synchronization
 
@@ -76,7 +81,7 @@ public final class ControlServer: Sendable {
 
     /// Binds the socket (replacing a stale one left by a crash) and starts accepting.
     public func start() throws(ControlSocketError) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
@@ -162,7 +167,7 @@ public final class ControlServer: Sendable {
                 if !kept { closeDescriptor(client) }
                 continue
             }
-            Thread.detachNewThread { [self] in
+            detachThread { [self] in
                 serve(client)
                 clients.withLock { $0 -= 1 }
             }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Renders control answers for people: one `label  value` line per field, nested objects indented,
 /// known fields first in a fixed order. It works on the JSON, so fields a newer daemon adds show up
@@ -39,11 +46,11 @@ public enum HumanReadable {
                 switch object[key]! {
                 case .array([]), .object([:]):
                     // An empty map or list is said, not left as a heading with nothing under it.
-                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  none"]
+                    return ["\(indent)\(padded(name, to: width))  none"]
                 case .object(var nested):
                     // A link (gpsd, broker) leads with its state: "broker  connected", details below.
                     if case .bool(let connected)? = nested.removeValue(forKey: "connected") {
-                        let header = "\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(connected ? "connected" : "disconnected")"
+                        let header = "\(indent)\(padded(name, to: width))  \(connected ? "connected" : "disconnected")"
                         return [header] + lines(.object(nested), indent: indent + "  ")
                     }
                     return ["\(indent)\(name):"] + lines(.object(nested), indent: indent + "  ")
@@ -54,7 +61,7 @@ public enum HumanReadable {
                         return [indent + "  - " + first.dropFirst(indent.count + 4)] + itemLines.dropFirst()
                     }
                 case let scalar:
-                    return ["\(indent)\(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(format(scalar, key: key))"]
+                    return ["\(indent)\(padded(name, to: width))  \(format(scalar, key: key))"]
                 }
             }
         case .array(let list):
@@ -86,9 +93,9 @@ public enum HumanReadable {
         case .bool(let flag):
             return flag ? "yes" : "no"
         case .number(let number):
-            if isTimestamp(key), number > 1e12 { return timestamp.string(from: Date(timeIntervalSince1970: number / 1000)) }
-            if key.hasSuffix("AgeS") { return String(format: "%.1f s ago", number) }
-            if key.hasSuffix("M") { return String(format: "%.0f m", number) }
+            if isTimestamp(key), number > 1e12 { return localTime(millisecondsSince1970: number) }
+            if key.hasSuffix("AgeS") { return printf("%.1f s ago", number) }
+            if key.hasSuffix("M") { return printf("%.0f m", number) }
             if key.hasSuffix("S") { return duration(number) }
             return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
         case .string(let text):
@@ -103,7 +110,7 @@ public enum HumanReadable {
 
     /// A span in whole seconds, minutes and hours: "42 s", "3 min 5 s", "26 h 4 min".
     static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return String(format: "%g s", seconds) }
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return printf("%g s", seconds) }
         let whole = Int64(seconds.rounded())
         if whole < 60 { return "\(whole) s" }
         if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
@@ -114,13 +121,32 @@ public enum HumanReadable {
         key == "since" || key == "t" || key.hasSuffix("Time") || key.hasSuffix("At")
     }
 
-    static let timestamp: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        // With the offset from UTC: a board's local time is no one's guess.
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss xxx"
-        return formatter
-    }()
+    static func padded(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+
+    /// C's printf formatting of one number: `String(format:)` would link Foundation's ICU data
+    /// (bench/README.md, "Footprint").
+    static func printf(_ format: String, _ number: Double) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = withVaList([number]) { vsnprintf(&buffer, buffer.count, format, $0) }
+        return String(decoding: buffer.prefix(max(0, min(Int(length), buffer.count - 1))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `yyyy-MM-dd HH:mm:ss +hh:mm` in the machine's time zone, with its offset from UTC: a board's
+    /// local time is no one's guess.
+    static func localTime(millisecondsSince1970 milliseconds: Double) -> String {
+        var parts = tm()
+        var buffer = [CChar](repeating: 0, count: 40)
+        guard var seconds = time_t(exactly: (milliseconds / 1000).rounded(.down)), localtime_r(&seconds, &parts) != nil else {
+            return String(milliseconds)
+        }
+        let length = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %z", &parts)
+        var text = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // strftime's +hhmm as +hh:mm.
+        if text.count >= 5 { text.insert(":", at: text.index(text.endIndex, offsetBy: -2)) }
+        return text
+    }
 }
 
 /// Any JSON, decoded without losing the difference between `true` and `1`.

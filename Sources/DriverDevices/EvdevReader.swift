@@ -1,5 +1,9 @@
 import DriverKeys
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)

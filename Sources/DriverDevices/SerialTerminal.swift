@@ -1,6 +1,10 @@
 import DriverDisplay
 import DriverKeys
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Synchronization
 

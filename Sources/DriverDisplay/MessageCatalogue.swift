@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitConfig
 import UnitCore
 
@@ -184,7 +188,7 @@ public struct MessageCatalogue: Sendable, Equatable {
     public func text(_ key: MessageKey, _ values: [String: String] = [:]) -> String {
         var text = texts[key] ?? key.rawValue
         for (name, value) in values {
-            text = text.replacingOccurrences(of: "{\(name)}", with: value)
+            text = text.replacing("{\(name)}", with: value)
         }
         return text
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the serial terminal can display.
 public enum TerminalCharset: String, Sendable, CaseIterable {

@@ -1,6 +1,10 @@
 import UnitCore
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitConfig
 
 /// Ed25519 signatures over fleet documents (docs/protocol.md, "Signatures").

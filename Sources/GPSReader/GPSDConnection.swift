@@ -1,5 +1,12 @@
 import CGPS
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Liveness
 import Logging
 import Platform

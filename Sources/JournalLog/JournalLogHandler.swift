@@ -1,5 +1,5 @@
-import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// swift-log to stderr, one line per entry, each prefixed with its syslog priority (`<3>` error …
@@ -90,7 +90,7 @@ public final class JournalOutput: Sendable {
     }
 
     public static let standardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data(line.utf8))
+        writeToStandardError(line)
     }
 
     func write(_ text: String, priority: Int, limited: Bool) {

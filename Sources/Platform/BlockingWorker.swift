@@ -1,5 +1,8 @@
 import CTaxiUnitLinux
-import Foundation
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Liveness
 import Synchronization
 
@@ -43,8 +46,7 @@ public final class BlockingWorker: Sendable {
         let name = name
         let finished = finished
         // Detached: `stop` joins it through `finished`, and an abandoned one ends on its own.
-        Thread.detachNewThread {
-            // Foundation's `Thread.name` reaches the kernel only sometimes on Linux (a race inside `start`).
+        detachThread {
             _ = CTaxiUnitLinux_nameCurrentThread(String(name.prefix(15)))
             body()
             finished.signal()
@@ -106,3 +108,23 @@ public final class BlockingWorker: Sendable {
     }
 }
 
+/// A detached POSIX thread running `body`: what Foundation's `Thread.detachNewThread` does, without
+/// linking Foundation (bench/README.md, "Footprint").
+public func detachThread(_ body: @escaping @Sendable () -> Void) {
+    final class Start: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let start = Unmanaged.passRetained(Start(body)).toOpaque()
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    var thread = pthread_t()
+    let result = pthread_create(&thread, &attributes, { start in
+        Unmanaged<Start>.fromOpaque(start!).takeRetainedValue().body()
+        return nil
+    }, start)
+    // As with Foundation's Thread: out of threads at this point, the unit cannot run; systemd restarts it.
+    precondition(result == 0, "pthread_create failed: \(String(cString: strerror(result)))")
+}

@@ -75,3 +75,18 @@ public func createPrivateFile(at path: String, contents: [UInt8]) throws(SystemC
         throw error
     }
 }
+
+/// `text` written whole to standard error: a short write goes on with the rest, EINTR is retried,
+/// and a failure drops what is left (there is nowhere else to say it).
+public func writeToStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            guard let written = try? syscall("write", { write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset) }),
+                written > 0
+            else { return }
+            offset += written
+        }
+    }
+}

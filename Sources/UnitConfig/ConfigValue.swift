@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import TOMLKit
 
 /// A configuration document as plain values, whatever it was written in (TOML on disk; JSON from
@@ -55,7 +59,7 @@ extension ConfigValue {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             // A missing file is the usual slip: say so, and how to name another.
-            let reason = FileManager.default.fileExists(atPath: path) ? error.localizedDescription : "no such file; name the configuration file with --config"
+            let reason = FileManager.default.fileExists(atPath: path) ? describeFileError(error) : "no such file; name the configuration file with --config"
             throw ConfigError(problems: ["cannot read \(path): \(reason)"])
         }
         return try parseTOML(text)

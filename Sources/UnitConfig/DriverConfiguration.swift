@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitCore
 
 /// `[driver]`: who may drive this taxi, and how wrong PINs are slowed down.

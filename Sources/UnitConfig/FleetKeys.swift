@@ -1,5 +1,10 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import UnitCore
 import X509
 
 /// The Ed25519 public keys a unit trusts (`[fleet] config_pubkeys`, `command_pubkeys`), as the fleet
@@ -12,7 +17,7 @@ public enum FleetPublicKey {
     /// The key's 32 raw bytes, or why the text is not a usable key.
     public static func parse(_ text: String) -> Result<[UInt8], KeyProblem> {
         guard text.utf8.count <= maximumLength else { return .failure(.unreadable) }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingWhitespace()
         let raw: [UInt8]
         if trimmed.hasPrefix("-----BEGIN") {
             guard let key = try? Certificate.PublicKey(pemEncoded: trimmed) else { return .failure(.unreadable) }

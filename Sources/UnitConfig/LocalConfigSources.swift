@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The local settings as a fleet installs them: the main file (the image's, shared by every unit),
 /// then `conf.d/*.toml` beside it in name order (fleet settings, one small per-unit file), each
@@ -44,7 +48,7 @@ public struct LocalConfigSources: Sendable, Equatable {
     /// Reads `path` and the drop-ins in `conf.d/` beside it. Every unreadable file, syntax error and
     /// unresolvable value is one problem; all are reported together.
     public static func load(path: String, machine: Machine = .current) throws(ConfigError) -> LocalConfigSources {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         let dropIns = (directory.isEmpty ? "." : directory) + "/" + dropInDirectoryName
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: dropIns)) ?? [])
             .filter { $0.hasSuffix(".toml") && !$0.hasPrefix(".") }
@@ -72,7 +76,7 @@ public struct LocalConfigSources: Sendable, Equatable {
     private mutating func resolveUnitID(_ machine: Machine) -> [String] {
         guard case .string(let wanted)? = value.member("unit", "id"), ["hostname", "machine-id"].contains(wanted) else { return [] }
         let found = wanted == "hostname" ? machine.hostName().map(Self.hostLabel) : machine.machineID()
-        let id = found?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let id = found?.trimmingWhitespace() ?? ""
         guard !id.isEmpty, id.utf8.count <= 64, id.unicodeScalars.allSatisfy(Self.isTopicSafe) else {
             return ["unit.id = \"\(wanted)\": this machine's \(wanted) (\(id.prefix(64).debugDescription)) is not a usable unit id (1-64 letters, digits, '-', '_')"]
         }
@@ -86,7 +90,7 @@ public struct LocalConfigSources: Sendable, Equatable {
         for (section, key) in Self.fileSettings {
             guard case .string(let setting)? = value.member(section, key), setting.hasPrefix(Self.credentialPrefix) else { continue }
             let name = String(setting.dropFirst(Self.credentialPrefix.count))
-            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+            guard !name.isEmpty, !name.contains("/" as Character), name != ".", name != ".." else {
                 problems.append("\(section).\(key) = \"\(setting)\": a credential is named by a plain file name")
                 continue
             }
@@ -106,7 +110,7 @@ public struct LocalConfigSources: Sendable, Equatable {
     }
 
     static func isTopicSafe(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "-" || scalar == "_")
+        scalar.isASCII && (scalar.properties.isAlphabetic || scalar.properties.numericType != nil || scalar == "-" || scalar == "_")
     }
 }
 

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Files holding secrets (the broker password, the client key) must be private to their owner:
 /// a secret anyone on the board can read is no secret.
@@ -9,9 +16,9 @@ public enum SecretFile {
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
         } catch {
-            throw ConfigError(problems: ["cannot read \(role) \(path): \(error.localizedDescription)"])
+            throw ConfigError(problems: ["cannot read \(role) \(path): \(describeFileError(error))"])
         }
-        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o777
+        let mode = (attributes[.posixPermissions] as? UInt).map { Int($0) } ?? 0o777
         guard mode & 0o077 == 0 else {
             throw ConfigError(problems: [
                 "\(role) \(path) is accessible by group or others (mode \(String(mode, radix: 8))); "
@@ -27,7 +34,7 @@ public enum SecretFile {
             let text = try String(contentsOfFile: path, encoding: .utf8)
             return String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         } catch {
-            throw ConfigError(problems: ["cannot read \(role) \(path): \(error.localizedDescription)"])
+            throw ConfigError(problems: ["cannot read \(role) \(path): \(describeFileError(error))"])
         }
     }
 }
@@ -41,4 +48,13 @@ extension UnitConfiguration.MQTT {
         let password = try passwordFile.map { path throws(ConfigError) in try SecretFile.read(path, role: "password_file") }
         return (username, password)
     }
+}
+
+/// Why a file could not be read, in strerror's words ("No such file or directory"): Foundation's
+/// `localizedDescription` would link its ICU data into every program (bench/README.md, "Footprint").
+public func describeFileError(_ error: any Error) -> String {
+    guard let cocoa = error as? CocoaError else { return "\(error)" }
+    if let posix = cocoa.underlying as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+    if cocoa.code == .fileReadInapplicableStringEncoding { return "not UTF-8 text" }
+    return "\(cocoa.code)"
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SwiftASN1
 import X509
 
@@ -88,8 +92,6 @@ public enum TLSFileCheck {
     }
 
     static func day(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withFullDate]
-        return formatter.string(from: date)
+        Date.ISO8601FormatStyle().year().month().day().format(date)
     }
 }

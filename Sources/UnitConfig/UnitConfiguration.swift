@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitCore
 
 /// The daemon's settings, validated. Build it with `load(path:)` or `init(document:)`.
@@ -61,11 +65,11 @@ public struct UnitConfiguration: Sendable, Equatable {
                 self.port = port
             }
 
-            public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+            public var description: String { host.contains(":" as Character) ? "[\(host)]:\(port)" : "\(host):\(port)" }
         }
 
         public func clientID(fleet: String, unit: String) -> String {
-            clientIDTemplate.replacingOccurrences(of: "{fleet}", with: fleet).replacingOccurrences(of: "{unit}", with: unit)
+            clientIDTemplate.replacing("{fleet}", with: fleet).replacing("{unit}", with: unit)
         }
     }
 
@@ -311,7 +315,7 @@ public struct UnitConfiguration: Sendable, Equatable {
             ownTracksSection.reject("tid must be 1 or 2 letters or digits (the initials a map shows), found \"\(LogExcerpt.of(ownTracks.tid, limit: 20))\"")
         }
         if ownTracks.topic.contains(where: { "+#\u{0}".contains($0) }) || ownTracks.topic.hasPrefix("/") || ownTracks.topic.hasSuffix("/")
-            || ownTracks.topic.contains("//") || ownTracks.topic.utf8.count > 256 {
+            || ownTracks.topic.firstRange(of: "//") != nil || ownTracks.topic.utf8.count > 256 {
             ownTracksSection.reject("topic must be an MQTT topic of at most 256 bytes without wildcards or empty levels, found \"\(LogExcerpt.of(ownTracks.topic, limit: 80))\"")
         }
         ownTracksSection.finish(into: &problems)
@@ -498,8 +502,8 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// Only `{fleet}` and `{unit}` may be substituted; the rest is printable ASCII without spaces.
     static func clientIDProblem(_ template: String) -> String? {
         var rest = template
-        for placeholder in MQTT.clientIDPlaceholders { rest = rest.replacingOccurrences(of: placeholder, with: "") }
-        if rest.contains("{") || rest.contains("}") {
+        for placeholder in MQTT.clientIDPlaceholders { rest = rest.replacing(placeholder, with: "") }
+        if rest.contains("{" as Character) || rest.contains("}" as Character) {
             return "client_id may use only the placeholders {fleet} and {unit}, found \"\(template)\""
         }
         guard template.count <= 128, rest.allSatisfy({ $0.isASCII && !$0.isWhitespace && ($0.asciiValue ?? 0) >= 0x21 && $0 != "\u{7f}" }) else {

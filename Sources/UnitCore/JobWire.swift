@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Job messages on the wire (docs/protocol.md, "Jobs"). Inbound types are validated here, before
 /// the state machine sees them, so the machine only ever handles well-formed requests.
@@ -266,22 +270,17 @@ extension InboundMessage {
         func problem(_ reason: String) -> Result<InboundMessage, InboundProblem> {
             .failure(InboundProblem(topic: topic, job: job, reason: reason))
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [])) as? [String: Any] else {
-            return problem("a number is out of range")
-        }
+        if hasNumberOutOfRange(document) { return problem("a number is out of range") }
         if topic != .sosAck && topic != .queue {
             guard let given = document[idKey] else { return problem("\(idKey) is missing") }
             if case .string(let text) = given, let reason = checkID(text, field: idKey) { return problem(reason) }
             guard let job, !job.isEmpty else { return problem("\(idKey) must be a non-empty string or an integer") }
         }
-        var normalised = object
-        if let job { normalised[idKey] = job }
-        let data: Data
-        do {
-            data = try JSONSerialization.data(withJSONObject: normalised)
-        } catch {
-            return problem("payload cannot be read")
+        var normalised = document
+        if let job, case .object(let members) = document {
+            normalised = .object(members.map { $0.key == idKey ? (key: idKey, value: .string(job)) : $0 })
         }
+        let data = Data(normalised.canonicalBytes)
         do {
             switch topic {
             case .jobOffer:
@@ -314,6 +313,16 @@ extension InboundMessage {
             return problem(describe(error))
         } catch {
             return problem("payload cannot be read")
+        }
+    }
+
+    /// A number no `Double` holds (`1e999`), anywhere in the payload, even where no field reads it.
+    static func hasNumberOutOfRange(_ value: JSONDocument) -> Bool {
+        switch value {
+        case .object(let members): members.contains { hasNumberOutOfRange($0.value) }
+        case .array(let elements): elements.contains(where: hasNumberOutOfRange)
+        case .number(let literal): !(Double(literal)?.isFinite ?? false)
+        case .string, .bool, .null: false
         }
     }
 

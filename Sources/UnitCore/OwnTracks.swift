@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An OwnTracks `location` (https://owntracks.org/booklet/tech/json/, `_type=location`), so that
 /// OwnTracks Recorder, Home Assistant and Node-RED's world map show the fleet with no bridge
@@ -45,7 +49,7 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
 
     /// `template` with `{fleet}` and `{unit}` replaced (`[owntracks] topic`).
     public static func topic(_ template: String, fleet: String, unit: String) -> String {
-        template.replacingOccurrences(of: "{fleet}", with: fleet).replacingOccurrences(of: "{unit}", with: unit)
+        template.replacing("{fleet}", with: fleet).replacing("{unit}", with: unit)
     }
 }
 

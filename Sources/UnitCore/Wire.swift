@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Messages on the wire (docs/protocol.md). Optional fields are omitted when unknown; NaN never
 /// reaches the encoder because `Fix` carries nil instead.

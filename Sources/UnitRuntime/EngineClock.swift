@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitCore
 
 /// The clocks as the engine reads them: once per batch of inputs (each reading of the kernel's

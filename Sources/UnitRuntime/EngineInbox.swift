@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// The engine loop's one input queue. Producers (the gpsd reader thread, libmosquitto's loop

@@ -1,6 +1,10 @@
 import ControlSocket
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitCore
 
 /// `config/ack` (docs/protocol.md). Queued in the outbox like every unit → fleet message; `id` is

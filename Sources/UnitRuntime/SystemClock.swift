@@ -1,5 +1,9 @@
 import CTaxiUnitLinux
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import UnitCore
 
 /// The machine's clocks, read for the core (which has none).

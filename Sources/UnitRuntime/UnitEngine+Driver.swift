@@ -1,7 +1,11 @@
 import DriverDevices
 import DriverDisplay
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LocalCache
 import Logging
 import UnitConfig

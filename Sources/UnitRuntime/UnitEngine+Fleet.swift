@@ -1,6 +1,10 @@
 import ControlSocket
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LocalCache
 import Logging
 import MQTTLink

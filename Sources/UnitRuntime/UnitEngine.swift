@@ -2,7 +2,11 @@ import ControlSocket
 import DriverDevices
 import DriverDisplay
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import GPSReader
 import LocalCache
 import Logging

@@ -1,6 +1,13 @@
 import ArgumentParser
 import FleetControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import UnitConfig
 import UnitCore
 
@@ -34,7 +41,7 @@ extension TaxiUnitCtl {
                 }
                 saltBytes = Array(decoded)
             }
-            var secret = Self.readSecret(prompt: badge ? "badge number: " : "PIN: ").trimmingCharacters(in: .whitespacesAndNewlines)
+            var secret = Self.readSecret(prompt: badge ? "badge number: " : "PIN: ").trimmingWhitespace()
             if badge {
                 // The reader types upper-case letters.
                 secret = secret.uppercased()
@@ -53,7 +60,7 @@ extension TaxiUnitCtl {
         static func readSecret(prompt: String) -> String {
             var saved = termios()
             guard isatty(STDIN_FILENO) == 1, tcgetattr(STDIN_FILENO, &saved) == 0 else {
-                return String(decoding: FileHandle.standardInput.readData(ofLength: 64), as: UTF8.self)
+                return String(decoding: readStandardInput(limit: 64), as: UTF8.self)
             }
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)

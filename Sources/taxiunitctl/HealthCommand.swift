@@ -1,6 +1,10 @@
 import ArgumentParser
 import ControlSocket
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension TaxiUnitCtl {
     struct Health: ParsableCommand {

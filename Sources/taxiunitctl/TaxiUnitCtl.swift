@@ -1,6 +1,14 @@
 import ArgumentParser
 import ControlSocket
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Platform
 import UnitConfig
 import UnitCore
 
@@ -174,7 +182,18 @@ struct TaxiUnitCtl: ParsableCommand {
 }
 
 func printToStandardError(_ line: String, terminator: String = "\n") {
-    FileHandle.standardError.write(Data((line + terminator).utf8))
+    writeToStandardError(line + terminator)
+}
+
+/// Standard input up to `limit` bytes or its end, whichever comes first.
+func readStandardInput(limit: Int) -> [UInt8] {
+    var input: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while input.count < limit {
+        guard let count = try? syscall("read", { read(STDIN_FILENO, &chunk, min(chunk.count, limit - input.count)) }), count > 0 else { break }
+        input += chunk[..<count]
+    }
+    return input
 }
 
 /// An error printed as one plain line, exit code 1.
