@@ -148,7 +148,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
-        ]),
+        ], linkerSettings: fullFoundation),
 
         // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
