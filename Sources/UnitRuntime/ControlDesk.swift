@@ -3,6 +3,12 @@ import LocalCache
 import Logging
 import UnitCore
 
+/// What a driver input did: what the driver is told, and whether it was refused.
+struct DriverAnswer {
+    var told: [String]
+    var refused: Bool
+}
+
 /// Answers `taxiunitctl` over the control socket. Called from inside the engine loop, so every
 /// answer sees one consistent state; what it needs of the engine is passed in.
 struct ControlDesk {
@@ -11,10 +17,10 @@ struct ControlDesk {
     let logger: Logger
 
     /// `status`: the unit's status now. `press`: feeds a driver input to the machine and returns
-    /// what the driver was told. `inFlight`: the outbox rows libmosquitto holds. `configLayers`:
+    /// what the driver was told; a refused input is answered `ok: false` with the reason as message. `inFlight`: the outbox rows libmosquitto holds. `configLayers`:
     /// the fleet's documents in force.
     func answer(
-        _ request: ControlRequest, status: () -> ControlStatus, press: (String) -> Result<[String], DriverInput.ParseError>,
+        _ request: ControlRequest, status: () -> ControlStatus, press: (String) -> Result<DriverAnswer, DriverInput.ParseError>,
         inFlight: Set<Int64>, configLayers: () -> [ControlConfigLayer]
     ) -> ControlResponse {
         switch request.cmd {
@@ -24,8 +30,9 @@ struct ControlDesk {
             switch press(request.input ?? "") {
             case .failure(let problem):
                 return .failure(problem.description)
-            case .success(let told):
-                return ControlResponse(ok: true, message: told.joined(separator: "; "))
+            case .success(let answer):
+                let told = answer.told.joined(separator: "; ")
+                return ControlResponse(ok: !answer.refused, error: answer.refused ? "refused: \(told)" : nil, message: told)
             }
         case .outbox:
             return outboxListing(limitPerClass: request.limit ?? 10, inFlight: inFlight)

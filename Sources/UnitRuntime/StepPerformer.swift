@@ -41,6 +41,8 @@ final class StepPerformer {
         var told: [String] = []
         /// The message id the store gave the step's alarm, once committed.
         var storedAlarmID: String?
+        /// The driver's input was refused (what for is in `told`).
+        var refused = false
     }
 
     init(
@@ -66,6 +68,7 @@ final class StepPerformer {
             if commit.queued { outbox.pump(at: now) }
             // Only an alarm stored after every older one has an id an acknowledgement can name.
             if !upkeep.holdsUnstoredAlarm { performed.storedAlarmID = commit.alarmID }
+            if let alarm = commit.alarmID { logger.notice("SOS alarm stored; it goes to the dispatcher before anything else", metadata: ["id": "\(alarm)"]) }
         } catch {
             // The state machine has moved on and keeps working: what it promised waits in memory
             // and is retried (StoreUpkeep); fixes are given up and counted.
@@ -101,6 +104,7 @@ final class StepPerformer {
             case .refused(let refusal):
                 logger.info("driver input refused: \(refusal)")
                 performed.told.append(refusal.description)
+                performed.refused = true
             }
         }
         for note in step.notes { logger.notice("\(note)") }

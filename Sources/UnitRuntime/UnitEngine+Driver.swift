@@ -25,12 +25,13 @@ extension UnitEngine {
     }
 
     /// Login, logout, `lang` and `alert`; nil when `text` is none of those (it is a `DriverInput`).
-    func sessionInput(_ text: String) -> Result<[String], DriverInput.ParseError>? {
+    func sessionInput(_ text: String) -> Result<DriverAnswer, DriverInput.ParseError>? {
         SessionInput.parse(text).map { parsed in parsed.map { handleSession($0) } }
     }
 
-    private func handleSession(_ input: SessionInput) -> [String] {
-        if case .language(let name) = input, !languageInstalled(name) { return refused(.unknownLanguage) }
+    @discardableResult
+    private func handleSession(_ input: SessionInput) -> DriverAnswer {
+        if case .language(let name) = input, !languageInstalled(name) { return DriverAnswer(told: refused(.unknownLanguage), refused: true) }
         let drivers = configuration.driver.drivers
         let store = self.store
         let outcome = session.handle(
@@ -40,7 +41,8 @@ extension UnitEngine {
             installed: input == .nextLanguage ? installedLanguages() : [], unitLanguage: configuration.unit.language)
         // A new language shows itself; a new alert style is silent until the next alert: it is said.
         let choosesAlert = if case .alert = input { true } else { input == .nextAlert }
-        return perform(outcome, saysAlertStyle: choosesAlert)
+        let refusal = if case .refused = outcome { true } else { false }
+        return DriverAnswer(told: perform(outcome, saysAlertStyle: choosesAlert), refused: refusal)
     }
 
     /// A badge reader read `number`: the badge's driver logs in, or is asked for the PIN
@@ -128,7 +130,7 @@ extension UnitEngine {
             loginEntry = nil
         case .submit(let input):
             loginEntry = nil
-            _ = handleSession(input)
+            handleSession(input)
         }
         return true
     }

@@ -481,14 +481,19 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
     /// Returns what the driver was told.
-    private func driverInput(_ text: String) -> Result<[String], DriverInput.ParseError> {
+    private func driverInput(_ text: String) -> Result<DriverAnswer, DriverInput.ParseError> {
         if let session = sessionInput(text) { return session }
-        return DriverInput.parse(text).map { input in step(.driver(input, at: clockMs())) }
+        return DriverInput.parse(text).map { input in
+            let performed = step(.driver(input, at: clockMs()))
+            // The terminal shows nothing of an SOS; whoever pressed it here is told it is stored.
+            let stored = input == .sos ? performed.storedAlarmID.map { ["SOS alarm \($0) stored; it goes to the dispatcher before anything else"] } ?? [] : []
+            return DriverAnswer(told: performed.told + stored, refused: performed.refused)
+        }
     }
 
     /// Feeds one event to the state machine, performs its step and notes what the driver should see.
     @discardableResult
-    func step(_ event: UnitEvent) -> [String] {
+    func step(_ event: UnitEvent) -> StepPerformer.Performed {
         let before = machine.state
         let step = machine.handle(event)
         let performed = performer.perform(step, now: clockMs()) { publishStatus() }
@@ -496,7 +501,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         if let recorded = step.fixes.last { lastFix = (recorded.fix, .now) }
         publishPositionFeeds(step.fixes)
         panel.stepped(event, before: before, after: machine.state, step: step, seatsLeft: machine.seatsLeft)
-        return performed.told
+        return performed
     }
 
     /// Hands the terminal a new view when what it shows has changed.

@@ -73,7 +73,9 @@ struct TaxiUnitCtl: ParsableCommand {
         }
 
         /// Sends one request; a refusal or an unreachable daemon ends the program with a clear line.
-        func send(_ request: ControlRequest) throws -> ControlResponse {
+        /// `answersRefusals`: a request the daemon refused with a message for the user (a driver input
+        /// that makes no sense now) is returned for the caller to show, not failed here.
+        func send(_ request: ControlRequest, answersRefusals: Bool = false) throws -> ControlResponse {
             let response: ControlResponse
             do {
                 let bytes = try ControlClient.request(Array(JSONEncoder().encode(request)), socket: try socketPath())
@@ -86,7 +88,7 @@ struct TaxiUnitCtl: ParsableCommand {
                 default: throw ExitCode(1)
                 }
             }
-            guard response.ok else {
+            guard response.ok || (answersRefusals && response.message != nil) else {
                 printToStandardError("taxiunitctl: \(response.error ?? "the daemon refused the request")")
                 throw ExitCode(1)
             }
@@ -170,13 +172,15 @@ struct TaxiUnitCtl: ParsableCommand {
             }
         }
 
+        /// What the driver is told, on standard output; exit 1 when the daemon refused the input.
         func run() throws {
-            let response = try connection.send(ControlRequest(cmd: .press, input: words.joined(separator: " ")))
+            let response = try connection.send(ControlRequest(cmd: .press, input: words.joined(separator: " ")), answersRefusals: true)
             if connection.json {
                 try connection.show(response)
             } else if let message = response.message, !message.isEmpty {
                 print(message)
             }
+            if !response.ok { throw ExitCode(1) }
         }
     }
 }

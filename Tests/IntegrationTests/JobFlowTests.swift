@@ -38,6 +38,14 @@ import UnitCore
             return output.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
+        /// An input the daemon refuses: taxiunitctl prints why and exits 1.
+        func refusedPress(_ words: String...) throws -> String {
+            let (output, code) = try runCommand(
+                Corpus.binary("taxiunitctl"), ["press", "--socket", unit.controlSocket] + words.flatMap { $0.split(separator: " ").map(String.init) })
+            guard code == 1 else { throw HarnessError("press \(words) exited \(code), not 1: \(output)") }
+            return output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
         func publish(_ suffix: String, _ json: String) throws {
             try recorder.publish(unit.topicBase + suffix, json)
         }
@@ -116,8 +124,13 @@ import UnitCore
         #expect(transitions == ["off_duty>available", "available>offered", "offered>en_route"])
         #expect(rig.events().map { $0["seq"] as? Int } == [1, 2, 3])
 
-        // Rule 17 over the same path: an input that makes no sense says why.
-        #expect(try rig.press("accept") == "No offer to answer")
+        // Rule 17 over the same path: an input that makes no sense says why, and scripts see it refused.
+        #expect(try rig.refusedPress("accept") == "No offer to answer")
+        let json = try runCommand(Corpus.binary("taxiunitctl"), ["press", "--json", "--socket", rig.unit.controlSocket, "accept"])
+        #expect(json.exitCode == 1 && json.output.contains(#""ok" : false"#) && json.output.contains("No offer to answer"), "\(json.output)")
+        // An SOS shows nothing on the terminal; whoever pressed it here hears it is stored, and so does the journal.
+        #expect(try rig.press("sos").hasPrefix("SOS alarm "))
+        #expect(rig.unit.log.contains("SOS alarm stored"))
         rig.stop()
     }
 
@@ -133,7 +146,7 @@ import UnitCore
         #expect(elapsed < .seconds(6), "soon after the window: \(elapsed)")
         #expect(reply["reason"] == nil)
         try await rig.unit.waitForStatus("available again") { $0.state == "available" }
-        #expect(try rig.press("accept") == "No offer to answer")
+        #expect(try rig.refusedPress("accept") == "No offer to answer")
         #expect(rig.replies(job: "J1").count == 1)
         rig.stop()
     }
@@ -262,7 +275,8 @@ import UnitCore
         let rig = try await Rig(withGPS: true, reportingIntervalS: 30)
         try await rig.unit.waitForStatus("a fix") { $0.gps.lastFixTime != nil }
         let before = rig.recorder.messages(onTopic: rig.unit.topicBase + "pos").count
-        #expect(try rig.press("sos") == "", "nothing obvious for the driver")
+        // The terminal shows the driver nothing; whoever pressed it through taxiunitctl hears it is stored.
+        #expect(try rig.press("sos").hasPrefix("SOS alarm "))
         let messages = try await rig.recorder.waitFor("the alarm", timeoutS: 5) { $0.contains { $0.topic == rig.unit.topicBase + "sos" } }
         let alarm = try #require(messages.first { $0.topic == rig.unit.topicBase + "sos" }?.json)
         #expect(alarm["state"] as? String == "off_duty")
@@ -330,7 +344,7 @@ import UnitCore
         try await unit.waitForStatus("broker lost") { !$0.broker.connected }
         let (output, code) = try runCommand(Corpus.binary("taxiunitctl"), ["press", "sos", "--socket", unit.controlSocket])
         #expect(code == 0)
-        #expect(output.isEmpty)
+        #expect(output.hasPrefix("SOS alarm ") && output.contains(" stored"), "\(output)")
         #expect(try unit.status().outbox.depth >= 1, "stored before anything else")
         unit.killHard()
 
@@ -368,7 +382,7 @@ import UnitCore
         try rig.press("accept")
         try rig.press("arrived")
         try await rig.unit.waitForStatus("a fix for the pickup position") { $0.gps.lastFixTime != nil }
-        #expect(try rig.press("pob 5") == "Only 4 seats")
+        #expect(try rig.refusedPress("pob 5") == "Only 4 seats")
         #expect(try rig.press("pob 2") == "2 on board")
         let onBoard = try await rig.unit.waitForStatus("on board") { $0.state == "on_board" }
         #expect(onBoard.seatsLeft == 2)
