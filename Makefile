@@ -8,7 +8,7 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 DOCDIR ?= $(PREFIX)/share/doc/taxiunitd
 # Where install-files takes the binaries from.
 BUILT ?= .build/release
-# Three sets of Debian 12 packages: what a taxi runs (the package's Depends:, packaging/control),
+# Three sets of Debian 12 packages: what a taxi runs (the package's Depends:, packaging/taxiunitd.control),
 # what building needs on top, and what the tests start or use on top of both.
 APT_RUN := gpsd libgps28 libmosquitto1 libsqlite3-0 libsystemd0
 APT_BUILD := libgps-dev libmosquitto-dev libsqlite3-dev libsystemd-dev pkg-config dpkg-dev
@@ -38,7 +38,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \
 RELEASE_PRODUCTS := taxiunitd taxiunitctl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test test-root fuzz deb man-pages deb-package repo demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order install-taxifleet
+.PHONY: deps build test test-root fuzz deb man-pages deb-package repo demo bench-drain bench-fleet clean release release-bin-path install install-files symbol-order install-taxifleet deb-taxifleet deb-taxifleet-package
 
 # Installs the Debian 12 packages the build and the tests need, only those missing.
 deps:
@@ -137,45 +137,68 @@ deb: release man-pages
 
 man-pages:
 	$(SWIFT) package generate-manual --configuration debug --section 8 >/dev/null
-	$(SWIFT) build --product taxiunitd >/dev/null && $(SWIFT) build --product taxiunitctl >/dev/null
+	for program in $(DEB_PROGRAMS) taxifleet; do $(SWIFT) build --product $$program >/dev/null || exit 1; done
 	mkdir -p $(COMPLETIONS)
-	for program in $(DEB_PROGRAMS); do for shell in bash zsh; do \
+	for program in $(DEB_PROGRAMS) taxifleet; do for shell in bash zsh; do \
 		$$($(SWIFT) build --show-bin-path)/$$program --generate-completion-script $$shell > $(COMPLETIONS)/$$program.$$shell || exit 1; \
 	done; done
 
 deb-package:
 	rm -rf $(DEB_OUT)/root && mkdir -p $(DEB_OUT)/root/DEBIAN
 	$(MAKE) -s install-files DESTDIR=$(abspath $(DEB_OUT))/root PREFIX=/usr SYSCONFDIR=/etc
-	for program in $(DEB_PROGRAMS); do $(OBJCOPY) --strip-unneeded --remove-section=.comment $(DEB_OUT)/root/usr/bin/$$program || exit 1; done
-	install -d $(DEB_OUT)/root/usr/share/man/man8 $(DEB_OUT)/root/usr/share/man/man5
-	for program in $(DEB_PROGRAMS); do \
-		packaging/man-page.sh $(MAN_PAGES)/$$program/$$program.8 | gzip -9n > $(DEB_OUT)/root/usr/share/man/man8/$$program.8.gz || exit 1; done
+	install -d $(DEB_OUT)/root/usr/share/man/man5
 	gzip -9n < packaging/taxiunitd.toml.5 > $(DEB_OUT)/root/usr/share/man/man5/taxiunitd.toml.5.gz
-	install -d $(DEB_OUT)/root/usr/share/bash-completion/completions $(DEB_OUT)/root/usr/share/zsh/vendor-completions
-	for program in $(DEB_PROGRAMS); do \
-		sed '1{/^#!/d}' $(COMPLETIONS)/$$program.bash > $(DEB_OUT)/root/usr/share/bash-completion/completions/$$program && \
-		install -m 644 $(COMPLETIONS)/$$program.zsh $(DEB_OUT)/root/usr/share/zsh/vendor-completions/_$$program || exit 1; done
-	install -m 644 docs/boards.md packaging/copyright $(DEB_OUT)/root/usr/share/doc/taxiunitd/
-	install -d $(DEB_OUT)/root/usr/share/lintian/overrides
-	install -m 644 packaging/lintian-overrides $(DEB_OUT)/root/usr/share/lintian/overrides/taxiunitd
-	sed -e 's/@VERSION@/$(DEB_VERSION)/g' -e 's/@MAINTAINER@/$(DEB_MAINTAINER)/' \
-		-e "s/@COMMIT@/$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)/" \
-		-e "s/@DATE@/$$(date -R -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)})/" \
-		packaging/changelog | gzip -9n > $(DEB_OUT)/root/usr/share/doc/taxiunitd/changelog.gz
+	install -m 644 docs/boards.md $(DEB_OUT)/root/usr/share/doc/taxiunitd/
 	install -m 644 packaging/conffiles $(DEB_OUT)/root/DEBIAN/
 	install -m 755 packaging/postinst packaging/prerm packaging/postrm $(DEB_OUT)/root/DEBIAN/
-	cd $(DEB_OUT)/root && find usr -type f | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums
-	mkdir -p $(DEB_OUT)/shlibdeps/debian && printf 'Source: taxiunitd\n\nPackage: taxiunitd\nArchitecture: any\n' > $(DEB_OUT)/shlibdeps/debian/control
-	cd $(DEB_OUT)/shlibdeps && DEB_HOST_ARCH=$(DEB_ARCH) dpkg-shlibdeps -O $(addprefix $(abspath $(DEB_OUT))/root/usr/bin/,$(DEB_PROGRAMS)) > substvars
-	depends=$$(sed -n 's/^shlibs:Depends=//p' $(DEB_OUT)/shlibdeps/substvars); \
-	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' -e 's/@MAINTAINER@/$(DEB_MAINTAINER)/' \
-		-e "s/@DEPENDS@/$(DEB_EXTRA_DEPENDS)$${depends:+, $$depends}/" \
-		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/root | cut -f1)/" packaging/control > $(DEB_OUT)/root/DEBIAN/control
-	rm -rf $(DEB_OUT)/shlibdeps
-	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/root $(DEB_OUT)/taxiunitd_$(DEB_VERSION)_$(DEB_ARCH).deb
+	$(call finish-deb,taxiunitd,root,$(DEB_PROGRAMS),$(DEB_EXTRA_DEPENDS))
 
-# The fleet manager's console (docs/fleet.md) is for the office, not the taxi: its own install,
-# with its man page, outside the taxi's package.
+# The fleet manager's console (docs/fleet.md) is for the office, not the taxi: a package of its own,
+# build/taxifleet_VERSION_ARCH.deb, for the office's Debian machines, so the taxi's stays small.
+# `deb-taxifleet-package` assembles it from BUILT, as `deb-package` does.
+deb-taxifleet: man-pages
+	$(SWIFT) build $(RELEASE_FLAGS) --product taxifleet
+	$(MAKE) -s deb-taxifleet-package BUILT=$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)
+
+deb-taxifleet-package:
+	rm -rf $(DEB_OUT)/taxifleet-root && mkdir -p $(DEB_OUT)/taxifleet-root/DEBIAN $(DEB_OUT)/taxifleet-root/usr/bin
+	install -m 755 $(BUILT)/taxifleet $(DEB_OUT)/taxifleet-root/usr/bin/
+	install -d $(DEB_OUT)/taxifleet-root/usr/share/doc/taxifleet
+	install -m 644 docs/fleet.md $(DEB_OUT)/taxifleet-root/usr/share/doc/taxifleet/
+	$(call finish-deb,taxifleet,taxifleet-root,taxifleet,)
+
+# What every package of ours ends with, for package $(1) laid out in $(DEB_OUT)/$(2) with the
+# programs $(3) and the Depends $(4) that dpkg-shlibdeps cannot see: the programs stripped, their man
+# pages and completions, copyright, lintian overrides (packaging/$(1).lintian-overrides), changelog,
+# md5sums, the control file (packaging/$(1).control) and the package.
+define finish-deb
+	for program in $(3); do $(OBJCOPY) --strip-unneeded --remove-section=.comment $(DEB_OUT)/$(2)/usr/bin/$$program || exit 1; done
+	install -d $(DEB_OUT)/$(2)/usr/share/man/man8 $(DEB_OUT)/$(2)/usr/share/doc/$(1) $(DEB_OUT)/$(2)/usr/share/lintian/overrides
+	for program in $(3); do \
+		packaging/man-page.sh $(MAN_PAGES)/$$program/$$program.8 | gzip -9n > $(DEB_OUT)/$(2)/usr/share/man/man8/$$program.8.gz || exit 1; done
+	install -d $(DEB_OUT)/$(2)/usr/share/bash-completion/completions $(DEB_OUT)/$(2)/usr/share/zsh/vendor-completions
+	for program in $(3); do \
+		sed '1{/^#!/d}' $(COMPLETIONS)/$$program.bash > $(DEB_OUT)/$(2)/usr/share/bash-completion/completions/$$program && \
+		install -m 644 $(COMPLETIONS)/$$program.zsh $(DEB_OUT)/$(2)/usr/share/zsh/vendor-completions/_$$program || exit 1; done
+	install -m 644 packaging/copyright $(DEB_OUT)/$(2)/usr/share/doc/$(1)/
+	install -m 644 packaging/$(1).lintian-overrides $(DEB_OUT)/$(2)/usr/share/lintian/overrides/$(1)
+	sed -e '1s/^taxiunitd /$(1) /' -e 's/@VERSION@/$(DEB_VERSION)/g' -e 's/@MAINTAINER@/$(DEB_MAINTAINER)/' \
+		-e "s/@COMMIT@/$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)/" \
+		-e "s/@DATE@/$$(date -R -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)})/" \
+		packaging/changelog | gzip -9n > $(DEB_OUT)/$(2)/usr/share/doc/$(1)/changelog.gz
+	cd $(DEB_OUT)/$(2) && find usr -type f | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums
+	rm -rf $(DEB_OUT)/shlibdeps && mkdir -p $(DEB_OUT)/shlibdeps/debian && printf 'Source: taxiunitd\n\nPackage: $(1)\nArchitecture: any\n' > $(DEB_OUT)/shlibdeps/debian/control
+	cd $(DEB_OUT)/shlibdeps && DEB_HOST_ARCH=$(DEB_ARCH) dpkg-shlibdeps -O $(addprefix $(abspath $(DEB_OUT))/$(2)/usr/bin/,$(3)) > substvars
+	depends="$(4)"; found=$$(sed -n 's/^shlibs:Depends=//p' $(DEB_OUT)/shlibdeps/substvars); \
+	depends="$${depends:+$$depends$${found:+, }}$$found"; \
+	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' -e 's/@MAINTAINER@/$(DEB_MAINTAINER)/' \
+		-e "s/@DEPENDS@/$$depends/" \
+		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/$(2) | cut -f1)/" packaging/$(1).control > $(DEB_OUT)/$(2)/DEBIAN/control
+	rm -rf $(DEB_OUT)/shlibdeps
+	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/$(2) $(DEB_OUT)/$(1)_$(DEB_VERSION)_$(DEB_ARCH).deb
+endef
+
+# Fleet managers without Debian: the console installed by hand, with its man page.
 install-taxifleet: deps man-pages
 	$(SWIFT) build -c release --product taxifleet
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(DOCDIR)
@@ -183,12 +206,13 @@ install-taxifleet: deps man-pages
 	gzip -9n < $(MAN_PAGES)/taxifleet/taxifleet.8 > $(DESTDIR)$(PREFIX)/share/man/man8/taxifleet.8.gz
 	install -m 644 docs/fleet.md $(DESTDIR)$(DOCDIR)/
 
-# A signed apt repository for the fleet's boards (docs/boards.md, "Updates"): reprepro adds
-# REPO_DEBS (default: what `make deb` built) to REPO_DIR, signing its Release files with REPO_KEY, a
-# key of gpg's (GNUPGHOME); the public key goes beside them for the boards' signed-by=.
+# A signed apt repository for the fleet's boards and office (docs/boards.md, "Updates"): reprepro
+# adds REPO_DEBS (default: what `make deb` and `make deb-taxifleet` built) to REPO_DIR, signing its
+# Release files with REPO_KEY, a key of gpg's (GNUPGHOME); the public key goes beside them for the
+# boards' signed-by=.
 REPO_DIR ?= build/repo
 REPO_SUITE ?= bookworm
-REPO_DEBS ?= $(wildcard $(DEB_OUT)/taxiunitd_*.deb)
+REPO_DEBS ?= $(wildcard $(DEB_OUT)/taxiunitd_*.deb $(DEB_OUT)/taxifleet_*.deb)
 repo:
 	@[ -n "$(REPO_KEY)" ] || { echo "make repo: REPO_KEY=<fingerprint> names the gpg key that signs the repository" >&2; exit 1; }
 	@[ -n "$(REPO_DEBS)" ] || { echo "make repo: no package (make deb, or REPO_DEBS=...)" >&2; exit 1; }

@@ -10,6 +10,7 @@ program=$(basename "$page" .8)
 case $program in
     taxiunitd) see_also='.Xr taxiunitctl 8 ,\n.Xr taxiunitd.toml 5 ,\n.Xr journalctl 1 ,\n.Xr systemd.service 5' ;;
     taxiunitctl) see_also='.Xr taxiunitd 8 ,\n.Xr taxiunitd.toml 5' ;;
+    taxifleet) see_also='.Xr taxiunitd 8 ,\n.Xr taxiunitctl 8 ,\n.Xr mosquitto 8' ;;
     *) echo "man-page.sh: no SEE ALSO for $program" >&2; exit 1 ;;
 esac
 subcommands=$(grep -c '^\.It Em ' "$page" || true)

@@ -60,20 +60,47 @@ import Testing
         #expect(try runCommand("/usr/bin/dpkg-deb", ["-f", deb, "Maintainer"]).output == maintainer + "\n")
     }
 
-    /// `lintian --pedantic`, with informational tags: nothing but what packaging/lintian-overrides
+    /// `lintian --pedantic`, with informational tags: nothing but what packaging/taxiunitd.lintian-overrides
     /// explains. The one exception is the test build's own: it loads the Swift runtime from the
     /// toolchain (a RUNPATH to it), where `make deb`'s release build links it in statically.
     @Test func lintianFindsNothingToSay() throws {
-        let result = try runCommand("/usr/bin/lintian", ["--pedantic", "--display-info", "--tag-display-limit", "0", try package()])
+        try Self.expectLintianClean(try package())
+    }
+
+    /// The lintian tags of `deb` but the test build's RUNPATH to the toolchain's Swift runtime.
+    static func expectLintianClean(_ deb: String) throws {
+        let result = try runCommand("/usr/bin/lintian", ["--pedantic", "--display-info", "--tag-display-limit", "0", deb])
         let tags = result.output.split(separator: "\n").map(String.init).filter { $0.wholeMatch(of: /[EWIPX]: .*/) != nil }
         let unexplained = tags.filter { tag in
-            guard let runpath = tag.firstMatch(of: /^E: taxiunitd: custom-library-search-path RUNPATH (\S+) \[usr\/bin\/taxiunit(d|ctl)\]$/) else {
+            guard let runpath = tag.firstMatch(of: /^E: [a-z]+: custom-library-search-path RUNPATH (\S+) \[usr\/bin\/[a-z]+\]$/) else {
                 return true
             }
             return !FileManager.default.fileExists(atPath: runpath.1 + "/libswiftCore.so")
         }
         #expect(unexplained.isEmpty, "\(result.output)")
         #expect(result.output.contains("custom-library-search-path") || !tags.contains { $0.hasPrefix("E:") })
+    }
+
+    /// The fleet manager's console is a package of its own, for the office: the program, its man page,
+    /// completions and docs/fleet.md; no daemon, no gpsd, nothing of the taxi's; lintian-clean too.
+    @Test func theConsoleHasAPackageOfItsOwn() throws {
+        let scratch = try ScratchDirectory()
+        let out = scratch.file("deb")
+        let build = try runCommand(
+            "/usr/bin/make",
+            ["-s", "-C", Corpus.packageRoot, "deb-taxifleet-package", "BUILT=\(Corpus.binaryDirectory)", "DEB_OUT=\(out)", "DEB_COMPRESS=gzip"])
+        #expect(build.exitCode == 0, "\(build.output)")
+        let deb = out + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: out).first { $0.hasPrefix("taxifleet_") && $0.hasSuffix(".deb") }))
+        let files = try runCommand("/usr/bin/dpkg-deb", ["-c", deb]).output
+        for path in ["./usr/bin/taxifleet", "./usr/share/man/man8/taxifleet.8.gz", "./usr/share/bash-completion/completions/taxifleet",
+                     "./usr/share/zsh/vendor-completions/_taxifleet", "./usr/share/doc/taxifleet/fleet.md", "./usr/share/doc/taxifleet/copyright",
+                     "./usr/share/doc/taxifleet/changelog.gz"] {
+            #expect(files.contains(path + "\n"), "\(path) in \(files)")
+        }
+        #expect(!files.contains("taxiunitd"), "nothing of the taxi's: \(files)")
+        let depends = try runCommand("/usr/bin/dpkg-deb", ["-f", deb, "Depends"]).output
+        #expect(depends.contains("libmosquitto1") && !depends.contains("gpsd") && !depends.hasPrefix(","), "\(depends)")
+        try Self.expectLintianClean(deb)
     }
 
     /// `make deb DEB_ARCH=arm64` on this machine: an aarch64 executable, stripped by the toolchain's
