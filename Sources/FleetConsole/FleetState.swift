@@ -37,16 +37,18 @@ public struct UnitReport: Sendable, Equatable {
     /// When the unit's daemon started (unit clock, ms), from an online status.
     public var since: Int64? {
         guard online, let t = status?.int("t"), let uptime = status?.int("uptime_s") else { return nil }
-        return Int64(t) - Int64(uptime) * 1000
+        // Saturating: a unit's status is outside data, and an absurd one must not stop the console.
+        return Int64(t).saturatingSubtract(Int64(uptime.saturatingMultiply(1000)))
     }
 
     /// The newest fix time any of the three topics tells of (unit clock, ms).
     public var lastFixTime: Int64? {
         var times: [Int64] = []
         if let lastPosition { times.append(lastPosition.t) }
-        if let status, let t = status.int("t"), let age = status.int("fix_age_ms") { times.append(Int64(t) - Int64(age)) }
-        if let telemetry, let t = telemetry.int("t"), let age = telemetry["gauges"]?.double("last_fix_age_s"), age >= 0 {
-            times.append(Int64(t) - Int64(age * 1000))
+        if let status, let t = status.int("t"), let age = status.int("fix_age_ms") { times.append(Int64(t).saturatingSubtract(Int64(age))) }
+        if let telemetry, let t = telemetry.int("t"), let age = telemetry["gauges"]?.double("last_fix_age_s"), age >= 0,
+           let ageMs = Int64(millisecondsOf: age) {
+            times.append(Int64(t).saturatingSubtract(ageMs))
         }
         return times.max()
     }

@@ -39,6 +39,15 @@ import UnitCore
         #expect(state.units["T1"]?.outboxDepth == 3)
     }
 
+    /// A unit's status is outside data: absurd times give saturated values, never a trap.
+    @Test func absurdTimesInAStatusDoNotStopTheConsole() {
+        var state = FleetState(topics: topics)
+        let absurd = Array(#"{"online":true,"unit":"T9","t":-9223372036854775807,"uptime_s":9223372036854775807,"fix_age_ms":9223372036854775807}"#.utf8)
+        #expect(state.take(topic: "taxi/north/T9/status", payload: absurd) == "T9")
+        #expect(state.units["T9"]?.since == .min)
+        #expect(state.units["T9"]?.lastFixTime == .min)
+    }
+
     @Test func aLastWillIsOfflineAndOtherTopicsAndFleetsAreIgnored() {
         var state = FleetState(topics: topics)
         state.take(topic: "taxi/north/T1/status", payload: status("T1", t: now))
