@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Drain benchmark (issue 4): a 24 h backlog at 1 Hz (86,400 positions) plus 500 events drained by
+# Drain benchmark: a 24 h backlog at 1 Hz (86,400 positions) plus 500 events drained by
 # the real taxiunitd (release build) into a local mosquitto at QoS 1, against the limit measured in
 # the same run: the very same payloads published by mosquitto_pub -l as fast as the broker takes them.
 # Prints message rates, drain time, peak RSS and bytes on the wire per position against the targets.

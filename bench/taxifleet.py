@@ -14,7 +14,7 @@ beside a baseline in the same run:
 
     bench/taxifleet.sh [--units 500]
 
-Targets (issue 33): status under 2 s and all acks reported with 500 units; the page answers
+Targets: status under 2 s and all acks reported with 500 units; the page answers
 /fleet.json within 1 s at p95 while 500 units move.
 """
 import argparse

@@ -5,7 +5,7 @@ import Synchronization
 /// The function is kept in a class, never as a `Mutex`'s own value: a function value reached
 /// through a generic `inout` (as `withLock` gives it) is wrapped in another reabstraction thunk at
 /// every access, so calling it got slower with every event (a 24 h drain spent 16 % of its CPU in
-/// those thunks, bench/README.md, session 6).
+/// those thunks, bench/README.md, "the engine restructured").
 public final class EventHandler<Event: Sendable>: Sendable {
     private let current: Mutex<Box>
 

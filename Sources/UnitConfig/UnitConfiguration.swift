@@ -396,9 +396,8 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
     /// is the unit's own: its identity, local paths, and whom it trusts. A section added to the
-    /// schema above becomes remotely settable by adding it here.
-    /// Sections not in the schema yet are listed for what the fleet is meant to set (job timers,
-    /// zones, seats, language, store limits): until they exist they are refused as unknown.
+    /// schema above becomes remotely settable by adding it here (and to docs/protocol.md's table,
+    /// which RemotelySettableDocsTests holds to this one).
     public static let remotelySettable: [String: RemoteAccess] = [
         // Whom the unit trusts and how it proves itself stay local: a fleet config could otherwise
         // turn TLS off or swap the CA. So does the client id: one fleet document naming one id for

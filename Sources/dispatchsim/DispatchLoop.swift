@@ -198,7 +198,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
     /// Tells the taxis whose place in a zone queue changed (and all of them every few minutes), on
     /// the tick and a few at a time: after every input the announcer ran about 1,000 times a second
     /// with 500 units, and a refresh went out as hundreds of publishes in a row ahead of the next
-    /// reply (bench/README.md, session 9).
+    /// reply (bench/README.md, "where the fleet's round trip went").
     private func announceQueues(now: Int64) {
         let due = queueAnnouncer.announcements(for: dispatcher.queues, now: now, limit: Self.queueAnnouncementsPerTick)
         for (unit, position) in due {

@@ -3,7 +3,7 @@ import MQTTLink
 import TestHarness
 import Testing
 
-/// Issue 19 on the real parts: `taxiunitctl health` with gpsd, the broker and the store taken
+/// Health and telemetry on the real parts: `taxiunitctl health` with gpsd, the broker and the store taken
 /// away, `taxiunitctl config` with a drop-in and fleet documents, the telemetry on mosquitto and in
 /// the textfile, and the log level changed while the daemon runs.
 @Suite(.serialized) struct HealthTelemetryTests {

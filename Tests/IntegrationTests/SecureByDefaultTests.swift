@@ -6,7 +6,7 @@ import TestHarness
 import Testing
 import UnitCore
 
-// Issue 16, on the real parts: mosquitto with the shipped ACL, the daemon, taxiunitctl, openssl.
+// Secure by default, on the real parts: mosquitto with the shipped ACL, the daemon, taxiunitctl, openssl.
 
 /// One logged-in connection of the project's libmosquitto adapter, recording what it receives.
 final class Account: @unchecked Sendable {

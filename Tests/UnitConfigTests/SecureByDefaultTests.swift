@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import UnitConfig
 
-/// Issue 16: TLS off the loopback unless the local file waives it, and the keys a unit trusts.
+/// Secure by default: TLS off the loopback unless the local file waives it, and the keys a unit trusts.
 @Suite struct SecureByDefaultTests {
     let unit = "[unit]\nid = \"T1\"\nfleet = \"f\"\n"
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import UnitCore
 
-/// One test (at least) per rule of issue 3, by number.
+/// One test (at least) per rule of the job machine, numbered as the rules were written.
 @Suite struct JobRulesTests {
     let t = Scenario.t0
 

@@ -3,7 +3,7 @@ import Testing
 import UnitCore
 
 /// Random event sequences, run the way the shell runs them (timers fire when their time comes),
-/// against the invariants of issue 3.
+/// against the job rules' invariants (JobRulesTests).
 @Suite struct StateMachinePropertyTests {
     /// A little world: three job ids so redeliveries and cancels hit real jobs, a clock that moves
     /// 0–120 s per step, fixes near and far from the pickup.
