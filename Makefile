@@ -59,8 +59,10 @@ build: deps
 # other and time out; the corpus test runs its replays concurrently by itself.
 # Tests that run the daemon, the engine or the store against the real clock hold no literal epoch
 # time (scripts/check-test-clock.py): a fixture dated last week is purged by the store's retention.
+# Package.swift names every module a target imports (scripts/check-imports.py).
 test: build
 	python3 scripts/check-test-clock.py
+	python3 scripts/check-imports.py
 	$(SWIFT) build --build-tests
 	$(MAKE) -s man-pages
 	$(SWIFT) test --skip-build --no-parallel

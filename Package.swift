@@ -83,6 +83,12 @@ let package = Package(
         .target(name: "Liveness"),
         // The adapters' POSIX layer: the one EINTR/errno wrapper and the one blocking-thread type.
         .target(name: "Platform", dependencies: ["CTaxiUnitLinux", "Liveness"]),
+        // An adapter as a Service: apart from Platform, which taxiunitctl links whole (one object per
+        // module in a release build), so that ServiceLifecycle stays out of it.
+        .target(name: "AdapterLifecycle", dependencies: [
+            "Platform",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         // stderr lines with syslog priority prefixes for journald, bursts of repeats rate-limited.
         .target(name: "JournalLog", dependencies: [
             "Platform",
@@ -119,11 +125,13 @@ let package = Package(
             "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         .executableTarget(name: "taxiunitd", dependencies: [
-            "UnitRuntime", "UnitConfig", "JournalLog", "CTaxiUnitLinux", "Platform",
+            "UnitRuntime", "UnitConfig", "UnitCore", "LocalCache", "GPSReader", "ControlSocket", "SystemdNotify", "JournalLog",
+            "CTaxiUnitLinux", "Platform", "AdapterLifecycle",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -154,7 +162,7 @@ let package = Package(
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
         .target(name: "DispatchCore", dependencies: ["UnitCore"]),
         .executableTarget(name: "dispatchsim", dependencies: [
-            "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "UnitRuntime",
+            "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "AdapterLifecycle",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -178,7 +186,7 @@ let package = Package(
         ]),
         // Property-based fuzzing of every decoder and encoder that reads outside data (FuzzBudget).
         .testTarget(name: "FuzzTests", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl", "DriverKeys", "DriverDisplay", "GPSReader", "ControlSocket", "LocalCache",
+            "UnitCore", "UnitConfig", "DriverKeys", "GPSReader",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: [
@@ -193,7 +201,10 @@ let package = Package(
         ]),
         .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
-        .testTarget(name: "FleetControlTests", dependencies: ["FleetControl", "UnitConfig", "UnitCore"]),
+        .testTarget(name: "FleetControlTests", dependencies: [
+            "FleetControl", "UnitConfig", "UnitCore",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "FleetConsoleTests", dependencies: [
             "FleetConsole", "FleetControl", "UnitConfig", "UnitCore",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -202,19 +213,25 @@ let package = Package(
             "JournalLog", "Liveness", "ControlSocket", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "CGPS", "UnitCore", "TestHarness"]),
+        .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "UnitCore", "TestHarness"]),
         .testTarget(name: "LocalCacheTests", dependencies: [
             "LocalCache", "UnitCore", "TestHarness", "UnitRuntime",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "MQTTLinkTests", dependencies: ["MQTTLink", "TestHarness"]),
+        .testTarget(name: "MQTTLinkTests", dependencies: [
+            "MQTTLink", "TestHarness",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "UnitRuntimeTests", dependencies: [
-            "UnitRuntime", "UnitCore", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "TestHarness",
+            "UnitRuntime", "UnitCore", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "DriverDisplay",
+            "TestHarness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
+            .product(name: "Logging", package: "swift-log"),
         ]),
     ]
 )

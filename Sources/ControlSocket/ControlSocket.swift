@@ -41,7 +41,7 @@ public enum ControlSocketError: Error, Sendable, Equatable, CustomStringConverti
 /// get ECONNRESET or EPIPE instead of the answer. Each connection has ONE deadline for its whole request
 /// (`requestDeadline`), however the bytes trickle in, and one for writing its answer: a client that
 /// sends a byte every few seconds, or never reads, loses its connection when it passes.
-public final class ControlServer: Sendable {
+public final class ControlServer: BackgroundAdapter {
     public typealias Handler = @Sendable (_ request: [UInt8]) async -> [UInt8]
 
     private let path: String

@@ -1,16 +1,14 @@
 import DriverKeys
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
+import FoundationEssentials
 import Logging
+import Platform
 
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
 /// on its own thread, grabbed so that the keys reach nothing else. For the driver's buttons it turns
 /// debounced key presses into `DriverPress`es; for a badge reader, typed badge numbers into
 /// `DriverPress.badge`. Its system calls are in `DeviceLine`.
-public final class EvdevReader: Sendable {
+public final class EvdevReader: BackgroundAdapter {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine

@@ -1,16 +1,14 @@
 import DriverDisplay
 import DriverKeys
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
+import FoundationEssentials
 import Logging
+import Platform
 import Synchronization
 
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
 /// Its system calls are in `DeviceLine`.
-public final class SerialTerminal: Sendable {
+public final class SerialTerminal: BackgroundAdapter {
     public let presses: AsyncStream<DriverPress>
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine

@@ -29,7 +29,7 @@ public enum GPSDEvent: Sendable, Equatable {
 ///
 /// Built against gpsd 3.22 (API 11). Only `mode`, `time`, coordinates and error estimates are read:
 /// gpsd 3.23.1 renamed the `STATUS_*` constants, so validity never depends on `status`.
-public final class GPSDConnection: Sendable {
+public final class GPSDConnection: BackgroundAdapter {
     public typealias EventHandler = @Sendable (GPSDEvent) -> Void
 
     /// The events, unless `deliverEvents(to:)` sends them elsewhere.

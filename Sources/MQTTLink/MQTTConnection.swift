@@ -13,7 +13,7 @@ import Synchronization
 /// one: our SQLite outbox is the queue, not libmosquitto's. Callbacks only enqueue into `events`.
 ///
 /// Unchecked because of `handle`, a C pointer that `state` guards.
-public final class MQTTConnection: @unchecked Sendable {
+public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
     struct HandleSetupFailure: Error {
         let reason: String
         init(_ reason: String) { self.reason = reason }

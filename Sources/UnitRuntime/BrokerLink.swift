@@ -3,6 +3,7 @@ import Foundation
 import Liveness
 import Logging
 import MQTTLink
+import Platform
 import Synchronization
 import UnitConfig
 import UnitCore

@@ -3,9 +3,6 @@ import DriverDisplay
 import Logging
 import UnitConfig
 
-extension EvdevReader: BackgroundAdapter {}
-extension SerialTerminal: BackgroundAdapter {}
-
 /// The buttons, badge reader and serial terminal the configuration asks for, built and ready to run.
 public struct DriverDeviceSet: Sendable {
     public let buttons: EvdevReader?

@@ -1,3 +1,4 @@
+import AdapterLifecycle
 import ArgumentParser
 import DispatchCore
 import Foundation
@@ -5,7 +6,6 @@ import Logging
 import MQTTLink
 import ServiceLifecycle
 import UnitConfig
-import UnitRuntime
 
 @main
 struct DispatchSim: AsyncParsableCommand {

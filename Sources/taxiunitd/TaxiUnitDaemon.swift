@@ -1,3 +1,4 @@
+import AdapterLifecycle
 import ArgumentParser
 import CTaxiUnitLinux
 import ControlSocket
@@ -6,8 +7,8 @@ import GPSReader
 import JournalLog
 import LocalCache
 import Logging
-import Platform
 import Metrics
+import Platform
 import ServiceLifecycle
 import SystemdNotify
 import UnitConfig

@@ -1,20 +1,7 @@
-import ControlSocket
-import Foundation
-import GPSReader
-import MQTTLink
+import Platform
 import ServiceLifecycle
 
-/// An adapter that owns a thread of its own: started with the service group, stopped (and joined)
-/// on graceful shutdown.
-public protocol BackgroundAdapter: Sendable {
-    func start() throws
-    func stop()
-}
-
-extension GPSDConnection: BackgroundAdapter {}
-extension MQTTConnection: BackgroundAdapter {}
-extension ControlServer: BackgroundAdapter {}
-
+/// Runs a `BackgroundAdapter` as one `Service` of the program's `ServiceGroup`.
 public struct AdapterService<Adapter: BackgroundAdapter>: Service {
     let adapter: Adapter
 
@@ -28,7 +15,7 @@ public struct AdapterService<Adapter: BackgroundAdapter>: Service {
         // stop() joins the adapter's thread (up to one blocking read or wait): do it on a thread of
         // its own, never on one of the few threads of the cooperative pool.
         await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
+            detachThread {
                 adapter.stop()
                 stopped.resume()
             }
