@@ -65,14 +65,40 @@ public func createPrivateFile(at path: String, contents: [UInt8]) throws(SystemC
     let fd = try syscall("open \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
     defer { closeDescriptor(fd) }
     do throws(SystemCallError) {
-        var offset = 0
-        while offset < contents.count {
-            offset += try syscall("write \(path)") { contents[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
-        }
+        try writeAll(contents, to: fd, path: path)
         try syscall("fsync \(path)") { fsync(fd) }
     } catch {
         _ = unlink(path)
         throw error
+    }
+}
+
+/// Replaces `path` whole with `contents` and `mode`: written to `path.tmp` beside it, then
+/// rename(2), so a reader never sees half a file (node_exporter's textfile collector skips the
+/// temporary, whose name does not end in `.prom`). `mode` is set on the descriptor, past the umask.
+public func replaceFile(at path: String, contents: [UInt8], mode: mode_t) throws(SystemCallError) {
+    let temporary = path + ".tmp"
+    let fd = try syscall("open \(temporary)") { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+    do throws(SystemCallError) {
+        defer { closeDescriptor(fd) }
+        try writeAll(contents, to: fd, path: temporary)
+        try syscall("fchmod \(temporary)") { fchmod(fd, mode) }
+    } catch {
+        _ = unlink(temporary)
+        throw error
+    }
+    do throws(SystemCallError) {
+        try syscall("rename to \(path)") { rename(temporary, path) }
+    } catch {
+        _ = unlink(temporary)
+        throw error
+    }
+}
+
+private func writeAll(_ contents: [UInt8], to fd: Int32, path: String) throws(SystemCallError) {
+    var offset = 0
+    while offset < contents.count {
+        offset += try syscall("write \(path)") { contents[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
     }
 }
 

@@ -35,7 +35,11 @@ extension UnitEngine {
         }
         if let path = configuration.telemetry.textfile {
             do {
-                try Self.writeAtomically(snapshot.prometheusText(unit: configuration.unit.id, fleet: configuration.unit.fleet, help: UnitMetrics.help), to: path)
+                // Readable by all: the unit's UMask=0077 would keep node_exporter, another user, out, and
+                // the counts are no secret.
+                try replaceFile(
+                    at: path, contents: Array(snapshot.prometheusText(unit: configuration.unit.id, fleet: configuration.unit.fleet, help: UnitMetrics.help).utf8),
+                    mode: 0o644)
             } catch {
                 logger.warning("cannot write the telemetry textfile", metadata: ["path": "\(path)", "error": "\(error)"])
             }
@@ -56,20 +60,5 @@ extension UnitEngine {
     /// A monotonic span in whole units, rounded down, held within 0...Int64.max.
     static func wholeUnits(_ span: Duration, of unit: Duration) -> Int64 {
         max(0, Int64(roundingChecked: (span / unit).rounded(.down)) ?? .max)
-    }
-
-    /// A temporary file beside it, then rename(2): node_exporter never reads half a file. The
-    /// temporary name does not end in `.prom`, so the collector skips it. Readable by all: the
-    /// unit's `UMask=0077` would keep node_exporter, another user, out, and the counts are no secret.
-    static func writeAtomically(_ text: String, to path: String) throws {
-        let temporary = path + ".tmp"
-        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-        do throws(SystemCallError) {
-            try syscall("chmod \(temporary)") { chmod(temporary, 0o644) }
-            try syscall("rename to \(path)") { rename(temporary, path) }
-        } catch {
-            _ = unlink(temporary)
-            throw error
-        }
     }
 }

@@ -88,16 +88,4 @@ import UnitCore
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: said, as: UTF8.self))
     }
-
-    @Test func theTextfileIsReplacedWholeAndNoTemporaryIsLeft() throws {
-        let directory = NSTemporaryDirectory() + "taxiunitd-textfile-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/taxiunitd.prom"
-        try UnitEngine.writeAtomically("a 1\n", to: path)
-        try UnitEngine.writeAtomically("b 2\n", to: path)
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == "b 2\n")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["taxiunitd.prom"])
-        #expect(throws: (any Error).self) { try UnitEngine.writeAtomically("c\n", to: directory + "/missing/taxiunitd.prom") }
-    }
 }
