@@ -62,10 +62,13 @@ let package = Package(
         // mallopt, pthread_setname_np).
         .target(name: "CTaxiUnitLinux"),
 
+        // Strict JSON: the parser that refuses what a signature could disagree about, the canonical
+        // form, and the one byte writer (and string escaper) every hand-written message uses.
+        .target(name: "StrictJSON"),
         // Pure domain: no IO, no clock, no threads, no logging.
-        .target(name: "UnitCore"),
+        .target(name: "UnitCore", dependencies: ["StrictJSON"]),
         .target(name: "UnitConfig", dependencies: [
-            "UnitCore", "DriverKeys",
+            "UnitCore", "DriverKeys", "StrictJSON",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -73,7 +76,7 @@ let package = Package(
         ]),
         // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
         .target(name: "FleetControl", dependencies: [
-            "UnitCore", "UnitConfig",
+            "UnitCore", "UnitConfig", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             // PBKDF2 for the drivers' PIN hashes.
             .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -121,7 +124,7 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
+            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices", "StrictJSON",
             "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -138,7 +141,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: compactRelease + fullFoundation),
         .executableTarget(name: "taxiunitctl", dependencies: [
-            "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform",
+            "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform", "StrictJSON",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: compactRelease),
@@ -146,12 +149,12 @@ let package = Package(
         // The fleet manager's console, for the office: what it decides and shows is FleetConsole
         // (pure), the broker is MQTTLink.
         .target(name: "FleetConsole", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl",
+            "UnitCore", "UnitConfig", "FleetControl", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
         ]),
         .executableTarget(name: "taxifleet", dependencies: [
-            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform",
+            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -181,12 +184,12 @@ let package = Package(
         ], path: "bench/terminal-latency", linkerSettings: fullFoundation),
 
         .testTarget(name: "UnitCoreTests", dependencies: [
-            "UnitCore",
+            "UnitCore", "StrictJSON",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         // Property-based fuzzing of every decoder and encoder that reads outside data (FuzzBudget).
         .testTarget(name: "FuzzTests", dependencies: [
-            "UnitCore", "UnitConfig", "DriverKeys", "GPSReader",
+            "UnitCore", "UnitConfig", "DriverKeys", "GPSReader", "StrictJSON",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: [
@@ -202,11 +205,11 @@ let package = Package(
         .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: [
-            "FleetControl", "UnitConfig", "UnitCore",
+            "FleetControl", "UnitConfig", "UnitCore", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "FleetConsoleTests", dependencies: [
-            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore",
+            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "SystemServiceTests", dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import StrictJSON
 import UnitCore
 
 /// What one unit last said about itself on its retained topics (`status`, `telemetry`, `pos/last`).

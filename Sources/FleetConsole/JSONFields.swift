@@ -1,3 +1,4 @@
+import StrictJSON
 import UnitCore
 
 /// Reading what units publish: a field of the wrong type counts as absent, as the protocol says

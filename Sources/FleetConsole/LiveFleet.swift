@@ -1,3 +1,4 @@
+import StrictJSON
 import UnitCore
 
 /// A zone as the fleet's document sets it (`[[zones]]`: `id` and `polygon` of `[lat, lon]`).

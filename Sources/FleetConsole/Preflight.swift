@@ -1,5 +1,6 @@
 import Crypto
 import FleetControl
+import StrictJSON
 import UnitConfig
 import UnitCore
 

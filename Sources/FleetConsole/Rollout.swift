@@ -1,3 +1,4 @@
+import StrictJSON
 import UnitCore
 
 /// One unit's answer to a push (`config/ack`) or a command (`cmd/reply`).

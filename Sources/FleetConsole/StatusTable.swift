@@ -1,3 +1,4 @@
+import StrictJSON
 import UnitCore
 
 /// `taxifleet status`: which units to show, in which order, as a table or JSON.

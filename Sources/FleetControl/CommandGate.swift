@@ -1,5 +1,6 @@
-import UnitCore
+import StrictJSON
 import UnitConfig
+import UnitCore
 
 /// A command from the fleet on `{prefix}/{fleet}/{unit}/cmd` that passed every check.
 public struct FleetCommand: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import StrictJSON
 import UnitConfig
 import UnitCore
 

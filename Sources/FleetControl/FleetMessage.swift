@@ -1,5 +1,6 @@
-import UnitCore
+import StrictJSON
 import UnitConfig
+import UnitCore
 
 /// Whom the unit trusts to change it: from the local file, never from the fleet.
 public struct FleetTrust: Sendable, Equatable {

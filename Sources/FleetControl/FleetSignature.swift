@@ -5,6 +5,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import StrictJSON
 import UnitConfig
 
 /// Ed25519 signatures over fleet documents (docs/protocol.md, "Signatures").

@@ -1,3 +1,4 @@
+import StrictJSON
 import UnitCore
 
 /// `taxiunitctl config`: every setting in force and the source that set it last — the main file,

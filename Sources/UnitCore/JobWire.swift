@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import StrictJSON
 
 /// Job messages on the wire (docs/protocol.md, "Jobs"). Inbound types are validated here, before
 /// the state machine sees them, so the machine only ever handles well-formed requests.

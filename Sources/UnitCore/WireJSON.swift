@@ -1,68 +1,10 @@
-/// Hand-written wire JSON for the position messages, the hot path of the outbox: a unit packs one
-/// live message per reported fix and a 24 h backlog is thousands of backfill batches, and the generic encoder (a new
-/// container tree and boxed values per message) cost more than the SQLite work around it.
-///
-/// The bytes are exactly what `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes
-/// for the same value (tests compare them), so receivers cannot tell the difference. Callers
-/// write the keys in sorted order themselves.
-struct WireJSONWriter {
-    private(set) var bytes: [UInt8] = []
+import StrictJSON
 
-    init(capacity: Int) {
-        bytes.reserveCapacity(capacity)
-    }
-
-    mutating func raw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func byte(_ ascii: Unicode.Scalar) {
-        bytes.append(UInt8(ascii: ascii))
-    }
-
-    /// A JSON string with the escapes the Foundation encoder uses: `"` and `\`, the short forms
-    /// `\b \f \n \r \t`, and `\u00XX` for the other control characters; `/` and non-ASCII as is.
-    mutating func string(_ value: String) {
-        byte("\"")
-        for unit in value.utf8 {
-            switch unit {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), unit]
-            case 0x08: raw(#"\b"#)
-            case 0x0C: raw(#"\f"#)
-            case 0x0A: raw(#"\n"#)
-            case 0x0D: raw(#"\r"#)
-            case 0x09: raw(#"\t"#)
-            case 0..<0x20:
-                raw(#"\u00"#)
-                bytes += [Self.hexDigits[Int(unit >> 4)], Self.hexDigits[Int(unit & 0xF)]]
-            default: bytes.append(unit)
-            }
-        }
-        byte("\"")
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// The decimal digits straight into the bytes, as `description` spells them: a backfill
-    /// batch is ~300 integers, mostly one or two digits.
-    mutating func integer(_ value: Int64) {
-        if value < 0 { byte("-") }
-        var magnitude = value.magnitude
-        if magnitude < 10 {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
-        } else if magnitude < 100 {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / 10))
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-        } else {
-            let first = bytes.count
-            while magnitude > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-                magnitude /= 10
-            }
-            bytes[first...].reverse()
-        }
-    }
-}
+// The position messages, the hot path of the outbox: a unit packs one live message per reported
+// fix and a 24 h backlog is thousands of backfill batches, and the generic encoder (a new container
+// tree and boxed values per message) cost more than the SQLite work around it. The bytes are
+// exactly what `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes for the same
+// value (tests compare them); the keys are written in sorted order here.
 
 /// A non-finite number where the protocol requires one (`lat`, `lon`): refused like the Foundation
 /// encoder refuses it, never written as `NaN` or `null`.
@@ -74,12 +16,12 @@ public struct NonFiniteCoordinate: Error, Equatable {
     }
 }
 
-extension WireJSONWriter {
+extension JSONWriter {
     /// `{"backfill":true,"id":…,"points":[…],"seq":…,"unit":…}`; `point` writes one element of `points`.
     static func backfillMessage<Points: Collection>(
-        id: String, points: Points, seq: Int64, unit: String, point: (Points.Element, inout WireJSONWriter) -> Void
+        id: String, points: Points, seq: Int64, unit: String, point: (Points.Element, inout JSONWriter) -> Void
     ) -> [UInt8] {
-        var writer = WireJSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * 24)
+        var writer = JSONWriter(capacity: 96 + id.utf8.count + unit.utf8.count + points.count * 24)
         writer.raw(#"{"backfill":true,"id":"#)
         writer.string(id)
         writer.raw(#","points":["#)
@@ -105,7 +47,7 @@ extension LivePositionMessage {
     public func json() throws(NonFiniteCoordinate) -> [UInt8] {
         guard point.lat.isFinite else { throw NonFiniteCoordinate(field: "lat") }
         guard point.lon.isFinite else { throw NonFiniteCoordinate(field: "lon") }
-        var writer = WireJSONWriter(capacity: 80)
+        var writer = JSONWriter(capacity: 80)
         writer.byte("{")
         if let age = point.age {
             writer.raw(#""age":"#)
@@ -128,13 +70,13 @@ extension BackfillMessage {
     /// the rows in between.
     public static func writeJSON(unit: String, seq: Int64, id: String, points: ArraySlice<PositionPoint>) -> [UInt8] {
         var differences = PositionBatch.Differences()
-        return WireJSONWriter.backfillMessage(id: id, points: points, seq: seq, unit: unit) { point, writer in
+        return JSONWriter.backfillMessage(id: id, points: points, seq: seq, unit: unit) { point, writer in
             writer.backfillRow(differences.next(point))
         }
     }
 }
 
-extension WireJSONWriter {
+extension JSONWriter {
     /// `[v,v,…]` with `null` for an unknown value, trailing unknowns left out; without an array per
     /// point: 86,400 points a day of backlog.
     fileprivate mutating func backfillRow(_ row: PositionBatch.Row) {

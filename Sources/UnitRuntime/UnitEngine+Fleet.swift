@@ -8,6 +8,7 @@ import Foundation
 import LocalCache
 import Logging
 import MQTTLink
+import StrictJSON
 import UnitConfig
 import UnitCore
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FleetConsole
 import Foundation
+import StrictJSON
 import UnitCore
 
 struct Command: AsyncParsableCommand {

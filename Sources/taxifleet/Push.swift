@@ -2,6 +2,7 @@ import ArgumentParser
 import FleetConsole
 import Foundation
 import MQTTLink
+import StrictJSON
 import UnitConfig
 import UnitCore
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import FleetConsole
 import Foundation
 import Hummingbird
+import StrictJSON
 import Synchronization
 import UnitConfig
 import UnitCore

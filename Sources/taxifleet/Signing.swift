@@ -4,6 +4,7 @@ import FleetConsole
 import FleetControl
 import Foundation
 import Platform
+import StrictJSON
 import UnitConfig
 import UnitCore
 

@@ -1,6 +1,7 @@
 import Crypto
 import FleetConsole
 import FleetControl
+import StrictJSON
 import Testing
 import UnitConfig
 import UnitCore

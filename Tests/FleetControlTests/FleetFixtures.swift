@@ -1,6 +1,7 @@
 import Crypto
 import FleetControl
 import Foundation
+import StrictJSON
 import UnitConfig
 import UnitCore
 

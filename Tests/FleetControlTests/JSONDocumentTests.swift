@@ -1,6 +1,7 @@
-import UnitCore
+import StrictJSON
 import Testing
 import UnitConfig
+import UnitCore
 
 @Suite struct JSONDocumentTests {
     func parse(_ text: String) throws(JSONSyntaxError) -> JSONDocument {

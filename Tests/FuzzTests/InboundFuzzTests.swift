@@ -1,5 +1,6 @@
 import Foundation
 import PropertyBased
+import StrictJSON
 import Testing
 import UnitConfig
 import UnitCore

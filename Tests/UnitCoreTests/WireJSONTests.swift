@@ -1,4 +1,5 @@
 import Foundation
+import StrictJSON
 import Testing
 @testable import UnitCore
 
@@ -128,7 +129,7 @@ import Testing
             Int64.min + 1, Int64.max - 1, 1_000_000_000_000_000_000, -999_999_999_999_999_999,
         ]
         for value in values {
-            var writer = WireJSONWriter(capacity: 0)
+            var writer = JSONWriter(capacity: 0)
             writer.integer(value)
             #expect("[" + String(decoding: writer.bytes, as: UTF8.self) + "]" == (try Self.foundationJSON([value])))
         }

@@ -1,6 +1,3 @@
-/// A JSON document exactly as received: object members in order, numbers as their literal text.
-/// Keeping the literal is what makes the canonical form (docs/protocol.md, "Signatures") independent
-/// of how any language prints floating-point numbers.
 /// Why bytes are not strict JSON.
 public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
@@ -14,6 +11,9 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     public var description: String { message }
 }
 
+/// A JSON document exactly as received: object members in order, numbers as their literal text.
+/// Keeping the literal is what makes the canonical form (docs/protocol.md, "Signatures") independent
+/// of how any language prints floating-point numbers.
 public indirect enum JSONDocument: Sendable, Equatable {
     case object([(key: String, value: JSONDocument)])
     case array([JSONDocument])
@@ -59,57 +59,38 @@ public indirect enum JSONDocument: Sendable, Equatable {
     /// numbers exactly as received, strings escaped only where JSON requires (`"`, `\`, and
     /// U+0000–U+001F as `\b \f \n \r \t` or `\u00xx`), everything else raw UTF-8.
     public var canonicalBytes: [UInt8] {
-        var out: [UInt8] = []
-        writeCanonical(into: &out)
-        return out
+        var writer = JSONWriter(capacity: 256)
+        writeCanonical(into: &writer)
+        return writer.bytes
     }
 
-    private func writeCanonical(into out: inout [UInt8]) {
+    private func writeCanonical(into writer: inout JSONWriter) {
         switch self {
         case .object(let members):
-            out.append(UInt8(ascii: "{"))
+            writer.byte("{")
             for (index, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(member.key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                member.value.writeCanonical(into: &out)
+                if index > 0 { writer.byte(",") }
+                writer.string(member.key)
+                writer.byte(":")
+                member.value.writeCanonical(into: &writer)
             }
-            out.append(UInt8(ascii: "}"))
+            writer.byte("}")
         case .array(let elements):
-            out.append(UInt8(ascii: "["))
+            writer.byte("[")
             for (index, element) in elements.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                element.writeCanonical(into: &out)
+                if index > 0 { writer.byte(",") }
+                element.writeCanonical(into: &writer)
             }
-            out.append(UInt8(ascii: "]"))
+            writer.byte("]")
         case .string(let text):
-            Self.writeString(text, into: &out)
+            writer.string(text)
         case .number(let literal):
-            out.append(contentsOf: literal.utf8)
+            writer.text(literal)
         case .bool(let flag):
-            out.append(contentsOf: (flag ? "true" : "false").utf8)
+            writer.raw(flag ? "true" : "false")
         case .null:
-            out.append(contentsOf: "null".utf8)
+            writer.raw("null")
         }
-    }
-
-    private static func writeString(_ text: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20: out.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }
 
