@@ -125,24 +125,3 @@ extension UnitReport {
         return ReceivedPosition(id: old.id, points: old.points, backfill: false)
     }
 }
-
-/// Everything the dispatcher sends, one case per topic.
-public enum DispatchMessage: Sendable, Equatable {
-    case offer(JobOffer)
-    case cancel(JobCancel)
-    case update(JobUpdate)
-    case sosAck(SOSAck)
-    case message(TextMessage)
-    case queue(QueuePosition)
-
-    public var topic: InboundTopic {
-        switch self {
-        case .offer: .jobOffer
-        case .cancel: .jobCancel
-        case .update: .jobUpdate
-        case .sosAck: .sosAck
-        case .message: .msg
-        case .queue: .queue
-        }
-    }
-}

@@ -78,7 +78,7 @@ public struct DispatchLogLine: Sendable, Equatable, CustomStringConvertible {
 }
 
 public enum DispatchAction: Sendable, Equatable {
-    case send(unit: String, DispatchMessage)
+    case send(unit: String, InboundMessage)
     /// Fire `timerFired` at this time (ms since the epoch); starting a running timer restarts it.
     case startTimer(DispatchTimer, at: Int64)
     case cancelTimer(DispatchTimer)

@@ -184,6 +184,8 @@ public struct SOSAck: Sendable, Equatable, Codable {
     }
 }
 
+/// What a dispatcher sends a unit, one case per topic: what the unit decodes, and what a
+/// dispatcher (dispatchsim) encodes.
 public enum InboundMessage: Sendable, Equatable {
     case offer(JobOffer)
     case cancel(JobCancel)
@@ -191,6 +193,17 @@ public enum InboundMessage: Sendable, Equatable {
     case sosAck(SOSAck)
     case message(TextMessage)
     case queue(QueuePosition)
+
+    public var topic: InboundTopic {
+        switch self {
+        case .offer: .jobOffer
+        case .cancel: .jobCancel
+        case .update: .jobUpdate
+        case .sosAck: .sosAck
+        case .message: .msg
+        case .queue: .queue
+        }
+    }
 }
 
 /// Why an inbound payload was refused. `job` is set when the job id (a `msg`'s `id`) could still be

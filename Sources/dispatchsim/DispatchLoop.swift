@@ -228,7 +228,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         }
     }
 
-    private func send(_ message: DispatchMessage, to unit: String) {
+    private func send(_ message: InboundMessage, to unit: String) {
         var expiryS: UInt32?
         if case .offer(let offer) = message {
             offeredJobs.insert(offer.job)
@@ -252,7 +252,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         }
     }
 
-    private func encode(_ message: DispatchMessage) -> [UInt8] {
+    private func encode(_ message: InboundMessage) -> [UInt8] {
         let data: Data? =
             switch message {
             case .offer(let offer): try? encoder.encode(offer)
