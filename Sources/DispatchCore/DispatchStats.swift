@@ -19,6 +19,8 @@ public struct DispatchStats: Sendable, Equatable {
     public var rides = 0
     public var sos = 0
     public var duplicatesDropped = 0
+    /// `job/update`s the units answered `shown`: the driver saw the change.
+    public var updatesShown = 0
     /// Messages to drivers opened (`msg/read`) and answered or sent by drivers (`msg/reply`).
     public var messagesRead = 0
     public var messageReplies = 0
@@ -44,7 +46,7 @@ public struct DispatchStats: Sendable, Equatable {
         requests \(requests)  offers \(offers)  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
-        completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  \
+        completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \
         messages read \(messagesRead)  replies \(messageReplies)
         request → assignment          \(Percentiles(requestToAssignmentMs))
         request → assignment, no think time  \(Percentiles(requestToAssignmentWithoutThinkMs))

@@ -182,7 +182,8 @@ public struct Dispatcher: Sendable {
             stats.shared += 1
             let update = JobUpdate(
                 job: joined,
-                addPickup: .init(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address, passengers: request.passengers))
+                addPickup: .init(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address, passengers: request.passengers),
+                update: "\(request.id)-joined")
             return [
                 .send(unit: unit, .update(update)),
                 .log(.init(level: .info, text: "\(request.id) shares \(joined) with \(unit): job/update, \(total) passengers")),
@@ -263,7 +264,7 @@ public struct Dispatcher: Sendable {
                 let remaining = max(1, total - open.request.passengers)
                 requests[host]?.request.passengers = remaining
                 return [
-                    .send(unit: unit, .update(JobUpdate(job: host, passengers: remaining))),
+                    .send(unit: unit, .update(JobUpdate(job: host, passengers: remaining, update: "\(id)-left"))),
                     .log(.init(level: .info, text: "\(id) left shared ride \(host) on \(unit): \(remaining) passengers")),
                 ]
             }
@@ -406,6 +407,10 @@ public struct Dispatcher: Sendable {
     }
 
     private mutating func handle(_ reply: JobReply, from unit: String, now: Int64) -> [DispatchAction] {
+        if reply.reply == .shown {
+            stats.updatesShown += 1
+            return [.log(.init(level: .info, text: "\(unit) showed update \(reply.update ?? "(no id)") of \(reply.job) to the driver"))]
+        }
         guard reply.re == .jobOffer else {
             let why = reply.reason.map { ": \($0)" } ?? ""
             return [.log(.init(level: .warning, text: "\(unit) refused \(reply.re.rawValue) for \(reply.job) (\(reply.reply.rawValue))\(why)"))]
@@ -445,12 +450,14 @@ public struct Dispatcher: Sendable {
             taxis[unit]?.assignedJob = reply.job
             actions += apply(state: .enRoute, zone: nil, at: reply.t, to: unit)
             return actions + [.log(.init(level: .info, text: line))] + reconcile(unit)
-        case .reject, .timeout, .expired, .invalid:
+        case .reject, .timeout, .expired, .invalid, .shown:
             switch reply.reply {
             case .reject: stats.rejected += 1
             case .timeout: stats.timedOut += 1
             case .expired: stats.expired += 1
-            default: stats.invalid += 1
+            // `shown` answers an update, never an offer: as senseless as `invalid` here.
+            case .invalid, .shown: stats.invalid += 1
+            case .accept, .busy: break
             }
             // The unit is back in `available` after any of these: to the end of its queue.
             actions += apply(state: .available, zone: nil, at: reply.t, to: unit)

@@ -142,6 +142,8 @@ public struct JobUpdate: Sendable, Equatable, Codable {
     /// A further pickup; its passengers add to the job's.
     public var addPickup: AddedPickup?
     public var note: String?
+    /// The dispatcher's id for this update, echoed in the unit's answer so it can be matched.
+    public var update: String?
 
     public struct AddedPickup: Sendable, Equatable, Codable {
         public var lat: Double
@@ -160,15 +162,16 @@ public struct JobUpdate: Sendable, Equatable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case job, passengers, note
+        case job, passengers, note, update
         case addPickup = "add_pickup"
     }
 
-    public init(job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil) {
+    public init(job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil, update: String? = nil) {
         self.job = job
         self.passengers = passengers
         self.addPickup = addPickup
         self.note = note
+        self.update = update
     }
 }
 
@@ -413,6 +416,7 @@ extension InboundMessage {
         if update.passengers == nil && update.addPickup == nil && update.note == nil {
             return "update has none of passengers, add_pickup, note"
         }
+        if let id = update.update, let reason = checkID(id, field: "update") { return reason }
         if let reason = checkPassengers(update.passengers, field: "passengers") { return reason }
         if let added = update.addPickup {
             if let reason = checkCoordinate(lat: added.lat, lon: added.lon, field: "add_pickup") { return reason }
@@ -452,25 +456,30 @@ extension InboundMessage {
 /// The answer to an offer. `invalid` also answers a malformed job message whose job id was readable.
 public enum ReplyCode: String, Sendable, Codable, CaseIterable {
     case accept, reject, timeout, busy, expired, invalid
+    /// A `job/update` applied and shown to the driver.
+    case shown
 }
 
 /// What the state machine decides to answer; the shell adds `unit`, `seq` and `id` on enqueue.
 public struct JobReply: Sendable, Equatable, Codable {
     public var job: String
-    /// The kind of message answered: `job/offer` for the answer to an offer, `job/update` (or
-    /// another topic) for an `invalid` answer to a refused message about the job.
+    /// The kind of message answered: `job/offer` for the answer to an offer, `job/update` for
+    /// an update shown or refused, another topic for an `invalid` answer to a refused message.
     public var re: InboundTopic
     public var reply: ReplyCode
     public var reason: String?
     /// Unit clock when the answer was decided, ms.
     public var t: Int64
+    /// The `update` id of the `job/update` answered, when it had one.
+    public var update: String?
 
-    public init(job: String, re: InboundTopic = .jobOffer, reply: ReplyCode, reason: String? = nil, t: Int64) {
+    public init(job: String, re: InboundTopic = .jobOffer, reply: ReplyCode, reason: String? = nil, t: Int64, update: String? = nil) {
         self.job = job
         self.re = re
         self.reply = reply
         self.reason = reason
         self.t = t
+        self.update = update
     }
 }
 

@@ -608,7 +608,7 @@ public struct UnitStateMachine: Sendable {
         guard passengers <= seats else {
             let reason = "\(passengers) passengers exceed \(seats) seats"
             return Step(
-                messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now))],
+                messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now, update: update.update))],
                 notes: ["update for job \(job.id) refused: \(reason)"])
         }
         if passengers != job.passengers { told.append("\(passengers) pax") }
@@ -622,7 +622,10 @@ public struct UnitStateMachine: Sendable {
             told.append(note)
         }
         snapshot.state = state.replacingJob(job)
-        return Step(snapshot: snapshot, status: status, driver: [.told("Job \(job.id) changed: " + told.joined(separator: ", "))])
+        // Answered in the same step as the driver is told: the dispatcher learns the change was shown.
+        return Step(
+            snapshot: snapshot, messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .shown, t: now, update: update.update))],
+            status: status, driver: [.told("Job \(job.id) changed: " + told.joined(separator: ", "))])
     }
 
     // MARK: Helpers

@@ -386,10 +386,15 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         let actions = h.request("R2", at: inB, shares: "R1")
-        #expect(actions.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", addPickup: .init(lat: inB.lat, lon: inB.lon, passengers: 1))))))
+        #expect(actions.contains(.send(unit: "T1", .update(JobUpdate(
+            job: "R1", addPickup: .init(lat: inB.lat, lon: inB.lon, passengers: 1), update: "R2-joined")))))
         #expect(h.dispatcher.stats.shared == 1)
+        let shown = h.feed(.report(unit: "T1", .reply(id: "y", JobReply(job: "R1", re: .jobUpdate, reply: .shown, t: h.now, update: "R2-joined"))))
+        #expect(logs(shown).contains("T1 showed update R2-joined of R1 to the driver"))
+        #expect(offers(shown).isEmpty && cancels(shown).isEmpty)
+        #expect(h.dispatcher.stats.updatesShown == 1)
         let left = h.feed(.withdraw(request: "R2"))
-        #expect(left.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", passengers: 1)))))
+        #expect(left.contains(.send(unit: "T1", .update(JobUpdate(job: "R1", passengers: 1, update: "R2-left")))))
         #expect(cancels(left).isEmpty, "the host's ride goes on")
     }
 

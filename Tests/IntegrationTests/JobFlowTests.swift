@@ -318,15 +318,17 @@ import UnitCore
         try rig.press("arrived")
         try rig.press("pob 2")
         try await rig.unit.waitForStatus("two on board") { $0.seatsLeft == 2 }
-        try rig.publish("job/update", #"{"job":"J1","add_pickup":{"lat":46.51,"lon":7.5,"address":"Markt 3","passengers":1}}"#)
+        try rig.publish("job/update", #"{"job":"J1","add_pickup":{"lat":46.51,"lon":7.5,"address":"Markt 3","passengers":1},"update":"U-1"}"#)
         try await rig.unit.waitForStatus("three on board") { $0.seatsLeft == 1 && $0.job?.passengers == 3 }
+        let shown = try await rig.waitForReply("J1", "shown")
+        #expect(shown["re"] as? String == "job/update" && shown["update"] as? String == "U-1", "\(shown)")
         try await rig.recorder.waitFor("retained seats_left 1") { messages in
             messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["seats_left"] as? Int == 1
         }
         #expect(rig.unit.log.contains("Job J1 changed: extra pickup at Markt 3, 3 pax"))
-        try rig.publish("job/update", #"{"job":"J1","passengers":5}"#)
+        try rig.publish("job/update", #"{"job":"J1","passengers":5,"update":"U-2"}"#)
         let invalid = try await rig.waitForReply("J1", "invalid")
-        #expect(invalid["re"] as? String == "job/update")
+        #expect(invalid["re"] as? String == "job/update" && invalid["update"] as? String == "U-2")
         #expect(invalid["reason"] as? String == "5 passengers exceed 4 seats")
         #expect(try rig.unit.status().seatsLeft == 1)
         rig.stop()

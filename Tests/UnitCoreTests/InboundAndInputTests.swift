@@ -54,6 +54,10 @@ import UnitCore
         #expect(decode(.jobCancel, #"{"job":"J1","reason":"withdrawn"}"#) == .success(.cancel(JobCancel(job: "J1", reason: "withdrawn"))))
         #expect(decode(.jobUpdate, #"{"job":"J1","add_pickup":{"lat":1,"lon":2,"passengers":2}}"#)
             == .success(.update(JobUpdate(job: "J1", addPickup: .init(lat: 1, lon: 2, passengers: 2)))))
+        #expect(decode(.jobUpdate, #"{"job":"J1","passengers":2,"update":"U-9"}"#) == .success(.update(JobUpdate(job: "J1", passengers: 2, update: "U-9"))))
+        let longID = String(repeating: "u", count: InboundLimits.idBytes + 1)
+        #expect(problem(.jobUpdate, #"{"job":"J1","passengers":2,"update":"\#(longID)"}"#)
+            == InboundProblem(topic: .jobUpdate, job: "J1", reason: "update is longer than 128 bytes"))
         #expect(decode(.sosAck, #"{}"#) == .success(.sosAck(SOSAck())))
         #expect(decode(.sosAck, #"{"id":"abc"}"#) == .success(.sosAck(SOSAck(id: "abc"))))
     }

@@ -246,19 +246,24 @@ import UnitCore
         var machine = Scenario.machine(in: .onBoard, settings: UnitSettings(seats: 4))
         #expect(machine.status.seatsLeft == 2)
         let added = machine.handle(.inbound(.update(JobUpdate(
-            job: "J1", addPickup: .init(lat: 46.51, lon: 7.5, address: "Markt 3", passengers: 1))), receivedAt: t))
+            job: "J1", addPickup: .init(lat: 46.51, lon: 7.5, address: "Markt 3", passengers: 1), update: "R-77-joined")), receivedAt: t))
         #expect(Scenario.told(added) == ["Job J1 changed: extra pickup at Markt 3, 3 pax"])
+        #expect(Scenario.replies(added) == [JobReply(job: "J1", re: .jobUpdate, reply: .shown, t: t, update: "R-77-joined")],
+                "the dispatcher learns the driver was shown it, in the step that holds the change")
         #expect(machine.status.seatsLeft == 1)
         #expect(machine.state.job?.addedPickups == [Place(lat: 46.51, lon: 7.5, address: "Markt 3")])
         #expect(machine.state.job?.shared == true)
 
         let tooMany = machine.handle(.inbound(.update(JobUpdate(
-            job: "J1", addPickup: .init(lat: 46.51, lon: 7.5, passengers: 2))), receivedAt: t))
-        #expect(Scenario.replies(tooMany) == [JobReply(job: "J1", re: .jobUpdate, reply: .invalid, reason: "5 passengers exceed 4 seats", t: t)])
+            job: "J1", addPickup: .init(lat: 46.51, lon: 7.5, passengers: 2), update: "R-78-joined")), receivedAt: t))
+        #expect(Scenario.replies(tooMany) == [
+            JobReply(job: "J1", re: .jobUpdate, reply: .invalid, reason: "5 passengers exceed 4 seats", t: t, update: "R-78-joined")
+        ])
         #expect(machine.status.seatsLeft == 1, "a refused update changes nothing")
 
-        _ = machine.handle(.inbound(.update(JobUpdate(job: "J1", passengers: 4)), receivedAt: t))
+        let withoutID = machine.handle(.inbound(.update(JobUpdate(job: "J1", passengers: 4)), receivedAt: t))
         #expect(machine.status.seatsLeft == 0)
+        #expect(Scenario.replies(withoutID) == [JobReply(job: "J1", re: .jobUpdate, reply: .shown, t: t)])
     }
 
     @Test func rule16_sosFromAnyStateWithTheLastFixAndFastReporting() {
