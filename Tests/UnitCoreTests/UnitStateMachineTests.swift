@@ -134,7 +134,7 @@ enum Scenario {
         ("cancel unknown", .inbound(.cancel(JobCancel(job: "J9")), receivedAt: t),
          [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("update J1 to 3 pax", .inbound(.update(JobUpdate(job: "J1", passengers: 3)), receivedAt: t),
-         [.ignored, .ignored, .ignored, .stays(), .stays(), .stays(), .stays()]),
+         [.ignored, .ignored, .ignored, .stays(reply: .shown), .stays(reply: .shown), .stays(reply: .shown), .stays(reply: .shown)]),
         ("update J1 to 5 pax", .inbound(.update(JobUpdate(job: "J1", passengers: 5)), receivedAt: t),
          [.ignored, .ignored, .ignored, .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid), .stays(reply: .invalid)]),
         ("update unknown", .inbound(.update(JobUpdate(job: "J9", passengers: 2)), receivedAt: t),
