@@ -24,6 +24,8 @@ import UnitCore
         try await unit.press("duty")
         unit.broker.receive(unit.topicBase + "job/offer", Self.offer)
         try await unit.eventually("the offer is shown") { unit.published(on: "event").count == 2 }
+        // The offer's own status follows its event: counted before the press, never after it.
+        try await unit.eventually("the offered status") { unit.published(on: "status").last?.json["state"] as? String == "offered" }
         let before = unit.broker.published.count
         let answer = try await unit.press("accept")
         #expect(answer.message?.contains("accepted, sent") == true)
