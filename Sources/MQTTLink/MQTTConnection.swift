@@ -105,10 +105,23 @@ public final class MQTTConnection: @unchecked Sendable {
 
     /// Disconnects cleanly (no last will) and waits for the loop thread to end.
     public func stop() {
+        stop(publishingWill: false)
+    }
+
+    /// `publishingWill`: the broker publishes the will as it would for a connection that died, so a
+    /// clean stop says it exactly once (MQTT 5: DISCONNECT with reason 0x04; 3.1.1 has no such
+    /// DISCONNECT, and the connection is closed without one).
+    public func stop(publishingWill: Bool) {
         state.lock()
         let running = isStopping ? nil : worker
         isStopping = true
-        if let handle { mosquitto_disconnect(handle) }
+        if let handle {
+            if !publishingWill {
+                mosquitto_disconnect(handle)
+            } else if endpoint.protocolVersion == .v5 {
+                mosquitto_disconnect_v5(handle, Int32(MQTT_RC_DISCONNECT_WITH_WILL_MSG.rawValue), nil)
+            }
+        }
         state.unlock()
         running?.stop()
         eventSink.finish()
