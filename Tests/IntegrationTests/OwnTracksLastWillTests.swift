@@ -111,4 +111,27 @@ import Testing
         }
         observer.stop()
     }
+
+    /// `taxiunitd --check` reads the feed's certificate and key as it reads the unit's, naming them
+    /// by their section.
+    @Test func checkReadsTheFeedsCertificate() throws {
+        let scratch = try ScratchDirectory()
+        let pki = try TestCertificates(in: scratch)
+        func check(feedCertFile: String, feedKeyFile: String) throws -> (output: String, exitCode: Int32) {
+            let unit = try UnitUnderTest(
+                mqttPort: try Loopback.freePort(), gpsdPort: try Loopback.freePort(), in: scratch,
+                extraTOML: "[owntracks]\nenabled = true\ncertfile = \"\(feedCertFile)\"\nkeyfile = \"\(feedKeyFile)\"\n",
+                mqttTOML: "tls = true\ncafile = \"\(pki.caFile)\"\ncertfile = \"\(pki.clientCertFile)\"\nkeyfile = \"\(pki.clientKeyFile)\"")
+            return try runCommand(Corpus.binary("taxiunitd"), ["--config", unit.configPath, "--check"])
+        }
+        let good = try check(feedCertFile: pki.feedCertFile, feedKeyFile: pki.feedKeyFile)
+        #expect(good.exitCode == 0, "\(good.output)")
+        let mismatched = try check(feedCertFile: pki.feedCertFile, feedKeyFile: pki.clientKeyFile)
+        #expect(mismatched.exitCode == 1)
+        #expect(mismatched.output.contains("owntracks.keyfile \(pki.clientKeyFile) does not belong to the certificate in owntracks.certfile \(pki.feedCertFile)"), "\(mismatched.output)")
+        let missing = scratch.file("no-feed.crt")
+        let absent = try check(feedCertFile: missing, feedKeyFile: pki.feedKeyFile)
+        #expect(absent.exitCode == 1)
+        #expect(absent.output.contains("owntracks.certfile \(missing): no such file"), "\(absent.output)")
+    }
 }
