@@ -112,8 +112,8 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
     }
 
     /// To the OwnTracks feed's connection, not this one (`OwnTracksLink`).
-    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock) {
-        ownTracks?.publish(location, clock: clock)
+    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool) {
+        ownTracks?.publish(location, clock: clock, trustSystemClock: trustSystemClock)
     }
 
     private var connection: MQTTConnection? { state.withLock { $0.current } }

@@ -16,7 +16,7 @@ protocol BrokerPort: AnyObject, Sendable {
     /// Drops the connection; it comes back by itself.
     func dropConnection()
     /// The newest reported fix to the OwnTracks feed's own connection; `clock` is the unit's.
-    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock)
+    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool)
     /// Replaces a client loop that stopped coming round.
     func restartLoopIfSilent(longerThan limit: Duration)
     /// How many messages the outbox may hand over now under `[mqtt] max_publish_rate`.
@@ -36,7 +36,7 @@ extension BrokerPort {
     // The in-process engine tests' recording broker has no rate limit, no connection counter, no
     // nodes and no OwnTracks feed.
     func publishAllowance() -> PublishAllowance { .unlimited }
-    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock) {}
+    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool) {}
     func restoreConnectionCounter(stored: Int64?) -> Int64? { nil }
     func connectionReservation() -> Int64? { nil }
     var connectionNumber: Int64? { nil }

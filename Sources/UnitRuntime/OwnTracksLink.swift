@@ -20,10 +20,11 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
         var connection: MQTTConnection?
         var endpoint: MQTTEndpoint?
         var topic = ""
-        var trustSystemClock = false
-        /// The engine's unit clock as of the last location: the will's `tst` is read from it, so a
-        /// board without a synchronised clock still says when its connection began in GPS time.
+        /// The engine's unit clock as of the last location (`[gps] trust_system_clock` with it): the
+        /// will's `tst` is read from it, so a board without a synchronised clock still says when its
+        /// connection began in GPS time.
         var clock = UnitClock()
+        var trustSystemClock = false
         var stopped = false
         /// The last failure logged, so that a feed that keeps failing is logged once.
         var lastProblem: String?
@@ -92,9 +93,9 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
     }
 
     /// The newest reported fix, retained on the feed's topic while connected; `clock` is the unit's.
-    func publish(_ location: OwnTracksLocation, clock: UnitClock) {
+    func publish(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool) {
         let (connection, topic) = state.withLock { state in
-            state.clock = clock
+            (state.clock, state.trustSystemClock) = (clock, trustSystemClock)
             return (state.connection, state.topic)
         }
         guard let connection, connection.connected else { return }

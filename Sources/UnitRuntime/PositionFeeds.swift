@@ -28,7 +28,9 @@ extension UnitEngine {
     func publishPositionFeeds(_ fixes: [RecordedFix]) {
         guard let fix = fixes.last(where: \.report)?.fix else { return }
         let ownTracks = configuration.ownTracks
-        if ownTracks.enabled { mqtt.publishOwnTracks(OwnTracksLocation(fix, tid: ownTracks.tid), clock: machine.positions.clock) }
+        if ownTracks.enabled {
+            mqtt.publishOwnTracks(OwnTracksLocation(fix, tid: ownTracks.tid), clock: machine.positions.clock, trustSystemClock: clock.trustSystemClock)
+        }
         if broker.connected, positionFeeds.lastPositionDue(fix) { publishLastPosition(fix) }
     }
 
