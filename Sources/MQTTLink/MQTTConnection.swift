@@ -61,16 +61,20 @@ public final class MQTTConnection: @unchecked Sendable {
     /// When the current loop thread last came round. The systemd watchdog reads it too, allowing
     /// `Liveness.blockingConnectS`: longer than the engine waits before replacing a silent loop, so
     /// systemd restarts the daemon only if even a fresh loop thread stays silent.
-    public let heartbeat = Heartbeat(name: "mqtt-loop", allowingSilenceS: Liveness.blockingConnectS)
+    public let heartbeat: Heartbeat
+    /// The loop thread's name, as `top -H` shows it: "mqtt-loop" unless a second connection is told apart.
+    private let threadName: String
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
 
     /// `willForAttempt`, when given, replaces `will` with one made for each connection attempt.
     public init(
-        endpoint: MQTTEndpoint, will: MQTTWill?, backoff: ReconnectBackoff, logger: Logger,
+        endpoint: MQTTEndpoint, will: MQTTWill?, backoff: ReconnectBackoff, logger: Logger, threadName: String = "mqtt-loop",
         willForAttempt: (@Sendable () -> MQTTWill)? = nil
     ) {
         _ = Self.libraryInitialised
+        self.threadName = threadName
+        heartbeat = Heartbeat(name: threadName, allowingSilenceS: Liveness.blockingConnectS)
         self.endpoint = endpoint
         self.will = will
         self.willForAttempt = willForAttempt
@@ -97,7 +101,7 @@ public final class MQTTConnection: @unchecked Sendable {
 
     /// Caller holds `state`.
     private func startLoopThread() {
-        let worker = BlockingWorker(name: "mqtt-loop", heartbeat: heartbeat)
+        let worker = BlockingWorker(name: threadName, heartbeat: heartbeat)
         self.worker = worker
         beat()
         worker.start { [self] in runLoop(on: worker) }

@@ -67,7 +67,7 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
         let connection = MQTTConnection(
             endpoint: endpoint, will: nil,
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
-            logger: logger
+            logger: logger, threadName: "mqtt-owntracks"
         ) { [weak self] in
             self?.lastWill() ?? Self.lastWill(topic: topic, connectedAtMs: EngineClock.systemMs())
         }

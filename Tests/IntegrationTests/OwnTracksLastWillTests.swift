@@ -64,6 +64,11 @@ import Testing
         try await unit.start()
         _ = try await recorder.waitFor("a location") { $0.contains { $0.topic == topic && $0.json?["_type"] as? String == "location" } }
         #expect(!recorder.messages.contains { Self.isLWT($0, on: topic) })
+        // Two connections, each on a loop thread of its own, told apart by name.
+        let pid = try #require(unit.process?.pid)
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        let threads = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }.map { $0.trimmingCharacters(in: .newlines) }
+        #expect(threads.contains("mqtt-loop") && threads.contains("mqtt-owntracks"), "\(threads)")
         unit.killHard()
         let messages = try await recorder.waitFor("the lwt from the broker") { $0.contains { Self.isLWT($0, on: topic) } }
         let lwt = try #require(messages.last { Self.isLWT($0, on: topic) })
