@@ -55,6 +55,33 @@ import Testing
         recorder.stop()
     }
 
+    /// A fleet document that moves the unit to another broker moves the feed too: the maps on the
+    /// old broker hear the taxi is gone, those on the new one get its locations.
+    @Test func theFeedFollowsTheUnitToAnotherBroker() async throws {
+        let next = try MosquittoBroker(in: scratch)
+        let signer = try FleetSigner(in: scratch)
+        let unit = try UnitUnderTest(
+            mqttPort: broker.port, gpsdPort: gps.port, in: scratch,
+            extraTOML: "[owntracks]\nenabled = true\n" + signer.fleetSection(), reportingIntervalS: 0)
+        let topic = "owntracks/\(unit.fleet)/\(unit.unitID)"
+        let configTopic = "taxi/\(unit.fleet)/config"
+        let document = try signer.sign(#"{"version":1,"settings":{"mqtt":{"port":\#(next.port)}}}"#, topic: configTopic)
+        // The fleet's retained document on the new broker too, so the move is kept.
+        let atNext = try await MQTTRecorder(port: next.port, subscribe: [topic])
+        try atNext.publish(configTopic, document, retain: true)
+        let atHome = try await MQTTRecorder(port: broker.port, subscribe: [topic])
+        try await unit.start()
+        _ = try await atHome.waitFor("a location at home") { $0.contains { $0.json?["_type"] as? String == "location" } }
+        try atHome.publish(configTopic, document, retain: true)
+        _ = try await atHome.waitFor("the lwt at home") { $0.contains { Self.isLWT($0, on: topic) } }
+        _ = try await atNext.waitFor("a location on the new broker") { $0.contains { $0.topic == topic && $0.json?["_type"] as? String == "location" } }
+        try await unit.waitForStatus("on the new broker") { $0.broker.connected && $0.config?.broker == "127.0.0.1:\(next.port)" }
+        #expect(!atNext.messages.contains { Self.isLWT($0, on: topic) })
+        unit.stop()
+        atHome.stop()
+        atNext.stop()
+    }
+
     /// kill -9: nothing of the unit runs, the broker says it.
     @Test func aKilledUnitIsAnnouncedGoneByTheBroker() async throws {
         let unit = try unit()
