@@ -26,8 +26,9 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
         var clock = UnitClock()
         var trustSystemClock = false
         var stopped = false
-        /// The last failure logged, so that a feed that keeps failing is logged once.
-        var lastProblem: String?
+        /// The failures logged since the feed was last connected, so that one that keeps failing
+        /// (on each node of a cluster, each in its own words) is logged once.
+        var problemsLogged: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -115,13 +116,14 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
     private func handle(_ event: MQTTEvent) {
         switch event {
         case .connected:
-            let recovered = state.withLock { $0.lastProblem.take() != nil }
+            let recovered = state.withLock { state in
+                defer { state.problemsLogged = [] }
+                return !state.problemsLogged.isEmpty
+            }
             if recovered { logger.notice("OwnTracks feed connected") } else { logger.info("OwnTracks feed connected") }
         case .connectFailed(let reason):
-            let isNew = state.withLock { state in
-                defer { state.lastProblem = reason }
-                return state.lastProblem != reason
-            }
+            // A bound on what a failing feed can make the unit keep, whatever words its failures come in.
+            let isNew = state.withLock { $0.problemsLogged.count < 16 && $0.problemsLogged.insert(reason).inserted }
             if isNew { logger.warning("OwnTracks feed cannot connect; retrying (the unit's own link is not affected)", metadata: ["reason": "\(reason)"]) }
         case .disconnected(_, let reason):
             logger.debug("OwnTracks feed disconnected", metadata: ["reason": "\(reason)"])
