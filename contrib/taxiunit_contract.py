@@ -240,15 +240,19 @@ def check_asyncapi(path):
 
 
 def check_will(document):
-    """The server's last will is the one docs/protocol.md states ("The last will is exactly `...`")."""
+    """Each server's last will is the one docs/protocol.md states: the unit's connection's ("The last
+    will is exactly `...`") and the OwnTracks feed's ("The feed's last will is exactly `...`")."""
     with open(PROTOCOL_PATH, encoding="utf-8") as file:
-        stated = re.findall(r"The last will is exactly `([^`]*)`", file.read())
-    will = document.get("servers", {}).get("fleetBroker", {}).get("bindings", {}).get("mqtt", {}).get("lastWill", {})
-    if len(stated) != 1:
-        return [f"docs/protocol.md states the last will {len(stated)} times, not once"]
-    if will.get("message") != stated[0]:
-        return [f"the last will is {will.get('message')!r}, docs/protocol.md says {stated[0]!r}"]
-    return []
+        text = " ".join(file.read().split())
+    problems = []
+    for server, phrase, name in (("fleetBroker", "The last will", "the last will"), ("ownTracksFeed", "The feed's last will", "the feed's last will")):
+        stated = re.findall(re.escape(phrase) + r" is exactly `([^`]*)`", text)
+        will = document.get("servers", {}).get(server, {}).get("bindings", {}).get("mqtt", {}).get("lastWill", {})
+        if len(stated) != 1:
+            problems.append(f"docs/protocol.md states {name} {len(stated)} times, not once")
+        elif will.get("message") != stated[0]:
+            problems.append(f"{name} is {will.get('message')!r}, docs/protocol.md says {stated[0]!r}")
+    return problems
 
 
 def example_topic(schema):

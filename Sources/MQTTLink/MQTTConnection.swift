@@ -61,16 +61,20 @@ public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
     /// When the current loop thread last came round. The systemd watchdog reads it too, allowing
     /// `Liveness.blockingConnectS`: longer than the engine waits before replacing a silent loop, so
     /// systemd restarts the daemon only if even a fresh loop thread stays silent.
-    public let heartbeat = Heartbeat(name: "mqtt-loop", allowingSilenceS: Liveness.blockingConnectS)
+    public let heartbeat: Heartbeat
+    /// The loop thread's name, as `top -H` shows it: "mqtt-loop" unless a second connection is told apart.
+    private let threadName: String
 
     private static let libraryInitialised: Void = { mosquitto_lib_init() }()
 
     /// `willForAttempt`, when given, replaces `will` with one made for each connection attempt.
     public init(
-        endpoint: MQTTEndpoint, will: MQTTWill?, backoff: ReconnectBackoff, logger: Logger,
+        endpoint: MQTTEndpoint, will: MQTTWill?, backoff: ReconnectBackoff, logger: Logger, threadName: String = "mqtt-loop",
         willForAttempt: (@Sendable () -> MQTTWill)? = nil
     ) {
         _ = Self.libraryInitialised
+        self.threadName = threadName
+        heartbeat = Heartbeat(name: threadName, allowingSilenceS: Liveness.blockingConnectS)
         self.endpoint = endpoint
         self.will = will
         self.willForAttempt = willForAttempt
@@ -97,7 +101,7 @@ public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
 
     /// Caller holds `state`.
     private func startLoopThread() {
-        let worker = BlockingWorker(name: "mqtt-loop", heartbeat: heartbeat)
+        let worker = BlockingWorker(name: threadName, heartbeat: heartbeat)
         self.worker = worker
         beat()
         worker.start { [self] in runLoop(on: worker) }
@@ -105,10 +109,23 @@ public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
 
     /// Disconnects cleanly (no last will) and waits for the loop thread to end.
     public func stop() {
+        stop(publishingWill: false)
+    }
+
+    /// `publishingWill`: the broker publishes the will as it would for a connection that died, so a
+    /// clean stop says it exactly once (MQTT 5: DISCONNECT with reason 0x04; 3.1.1 has no such
+    /// DISCONNECT, and the connection is closed without one).
+    public func stop(publishingWill: Bool) {
         state.lock()
         let running = isStopping ? nil : worker
         isStopping = true
-        if let handle { mosquitto_disconnect(handle) }
+        if let handle {
+            if !publishingWill {
+                mosquitto_disconnect(handle)
+            } else if endpoint.protocolVersion == .v5 {
+                mosquitto_disconnect_v5(handle, Int32(MQTT_RC_DISCONNECT_WITH_WILL_MSG.rawValue), nil)
+            }
+        }
         state.unlock()
         running?.stop()
         eventSink.finish()

@@ -22,6 +22,7 @@ public struct LocalConfigSources: Sendable, Equatable {
     /// Settings that name a file and may name a systemd credential instead.
     static let fileSettings: [(section: String, key: String)] = [
         ("mqtt", "password_file"), ("mqtt", "cafile"), ("mqtt", "certfile"), ("mqtt", "keyfile"),
+        ("owntracks", "password_file"), ("owntracks", "certfile"), ("owntracks", "keyfile"),
     ]
     static let credentialPrefix = "credential:"
     /// Where drop-ins live, relative to the main file's directory.

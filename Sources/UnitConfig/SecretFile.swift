@@ -58,3 +58,13 @@ public func describeFileError(_ error: any Error) -> String {
     if cocoa.code == .fileReadInapplicableStringEncoding { return "not UTF-8 text" }
     return "\(cocoa.code)"
 }
+
+extension UnitConfiguration.OwnTracks {
+    /// The feed connection's login, its password read from `password_file`; also refuses a client
+    /// key others can read.
+    public func login(fleet: String, unit: String) throws(ConfigError) -> (username: String, password: String?) {
+        if let keyFile { try SecretFile.checkPrivate(keyFile, role: "owntracks.keyfile") }
+        let password = try passwordFile.map { path throws(ConfigError) in try SecretFile.read(path, role: "owntracks.password_file") }
+        return (username(fleet: fleet, unit: unit), password)
+    }
+}

@@ -6,9 +6,9 @@ import Foundation
 import SwiftASN1
 import X509
 
-/// What `taxiunitd --check` finds in the TLS files of `[mqtt]`: that they exist and parse, that the
-/// key belongs to the certificate, and how long the certificates stay valid. Pure: the caller reads
-/// the files and gives the time.
+/// What `taxiunitd --check` finds in the TLS files of `[mqtt]` (and `[owntracks]`): that they exist
+/// and parse, that the key belongs to the certificate, and how long the certificates stay valid.
+/// Pure: the caller reads the files and gives the time.
 public enum TLSFileCheck {
     public struct Findings: Sendable, Equatable {
         public var problems: [String] = []
@@ -20,16 +20,32 @@ public enum TLSFileCheck {
     /// No CA bundle, certificate or key is larger; a bigger file is refused unread.
     public static let maximumFileBytes = 1 << 20
 
-    /// `read` gives a file's bytes, or why it cannot be read.
-    public static func check(_ tls: UnitConfiguration.TLS, now: Date, read: (String) -> Result<[UInt8], FileProblem>) -> Findings {
+    /// `[mqtt]`'s files, and with `[owntracks] enabled` the feed's client certificate (its CA is `[mqtt]`'s).
+    public static func check(_ configuration: UnitConfiguration, now: Date, read: (String) -> Result<[UInt8], FileProblem>) -> Findings {
+        guard let tls = configuration.mqtt.tls else { return Findings() }
+        var findings = check(tls, now: now, read: read)
+        let ownTracks = configuration.ownTracks
+        if ownTracks.enabled, ownTracks.certFile != nil {
+            let feed = UnitConfiguration.TLS(caFile: nil, certFile: ownTracks.certFile, keyFile: ownTracks.keyFile, version: tls.version)
+            let feedFindings = check(feed, section: "owntracks", now: now, read: read)
+            findings.problems += feedFindings.problems
+            findings.warnings += feedFindings.warnings
+        }
+        return findings
+    }
+
+    /// `read` gives a file's bytes, or why it cannot be read; `section` names the settings in what is found.
+    public static func check(
+        _ tls: UnitConfiguration.TLS, section: String = "mqtt", now: Date, read: (String) -> Result<[UInt8], FileProblem>
+    ) -> Findings {
         var findings = Findings()
         func pem(_ role: String, _ path: String) -> String? {
             switch read(path) {
             case .failure(let problem):
-                findings.problems.append("mqtt.\(role) \(path): \(problem.description)")
+                findings.problems.append("\(section).\(role) \(path): \(problem.description)")
                 return nil
             case .success(let bytes) where bytes.count > maximumFileBytes:
-                findings.problems.append("mqtt.\(role) \(path) is larger than \(maximumFileBytes) bytes; not a PEM file")
+                findings.problems.append("\(section).\(role) \(path) is larger than \(maximumFileBytes) bytes; not a PEM file")
                 return nil
             case .success(let bytes):
                 return String(decoding: bytes, as: UTF8.self)
@@ -38,37 +54,37 @@ public enum TLSFileCheck {
         if let caFile = tls.caFile, let text = pem("cafile", caFile) {
             let certificates = Self.certificates(in: text)
             if certificates.isEmpty {
-                findings.problems.append("mqtt.cafile \(caFile) holds no PEM certificate")
+                findings.problems.append("\(section).cafile \(caFile) holds no PEM certificate")
             }
             for certificate in certificates where certificate.notValidAfter < now {
-                findings.problems.append("mqtt.cafile \(caFile): the CA \(certificate.subject) expired on \(Self.day(certificate.notValidAfter))")
+                findings.problems.append("\(section).cafile \(caFile): the CA \(certificate.subject) expired on \(Self.day(certificate.notValidAfter))")
             }
         }
         guard let certFile = tls.certFile, let keyFile = tls.keyFile else { return findings }
         let certificate = pem("certfile", certFile).flatMap { text in
             let first = Self.certificates(in: text).first
-            if first == nil { findings.problems.append("mqtt.certfile \(certFile) holds no PEM certificate") }
+            if first == nil { findings.problems.append("\(section).certfile \(certFile) holds no PEM certificate") }
             return first
         }
         let key = pem("keyfile", keyFile).flatMap { text in
             do {
                 return try Certificate.PrivateKey(pemEncoded: text)
             } catch {
-                findings.problems.append("mqtt.keyfile \(keyFile) is not an unencrypted PEM private key (RSA, EC or Ed25519)")
+                findings.problems.append("\(section).keyfile \(keyFile) is not an unencrypted PEM private key (RSA, EC or Ed25519)")
                 return nil
             }
         }
         guard let certificate else { return findings }
         if let key, key.publicKey != certificate.publicKey {
-            findings.problems.append("mqtt.keyfile \(keyFile) does not belong to the certificate in mqtt.certfile \(certFile)")
+            findings.problems.append("\(section).keyfile \(keyFile) does not belong to the certificate in \(section).certfile \(certFile)")
         }
         if certificate.notValidAfter < now {
-            findings.problems.append("mqtt.certfile \(certFile) expired on \(Self.day(certificate.notValidAfter)): the broker will refuse it")
+            findings.problems.append("\(section).certfile \(certFile) expired on \(Self.day(certificate.notValidAfter)): the broker will refuse it")
         } else if certificate.notValidBefore > now {
-            findings.problems.append("mqtt.certfile \(certFile) is not valid before \(Self.day(certificate.notValidBefore)) (is the clock right?)")
+            findings.problems.append("\(section).certfile \(certFile) is not valid before \(Self.day(certificate.notValidBefore)) (is the clock right?)")
         } else if certificate.notValidAfter.timeIntervalSince(now) < expiryWarningS {
             let days = Int(certificate.notValidAfter.timeIntervalSince(now) / 86_400)
-            findings.warnings.append("mqtt.certfile \(certFile) expires on \(Self.day(certificate.notValidAfter)), in \(days) days: renew it")
+            findings.warnings.append("\(section).certfile \(certFile) expires on \(Self.day(certificate.notValidAfter)), in \(days) days: renew it")
         }
         return findings
     }

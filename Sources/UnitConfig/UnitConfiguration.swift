@@ -120,13 +120,25 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var textfile: String?
     }
 
-    /// `[owntracks]`: each reported fix also as an OwnTracks `location` (docs/protocol.md, "OwnTracks").
+    /// `[owntracks]`: each reported fix also as an OwnTracks `location`, over a broker connection of
+    /// its own whose will is OwnTracks' `lwt` (docs/protocol.md, "OwnTracks").
     public struct OwnTracks: Sendable, Equatable {
         public var enabled: Bool
         /// Tracker id, the initials a map shows: 1–2 letters or digits.
         public var tid: String
         /// With `{fleet}` and `{unit}` in it, replaced when published.
         public var topic: String
+        /// The feed connection's login, with `{fleet}` and `{unit}`: an account of its own, since a
+        /// second connection under the unit's login would take the unit's session over.
+        public var usernameTemplate = OwnTracksFeedAccount.usernameTemplate
+        public var passwordFile: String?
+        /// The feed's own client certificate and key, where the broker uses certificates.
+        public var certFile: String?
+        public var keyFile: String?
+
+        public func username(fleet: String, unit: String) -> String {
+            usernameTemplate.replacing("{fleet}", with: fleet).replacing("{unit}", with: unit)
+        }
     }
 
     /// Trust in the fleet's remote configuration and commands (docs/protocol.md).
@@ -310,13 +322,32 @@ public struct UnitConfiguration: Sendable, Equatable {
         let ownTracks = OwnTracks(
             enabled: ownTracksSection.bool("enabled", default: false),
             tid: ownTracksSection.string("tid", default: String(unit.id.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.suffix(2))) ?? "",
-            topic: ownTracksSection.string("topic", default: "owntracks/{fleet}/{unit}") ?? "")
+            topic: ownTracksSection.string("topic", default: OwnTracksFeedAccount.topicTemplate) ?? "",
+            usernameTemplate: ownTracksSection.string("username", default: OwnTracksFeedAccount.usernameTemplate) ?? OwnTracksFeedAccount.usernameTemplate,
+            passwordFile: ownTracksSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
+            certFile: ownTracksSection.string("certfile", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
+            keyFile: ownTracksSection.string("keyfile", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 })
         if ownTracks.enabled || ownTracksSection.has("tid"), !(1...2).contains(ownTracks.tid.count) || !ownTracks.tid.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
             ownTracksSection.reject("tid must be 1 or 2 letters or digits (the initials a map shows), found \"\(LogExcerpt.of(ownTracks.tid, limit: 20))\"")
         }
         if ownTracks.topic.contains(where: { "+#\u{0}".contains($0) }) || ownTracks.topic.hasPrefix("/") || ownTracks.topic.hasSuffix("/")
             || ownTracks.topic.firstRange(of: "//") != nil || ownTracks.topic.utf8.count > 256 {
             ownTracksSection.reject("topic must be an MQTT topic of at most 256 bytes without wildcards or empty levels, found \"\(LogExcerpt.of(ownTracks.topic, limit: 80))\"")
+        }
+        if let problem = Self.templateProblem("username", ownTracks.usernameTemplate, forbidding: "+#:") { ownTracksSection.reject(problem) }
+        if ownTracks.enabled, let login = mqtt.username, ownTracks.username(fleet: unit.fleet, unit: unit.id) == login {
+            ownTracksSection.reject("username must not be [mqtt] username: the feed's connection would take the unit's session over")
+        }
+        if (ownTracks.certFile == nil) != (ownTracks.keyFile == nil) {
+            ownTracksSection.reject("certfile and keyfile go together: set both or neither")
+        }
+        if ownTracks.certFile != nil, mqtt.tls == nil {
+            ownTracksSection.reject("certfile and keyfile need [mqtt] tls = true")
+        }
+        // Where a certificate is the login (mosquitto's use_identity_as_username), the unit's own
+        // would log the feed in as the unit, and the two connections would take turns throwing each other out.
+        if ownTracks.enabled, mqtt.tls?.certFile != nil, ownTracks.certFile == nil {
+            ownTracksSection.reject("certfile and keyfile are needed when [mqtt] has a client certificate: the feed's own, for its own account")
         }
         ownTracksSection.finish(into: &problems)
 
@@ -500,13 +531,21 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     /// Only `{fleet}` and `{unit}` may be substituted; the rest is printable ASCII without spaces.
     static func clientIDProblem(_ template: String) -> String? {
+        templateProblem("client_id", template)
+    }
+
+    /// A client id or login with `{fleet}` and `{unit}`; `forbidden` characters are refused too.
+    static func templateProblem(_ key: String, _ template: String, forbidding forbidden: String = "") -> String? {
         var rest = template
         for placeholder in MQTT.clientIDPlaceholders { rest = rest.replacing(placeholder, with: "") }
         if rest.contains("{" as Character) || rest.contains("}" as Character) {
-            return "client_id may use only the placeholders {fleet} and {unit}, found \"\(template)\""
+            return "\(key) may use only the placeholders {fleet} and {unit}, found \"\(template)\""
         }
         guard template.count <= 128, rest.allSatisfy({ $0.isASCII && !$0.isWhitespace && ($0.asciiValue ?? 0) >= 0x21 && $0 != "\u{7f}" }) else {
-            return "client_id must be at most 128 printable ASCII characters without spaces, found \"\(template)\""
+            return "\(key) must be at most 128 printable ASCII characters without spaces, found \"\(template)\""
+        }
+        if let character = rest.first(where: forbidden.contains) {
+            return "\(key) may not contain '\(character)', found \"\(template)\""
         }
         return nil
     }

@@ -54,8 +54,7 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
 }
 
 /// An OwnTracks `lwt` (`_type=lwt`): the device went away; `tst` is when its connection began, as the
-/// apps send it. A connection has one MQTT will, and the unit's is its `status`: the unit says this one
-/// itself on a clean stop (docs/protocol.md, "OwnTracks").
+/// apps send it. The will of the OwnTracks feed's own connection (docs/protocol.md, "OwnTracks").
 public struct OwnTracksLastWill: Sendable, Equatable, Encodable {
     public var type = "lwt"
     /// When the connection began, whole seconds since the epoch.

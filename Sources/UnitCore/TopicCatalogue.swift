@@ -26,12 +26,17 @@ public enum ContractTopic: String, Sendable, CaseIterable {
     case cmd
     case cmdReply = "cmd/reply"
     case telemetry
+    /// `owntracks/{fleet}/{unit}` (`[owntracks] topic`'s default): a unit's OwnTracks feed, outside
+    /// the prefix, on a connection and login of its own (`OwnTracksFeedAccount`).
+    case ownTracks = "owntracks"
 
-    /// The three kinds of broker account (etc/mosquitto-acl.example).
+    /// The kinds of broker account (etc/mosquitto-acl.example).
     public enum Party: String, Sendable, CaseIterable {
         case unit
         case dispatcher
         case fleet
+        /// A unit's OwnTracks feed connection.
+        case ownTracksFeed = "owntracks feed"
     }
 
     /// The topic's name below `{prefix}/{fleet}/{unit}/`, or below `{prefix}/{fleet}/` for the
@@ -41,9 +46,16 @@ public enum ContractTopic: String, Sendable, CaseIterable {
     /// True for the one topic that is not below a unit.
     public var isFleetWide: Bool { self == .fleetConfig }
 
-    /// `{prefix}/{fleet}/{unit}/{suffix}`, or `{prefix}/{fleet}/config`.
+    /// True for the topics below `{prefix}/{fleet}/{unit}/`.
+    public var isUnitTopic: Bool { self != .fleetConfig && self != .ownTracks }
+
+    /// `{prefix}/{fleet}/{unit}/{suffix}`, `{prefix}/{fleet}/config`, or the OwnTracks feed's.
     public func topic(prefix: String, fleet: String, unit: String) -> String {
-        isFleetWide ? "\(prefix)/\(fleet)/\(suffix)" : "\(prefix)/\(fleet)/\(unit)/\(suffix)"
+        switch self {
+        case .fleetConfig: "\(prefix)/\(fleet)/\(suffix)"
+        case .ownTracks: OwnTracksFeedAccount.topicTemplate.replacing("{fleet}", with: fleet).replacing("{unit}", with: unit)
+        default: "\(prefix)/\(fleet)/\(unit)/\(suffix)"
+        }
     }
 
     public var publisher: Party {
@@ -51,6 +63,7 @@ public enum ContractTopic: String, Sendable, CaseIterable {
         case .status, .pos, .posLast, .jobReply, .event, .sos, .ride, .msgReply, .msgRead, .configAck, .cmdReply, .telemetry: .unit
         case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue: .dispatcher
         case .fleetConfig, .config, .cmd: .fleet
+        case .ownTracks: .ownTracksFeed
         }
     }
 
@@ -65,21 +78,32 @@ public enum ContractTopic: String, Sendable, CaseIterable {
         case .configAck, .cmdReply, .telemetry: [.fleet]
         case .config: [.unit, .fleet]
         case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .cmd: [.unit]
-        case .fleetConfig: [.unit, .dispatcher, .fleet]
+        case .fleetConfig: Set(Party.allCases)
+        // Map tools (OwnTracks Recorder, Home Assistant) log in with accounts of their own.
+        case .ownTracks: []
         }
     }
 
     public var qos: Int {
         switch self {
-        case .posLast, .telemetry: 0
+        case .posLast, .telemetry, .ownTracks: 0
         default: 1
         }
     }
 
     public var retained: Bool {
         switch self {
-        case .status, .posLast, .fleetConfig, .config, .telemetry: true
+        case .status, .posLast, .fleetConfig, .config, .telemetry, .ownTracks: true
         default: false
         }
     }
+}
+
+/// The login of a unit's OwnTracks feed connection. Its own account, because the feed's connection
+/// carries OwnTracks' `lwt` as its will and a second connection under the unit's login would take the
+/// unit's session over. `{fleet}/{unit}` makes the default topic `owntracks/` + the username, so one
+/// mosquitto rule, `pattern write owntracks/%u`, gives each feed its own topic and nothing else.
+public enum OwnTracksFeedAccount {
+    public static let usernameTemplate = "{fleet}/{unit}"
+    public static let topicTemplate = "owntracks/{fleet}/{unit}"
 }

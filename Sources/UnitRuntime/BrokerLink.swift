@@ -18,6 +18,8 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
     }
 
     private let logger: Logger
+    /// With `[owntracks] enabled`: the feed's own connection, which follows this link's broker.
+    private let ownTracks: OwnTracksLink?
     private struct State {
         var current: MQTTConnection?
         var generation = 0
@@ -31,8 +33,9 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
     /// Taken by the loop thread at every attempt; restored and reserved on disk by the engine.
     private let counter = Mutex(ConnectionCounter(stored: nil))
 
-    public init(logger: Logger) {
+    public init(logger: Logger, ownTracks: OwnTracksLink? = nil) {
         self.logger = logger
+        self.ownTracks = ownTracks
     }
 
     /// Where every connection's events go, on the thread that has them (the engine's inbox).
@@ -65,10 +68,7 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
             endpoint: MQTTEndpoint(
                 host: mqtt.host, port: mqtt.port, keepaliveS: mqtt.keepaliveS,
                 clientID: mqtt.clientID(fleet: configuration.unit.fleet, unit: configuration.unit.id),
-                tls: mqtt.tls.map { MQTTTLS(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, version: $0.version, alpn: $0.alpn) },
-                credentials: credentials(mqtt),
-                // Validated at load: "5" or "3.1.1".
-                protocolVersion: MQTTProtocolVersion(rawValue: mqtt.protocolVersion) ?? .v5,
+                tls: mqtt.tls.map(Self.tls), credentials: credentials(mqtt), protocolVersion: Self.protocolVersion(mqtt),
                 sessionExpiryS: UInt32(clamping: mqtt.sessionExpiryS), otherNodes: Array(nodes.dropFirst()),
                 maximumPayloadBytes: Self.largestInboundPayloadBytes),
             will: nil,
@@ -99,7 +99,22 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         guard !isStopped else { return newGeneration }
         connection.deliverEvents { deliver(Event(generation: newGeneration, event: $0)) }
         connection.start()
+        ownTracks?.connect(configuration)
         return newGeneration
+    }
+
+    static func tls(_ tls: UnitConfiguration.TLS) -> MQTTTLS {
+        MQTTTLS(caFile: tls.caFile, certFile: tls.certFile, keyFile: tls.keyFile, version: tls.version, alpn: tls.alpn)
+    }
+
+    /// Validated at load: "5" or "3.1.1".
+    static func protocolVersion(_ mqtt: UnitConfiguration.MQTT) -> MQTTProtocolVersion {
+        MQTTProtocolVersion(rawValue: mqtt.protocolVersion) ?? .v5
+    }
+
+    /// To the OwnTracks feed's connection, not this one (`OwnTracksLink`).
+    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool) {
+        ownTracks?.publish(location, clock: clock, trustSystemClock: trustSystemClock)
     }
 
     private var connection: MQTTConnection? { state.withLock { $0.current } }
@@ -167,5 +182,6 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
     /// Replaces the connection's libmosquitto loop thread if it stopped coming round.
     func restartLoopIfSilent(longerThan limit: Duration) {
         connection?.restartLoopIfSilent(longerThan: limit)
+        ownTracks?.restartLoopIfSilent(longerThan: limit)
     }
 }

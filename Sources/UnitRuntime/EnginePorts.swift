@@ -1,6 +1,7 @@
 import GPSReader
 import MQTTLink
 import UnitConfig
+import UnitCore
 
 /// What the engine needs of the broker: `BrokerLink` on a unit, a recording one in the in-process
 /// engine tests.
@@ -14,6 +15,8 @@ protocol BrokerPort: AnyObject, Sendable {
     func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError)
     /// Drops the connection; it comes back by itself.
     func dropConnection()
+    /// The newest reported fix to the OwnTracks feed's own connection; `clock` is the unit's.
+    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool)
     /// Replaces a client loop that stopped coming round.
     func restartLoopIfSilent(longerThan limit: Duration)
     /// How many messages the outbox may hand over now under `[mqtt] max_publish_rate`.
@@ -30,9 +33,10 @@ protocol BrokerPort: AnyObject, Sendable {
 }
 
 extension BrokerPort {
-    // The in-process engine tests' recording broker has no rate limit, no connection counter and
-    // no nodes.
+    // The in-process engine tests' recording broker has no rate limit, no connection counter, no
+    // nodes and no OwnTracks feed.
     func publishAllowance() -> PublishAllowance { .unlimited }
+    func publishOwnTracks(_ location: OwnTracksLocation, clock: UnitClock, trustSystemClock: Bool) {}
     func restoreConnectionCounter(stored: Int64?) -> Int64? { nil }
     func connectionReservation() -> Int64? { nil }
     var connectionNumber: Int64? { nil }

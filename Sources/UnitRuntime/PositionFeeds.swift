@@ -23,38 +23,15 @@ struct PositionFeeds {
 }
 
 extension UnitEngine {
-    /// After a step: its newest reported fix, to OwnTracks (every one) and `pos/last` (when due).
+    /// After a step: its newest reported fix, to OwnTracks (every one, over the feed's own
+    /// connection) and `pos/last` (when due).
     func publishPositionFeeds(_ fixes: [RecordedFix]) {
-        guard broker.connected, let fix = fixes.last(where: \.report)?.fix else { return }
-        publishOwnTracks(fix)
-        if positionFeeds.lastPositionDue(fix) { publishLastPosition(fix) }
-    }
-
-    /// What OwnTracks clients read: the newest location on the device's topic, retained.
-    private func publishOwnTracks(_ fix: Fix) {
-        let settings = configuration.ownTracks
-        guard settings.enabled else { return }
-        do {
-            let topic = OwnTracksLocation.topic(settings.topic, fleet: configuration.unit.fleet, unit: configuration.unit.id)
-            _ = try mqtt.publish(topic: topic, payload: try OwnTracksLocation(fix, tid: settings.tid).json(), qos: 0, retain: true)
-        } catch {
-            logger.debug("OwnTracks location not published now", metadata: ["error": "\(error)"])
+        guard let fix = fixes.last(where: \.report)?.fix else { return }
+        let ownTracks = configuration.ownTracks
+        if ownTracks.enabled {
+            mqtt.publishOwnTracks(OwnTracksLocation(fix, tid: ownTracks.tid), clock: machine.positions.clock, trustSystemClock: clock.trustSystemClock)
         }
-    }
-
-    /// On a clean stop, with OwnTracks on: `_type: lwt` on the OwnTracks topic, so that a map marks
-    /// the taxi gone. Not retained: the last location stays where the taxi was. A crash or a lost
-    /// link cannot say it (the connection's one will is the status).
-    func publishOwnTracksGoodbye() {
-        let settings = configuration.ownTracks
-        guard settings.enabled, broker.connected else { return }
-        do {
-            let topic = OwnTracksLocation.topic(settings.topic, fleet: configuration.unit.fleet, unit: configuration.unit.id)
-            let payload = try OwnTracksLastWill(connectedAtMs: broker.since ?? clockMs()).json()
-            _ = try mqtt.publish(topic: topic, payload: payload, qos: 0, retain: false)
-        } catch {
-            logger.debug("OwnTracks lwt not published", metadata: ["error": "\(error)"])
-        }
+        if broker.connected, positionFeeds.lastPositionDue(fix) { publishLastPosition(fix) }
     }
 
     /// On every connection: the newest fix the unit has, also one stored before a restart.

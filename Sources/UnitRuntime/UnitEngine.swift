@@ -577,7 +577,6 @@ public final class UnitEngine: Service, @unchecked Sendable {
         performer.commitHeldFixes(now: clockMs())
         outbox.want()
         guard broker.connected else { return .finished }
-        publishOwnTracksGoodbye()
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }
         inbox.post(.shutdownDeadline, after: .seconds(Self.shutdownGraceS))

@@ -106,17 +106,16 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
             settings = try UnitConfiguration(document: local)
             // Checked here too, so that --check catches an unusable secret file.
             _ = try settings.mqtt.login()
+            if settings.ownTracks.enabled { _ = try settings.ownTracks.login(fleet: settings.unit.fleet, unit: settings.unit.id) }
         } catch {
             for problem in error.problems { printToStandardError("\(config): \(problem)") }
             throw ExitCode(1)
         }
         if check {
-            if let tls = settings.mqtt.tls {
-                let findings = TLSFileCheck.check(tls, now: Date(), read: Self.readFile)
-                for warning in findings.warnings { print("\(config): warning: \(warning)") }
-                for problem in findings.problems { printToStandardError("\(config): \(problem)") }
-                if !findings.problems.isEmpty { throw ExitCode(1) }
-            }
+            let findings = TLSFileCheck.check(settings, now: Date(), read: Self.readFile)
+            for warning in findings.warnings { print("\(config): warning: \(warning)") }
+            for problem in findings.problems { printToStandardError("\(config): \(problem)") }
+            if !findings.problems.isEmpty { throw ExitCode(1) }
             // The language matters only to a terminal: without one, its catalogue need not exist here.
             if settings.input.serial != nil {
                 do {
@@ -138,11 +137,9 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         let logger = Logger(label: "taxiunitd")
         // The same reading as --check, logged: an expiring certificate shows in the journal before
         // the broker refuses it.
-        if let tls = settings.mqtt.tls {
-            let findings = TLSFileCheck.check(tls, now: Date(), read: Self.readFile)
-            for warning in findings.warnings { logger.warning("\(warning)") }
-            for problem in findings.problems { logger.error("\(problem)") }
-        }
+        let findings = TLSFileCheck.check(settings, now: Date(), read: Self.readFile)
+        for warning in findings.warnings { logger.warning("\(warning)") }
+        for problem in findings.problems { logger.error("\(problem)") }
         // Whatever records swift-metrics in this process lands in the telemetry.
         let telemetry = TelemetryRegistry()
         MetricsSystem.bootstrap(telemetry)
@@ -172,8 +169,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
                 "\(what): moved it aside and started an empty one; messages queued in it were not sent",
                 metadata: ["store": "\(settings.store.path)", "moved_to": "\(aside.path)", "reason": "\(aside.reason)"])
         }
-        // The engine connects it with the fleet's config in force, which may name another broker.
-        let mqtt = BrokerLink(logger: logger)
+        // The engine connects it with the fleet's config in force, which may name another broker;
+        // the OwnTracks feed's connection follows it there.
+        let ownTracks = settings.ownTracks.enabled ? OwnTracksLink(logger: logger) : nil
+        let mqtt = BrokerLink(logger: logger, ownTracks: ownTracks)
         let gpsd = GPSDConnection(host: settings.gpsd.host, port: settings.gpsd.port)
         let devices = DriverDeviceSet(configuration: settings, logger: logger)
         let options = EngineOptions(
@@ -186,6 +185,10 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         // Shut down in reverse: the engine first (it says goodbye over MQTT), the broker connection last.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: AdapterService(mqtt)),
+        ]
+        // Its stop has the broker publish its will, the OwnTracks lwt, after the engine's goodbye.
+        if let ownTracks { services.append(.init(service: AdapterService(ownTracks))) }
+        services += [
             .init(service: AdapterService(gpsd)),
             .init(service: AdapterService(control)),
         ]

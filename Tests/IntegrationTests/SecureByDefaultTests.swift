@@ -17,11 +17,12 @@ final class Account: @unchecked Sendable {
     private var connections = 0
     private var pump: Task<Void, Never>?
 
-    init(_ username: String, port: Int, clientID: String? = nil, subscribe topics: [String] = []) async throws {
+    /// `tls`: where the broker takes the login from the client certificate, the username is ignored.
+    init(_ username: String, port: Int, clientID: String? = nil, tls: MQTTTLS? = nil, subscribe topics: [String] = []) async throws {
         connection = MQTTConnection(
             endpoint: MQTTEndpoint(
                 host: "127.0.0.1", port: port, keepaliveS: 10, clientID: clientID ?? "acl-\(username)", cleanSession: true,
-                credentials: MQTTCredentials(username: username, password: "pw-\(username)")),
+                tls: tls, credentials: MQTTCredentials(username: username, password: "pw-\(username)")),
             will: nil, backoff: ReconnectBackoff(minimumS: 5, maximumS: 5), logger: Logger(label: "acl-\(username)"))
         pump = Task { [connection, weak self] in
             for await event in connection.events {
@@ -80,12 +81,15 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
 }
 
 /// `etc/mosquitto-acl.example` and the listener settings of `etc/mosquitto.conf.example` in a real
-/// mosquitto, with a password file for two units, `dispatcher` and `fleet`. What each account may do
-/// comes from the unit's one topic catalogue (`ContractTopic`), never from a list kept here.
+/// mosquitto, with a password file for two units, their OwnTracks feeds, `dispatcher` and `fleet`.
+/// What each account may do comes from the unit's one topic catalogue (`ContractTopic`), never from a
+/// list kept here.
 @Suite(.serialized) struct BrokerACLTests {
     let scratch: ScratchDirectory
     let broker: MosquittoBroker
     static let units = ["T1", "T2"]
+    /// Each unit's OwnTracks feed account, in the same order.
+    static let feeds = units.map { OwnTracksFeedAccount.usernameTemplate.replacing("{fleet}", with: "north").replacing("{unit}", with: $0) }
     /// Every topic of the contract, for both units (the fleet-wide config once).
     static let topics = Array(Set(units.flatMap { unit in ContractTopic.allCases.map { $0.topic(prefix: "taxi", fleet: "north", unit: unit) } })).sorted()
 
@@ -100,35 +104,49 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
     }
 
     static func party(_ account: String) -> ContractTopic.Party {
-        ContractTopic.Party(rawValue: account) ?? .unit
+        feeds.contains(account) ? .ownTracksFeed : ContractTopic.Party(rawValue: account) ?? .unit
     }
 
-    /// A unit account acts only on its own topics (and reads the fleet-wide config); the dispatcher
-    /// and the fleet on every unit's.
+    /// The unit a unit's or a feed's account belongs to; nil for the dispatcher and the fleet.
+    static func ownUnit(_ account: String) -> String? {
+        switch party(account) {
+        case .unit: account
+        case .ownTracksFeed: feeds.firstIndex(of: account).map { units[$0] }
+        case .dispatcher, .fleet: nil
+        }
+    }
+
+    /// A unit's and a feed's account act only on their unit's topics (and read the fleet-wide
+    /// config); the dispatcher and the fleet on every unit's.
     static func mayPublish(_ account: String, _ topic: String) -> Bool {
         let (entry, unit) = entry(topic)
-        return entry.publisher == party(account) && (party(account) != .unit || unit == account)
+        return entry.publisher == party(account) && (ownUnit(account) == nil || unit == ownUnit(account))
     }
 
     static func mayRead(_ account: String, _ topic: String) -> Bool {
         let (entry, unit) = entry(topic)
-        return entry.readers.contains(party(account)) && (party(account) != .unit || unit == nil || unit == account)
+        return entry.readers.contains(party(account)) && (ownUnit(account) == nil || unit == nil || unit == ownUnit(account))
     }
 
-    /// The rules the catalogue calls for, as mosquitto writes them: `pattern` lines for every unit,
-    /// `topic` lines under each other account's `user`.
+    /// The rules the catalogue calls for, as mosquitto writes them: `pattern` lines for every unit
+    /// and feed, `topic` lines under each other account's `user`. A feed's topic is `owntracks/`
+    /// and its username.
     static var rulesFromTheCatalogue: Set<String> {
         var rules: Set<String> = []
         for entry in ContractTopic.allCases {
-            let unitTopic = entry.isFleetWide ? "taxi/+/config" : "taxi/+/%u/\(entry.suffix)"
+            let unitTopic = switch entry {
+            case .fleetConfig: "taxi/+/config"
+            case .ownTracks: OwnTracksFeedAccount.topicTemplate.replacing(OwnTracksFeedAccount.usernameTemplate, with: "%u")
+            default: "taxi/+/%u/\(entry.suffix)"
+            }
             let anyUnitTopic = entry.isFleetWide ? "taxi/+/config" : "taxi/+/+/\(entry.suffix)"
             switch entry.publisher {
-            case .unit: rules.insert("pattern write \(unitTopic)")
+            case .unit, .ownTracksFeed: rules.insert("pattern write \(unitTopic)")
             case .dispatcher, .fleet: rules.insert("user \(entry.publisher.rawValue): topic write \(anyUnitTopic)")
             }
             for reader in entry.readers.sorted(by: { $0.rawValue < $1.rawValue }) {
                 switch reader {
-                case .unit: rules.insert("pattern read \(unitTopic)")
+                case .unit, .ownTracksFeed: rules.insert("pattern read \(unitTopic)")
                 // The fleet-wide config's pattern line already lets every login read it.
                 case .dispatcher, .fleet: if !entry.isFleetWide { rules.insert("user \(reader.rawValue): topic read \(anyUnitTopic)") }
                 }
@@ -168,16 +186,21 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         let rows = table.split(separator: "\n").dropFirst(2).map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
         let documented = rows.map { "\($0[0]) \($0[1]) \($0[2]) \($0[3])" }
         let catalogued = ContractTopic.allCases.map { entry in
-            let topic = entry.isFleetWide ? "`{prefix}/{fleet}/config`" : "`…/\(entry.suffix)`"
+            let topic = switch entry {
+            case .fleetConfig: "`{prefix}/{fleet}/config`"
+            case .ownTracks: "`\(OwnTracksFeedAccount.topicTemplate)`"
+            default: "`…/\(entry.suffix)`"
+            }
             let direction = switch entry.publisher {
             case .unit: "unit → \(entry.readers.map(\.rawValue).sorted().joined(separator: ", "))"
             case .dispatcher: "dispatcher → \(entry.readers.map(\.rawValue).sorted().joined(separator: ", "))"
             case .fleet: entry.isFleetWide ? "fleet → every unit" : "fleet → this unit"
+            case .ownTracksFeed: "unit's owntracks feed → map tools"
             }
             return "\(topic) \(direction) \(entry.qos) \(entry.retained ? "yes" : "no")"
         }
         #expect(documented == catalogued)
-        let suffixes = Set(ContractTopic.allCases.filter { !$0.isFleetWide }.map(\.suffix))
+        let suffixes = Set(ContractTopic.allCases.filter(\.isUnitTopic).map(\.suffix))
         let used = UnitTopic.allCases.map(\.rawValue) + InboundTopic.allCases.map(\.rawValue) + MessageTopic.allCases.map(\.rawValue) + [RideMessage.topic]
         #expect(Set(used) == suffixes, "in the code, not catalogued: \(Set(used).subtracting(suffixes).sorted()); catalogued, not used: \(suffixes.subtracting(used).sorted())")
     }
@@ -187,14 +210,14 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         // Test instruments, not part of the example: `observer` sees every publish that got through,
         // `admin` publishes what each account's subscriptions are tried with.
         broker = try exampleBroker(
-            in: scratch, accounts: Self.units + ["dispatcher", "fleet", "observer", "admin"],
+            in: scratch, accounts: Self.units + Self.feeds + ["dispatcher", "fleet", "observer", "admin"],
             extraACL: "user observer\ntopic read #\nuser admin\ntopic write #")
     }
 
-    /// Every documented topic (of T1, of T2 and the fleet's) x {T1, T2, dispatcher, fleet} x
-    /// {publish, subscribe}, against what the catalogue allows.
+    /// Every documented topic (of T1, of T2 and the fleet's) x {T1, T2, their OwnTracks feeds,
+    /// dispatcher, fleet} x {publish, subscribe}, against what the catalogue allows.
     @Test func everyAllowedAndForbiddenPublishAndSubscribe() async throws {
-        let accounts = Self.units + ["dispatcher", "fleet"]
+        let accounts = Self.units + Self.feeds + ["dispatcher", "fleet"]
         var connected: [String: Account] = [:]
         for account in accounts {
             connected[account] = try await Account(account, port: broker.port, subscribe: Self.topics)
@@ -270,7 +293,7 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
             extraTOML: signer.fleetSection() + "\n[telemetry]\ninterval_s = 1\n",
             mqttTOML: "username = \"T1\"\npassword_file = \"\(passwordFile)\"")
         func readable(by party: ContractTopic.Party) -> [String] {
-            ContractTopic.allCases.filter { $0.readers.contains(party) && !$0.isFleetWide }.map { $0.topic(prefix: "taxi", fleet: "north", unit: "T1") }
+            ContractTopic.allCases.filter { $0.readers.contains(party) && $0.isUnitTopic }.map { $0.topic(prefix: "taxi", fleet: "north", unit: "T1") }
         }
         let dispatcher = try await Account("dispatcher", port: broker.port, subscribe: readable(by: .dispatcher))
         let fleet = try await Account("fleet", port: broker.port, subscribe: readable(by: .fleet))
@@ -338,6 +361,70 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         unit.stop()
         dispatcher.stop()
         fleet.stop()
+    }
+
+    /// A private file holding `text`, as the daemon wants its secrets.
+    func secret(_ name: String, _ text: String) throws -> String {
+        let path = scratch.file(name)
+        try (text + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return path
+    }
+
+    /// T1 with `[owntracks]`, logged in as T1 and its feed as `north/T1` with `feedPassword`.
+    func ownTracksUnit(gps: FakeGPS, feedPassword: String) throws -> UnitUnderTest {
+        try UnitUnderTest(
+            unitID: "T1", fleet: "north", mqttPort: broker.port, gpsdPort: gps.port, in: scratch,
+            extraTOML: "[owntracks]\nenabled = true\npassword_file = \"\(try secret("feed.password", feedPassword))\"\n",
+            reportingIntervalS: 0.2,
+            mqttTOML: "username = \"T1\"\npassword_file = \"\(try secret("T1.password", "pw-T1"))\"")
+    }
+
+    /// The feed logs in as its own account: its locations get through the shipped ACL, and so does
+    /// its will, which the broker publishes when the unit is killed.
+    @Test func aUnitsOwnTracksFeedAndItsWillPassTheShippedACL() async throws {
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.1)
+        let feed = try #require(Self.feeds.first)
+        let unit = try ownTracksUnit(gps: gps, feedPassword: "pw-\(feed)")
+        let topic = ContractTopic.ownTracks.topic(prefix: "taxi", fleet: "north", unit: "T1")
+        let observer = try await Account("observer", port: broker.port, subscribe: [topic, unit.topicBase + "status"])
+        try await unit.start()
+        try await waitUntil("a location on the feed's topic", timeoutS: 30, detail: { unit.log }) {
+            observer.messages.contains { $0.topic == topic && $0.json?["_type"] as? String == "location" }
+        }
+        #expect(!observer.messages.contains { $0.topic == topic && $0.json?["_type"] as? String == "lwt" })
+        unit.killHard()
+        try await waitUntil("the broker's lwt", timeoutS: 20) {
+            observer.messages.contains { $0.topic == topic && $0.json?["_type"] as? String == "lwt" }
+        }
+        #expect(!unit.log.contains("OwnTracks feed cannot connect"), "\(unit.log)")
+        observer.stop()
+    }
+
+    /// A feed the broker refuses leaves the unit's own link alone: positions go out on `pos`, the
+    /// status stays online, and the refusal is logged once however often the feed retries.
+    @Test func aRefusedOwnTracksLoginLeavesTheUnitsLinkAlone() async throws {
+        let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.1)
+        let unit = try ownTracksUnit(gps: gps, feedPassword: "not-the-password")
+        let ownTracks = ContractTopic.ownTracks.topic(prefix: "taxi", fleet: "north", unit: "T1")
+        let observer = try await Account("observer", port: broker.port, subscribe: [ownTracks, unit.topicBase + "status", unit.topicBase + "pos"])
+        try await unit.start()
+        try await waitUntil("the refusal logged", timeoutS: 30, detail: { unit.log }) { unit.log.contains("OwnTracks feed cannot connect") }
+        let positionsThen = observer.messages.filter { $0.topic == unit.topicBase + "pos" }.count
+        // Several attempts of the feed (its backoff is 0.2 to 1 s), while positions keep going out.
+        try await waitUntil("more positions on pos", timeoutS: 30) {
+            observer.messages.filter { $0.topic == unit.topicBase + "pos" }.count >= positionsThen + 5
+        }
+        try await Task.sleep(for: .seconds(3))
+        let status = try unit.status()
+        #expect(status.broker.connected)
+        #expect(status.broker.lastError == nil, "\(String(describing: status.broker.lastError))")
+        let statuses = observer.messages.filter { $0.topic == unit.topicBase + "status" }.compactMap { $0.json?["online"] as? Bool }
+        #expect(statuses.contains(true) && !statuses.contains(false), "\(statuses)")
+        #expect(unit.log.components(separatedBy: "OwnTracks feed cannot connect").count == 2, "\(unit.log)")
+        #expect(!observer.messages.contains { $0.topic == ownTracks })
+        unit.stop()
+        observer.stop()
     }
 
     @Test func aUnitsCredentialsCannotConnectUnderAnotherUnitsClientID() async throws {

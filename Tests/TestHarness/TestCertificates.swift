@@ -18,6 +18,13 @@ public struct TestCertificates: Sendable {
     public var otherClientKeyFile: String { directory + "/other-client.key" }
     /// Signed by the other CA: the broker does not trust it.
     public var foreignClientCertFile: String { directory + "/foreign-client.crt" }
+    /// The OwnTracks feed of unit T1 in fleet "test": CN `test/T1`, its username where the
+    /// certificate is the login.
+    public var feedCertFile: String { directory + "/feed-client.crt" }
+    public var feedKeyFile: String { directory + "/feed-client.key" }
+    /// A client of the test's own (CN `observer`), to watch what a unit publishes.
+    public var observerCertFile: String { directory + "/observer-client.crt" }
+    public var observerKeyFile: String { directory + "/observer-client.key" }
 
     public init(in scratch: ScratchDirectory) throws {
         directory = scratch.file("pki")
@@ -35,7 +42,12 @@ public struct TestCertificates: Sendable {
         try sign("client", by: "ca", output: "soon-client.crt", days: 10)
         try sign("client", by: "other-ca", output: "foreign-client.crt", days: 30)
         try makeKeyAndRequest("other-client", subject: "/CN=T2")
-        for key in ["ca", "other-ca", "server", "client", "other-client"] {
+        // openssl reads "\/" as a "/" inside the CN.
+        try makeKeyAndRequest("feed-client", subject: "/CN=test\\/T1")
+        try sign("feed-client", by: "ca", output: "feed-client.crt", days: 90)
+        try makeKeyAndRequest("observer-client", subject: "/CN=observer")
+        try sign("observer-client", by: "ca", output: "observer-client.crt", days: 90)
+        for key in ["ca", "other-ca", "server", "client", "other-client", "feed-client", "observer-client"] {
             chmod(directory + "/\(key).key", 0o600)
         }
     }

@@ -70,6 +70,11 @@ import UnitConfig
         let sources = try LocalConfigSources.load(path: directory + "/taxiunitd.toml", machine: machine(credentials: "/run/credentials/taxiunitd.service"))
         #expect(string(sources.value, "mqtt", "password_file") == "/run/credentials/taxiunitd.service/mqtt-password")
         #expect(sources.origins["mqtt.password_file"] == directory + "/taxiunitd.toml (credential)")
+        // The OwnTracks feed's secrets too: its account is a second login of the unit's.
+        try write("conf.d/2.toml", "[owntracks]\nenabled = true\npassword_file = \"credential:feed-password\"\n")
+        let withFeed = try LocalConfigSources.load(path: directory + "/taxiunitd.toml", machine: machine(credentials: "/run/credentials/taxiunitd.service"))
+        #expect(string(withFeed.value, "owntracks", "password_file") == "/run/credentials/taxiunitd.service/feed-password")
+        try FileManager.default.removeItem(atPath: directory + "/conf.d/2.toml")
 
         let outsideSystemd = #expect(throws: ConfigError.self) {
             try LocalConfigSources.load(path: directory + "/taxiunitd.toml", machine: machine())

@@ -55,6 +55,34 @@ import UnitCore
         #expect(OwnTracksLocation.topic("owntracks/{fleet}/{unit}", fleet: "north", unit: "T7") == "owntracks/north/T7")
     }
 
+    @Test func theOwnTracksFeedLogsInAsItsOwnAccount() throws {
+        let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
+        let plain = try parse(unit + "[owntracks]\nenabled = true\n")
+        #expect(plain.ownTracks.username(fleet: "north", unit: "T7") == "north/T7")
+        // The default topic is owntracks/ and the default username: what `pattern write owntracks/%u` allows.
+        #expect(OwnTracksLocation.topic(plain.ownTracks.topic, fleet: "north", unit: "T7") == "owntracks/" + plain.ownTracks.username(fleet: "north", unit: "T7"))
+        let named = try parse(unit + "[owntracks]\nenabled = true\nusername = \"ot-{unit}\"\n")
+        #expect(named.ownTracks.username(fleet: "north", unit: "T7") == "ot-T7")
+        let tls = "[mqtt]\nhost = \"broker.example\"\ntls = true\ncafile = \"system\"\ncertfile = \"/c.pem\"\nkeyfile = \"/k.pem\"\n"
+        let withOwnCertificate = try parse(unit + tls + "[owntracks]\nenabled = true\ncertfile = \"/f.pem\"\nkeyfile = \"/fk.pem\"\n")
+        #expect(withOwnCertificate.ownTracks.certFile == "/f.pem" && withOwnCertificate.ownTracks.keyFile == "/fk.pem")
+        // Off, the feed needs nothing.
+        _ = try parse(unit + tls)
+        #expect(problems(unit + tls + "[owntracks]\nenabled = true\n") == [
+            "owntracks.certfile and keyfile are needed when [mqtt] has a client certificate: the feed's own, for its own account",
+        ])
+        #expect(problems(unit + "[mqtt]\nusername = \"T7\"\n[owntracks]\nenabled = true\nusername = \"{unit}\"\n") == [
+            "owntracks.username must not be [mqtt] username: the feed's connection would take the unit's session over",
+        ])
+        #expect(problems(unit + "[owntracks]\nusername = \"#{unit}\"\n") == ["owntracks.username may not contain '#', found \"#{unit}\""])
+        #expect(problems(unit + "[owntracks]\nusername = \"{id}\"\n") == ["owntracks.username may use only the placeholders {fleet} and {unit}, found \"{id}\""])
+        #expect(problems(unit + "[owntracks]\ncertfile = \"/f.pem\"\n") == [
+            "owntracks.certfile and keyfile go together: set both or neither", "owntracks.certfile and keyfile need [mqtt] tls = true",
+        ])
+        // The fleet cannot set it: the feed's login is the unit's own.
+        #expect(UnitConfiguration.remotelySettable["owntracks"] == nil)
+    }
+
     @Test func jobRulesAndSeatsAreReadAndChecked() throws {
         let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\nreminder_min = 0\n")
         #expect(config.unit.seats == 7)
