@@ -67,7 +67,7 @@ public struct InputConfiguration: Sendable, Equatable {
 
         if let buttonsValue {
             var reader = SectionReader(path: "input.buttons", value: .table(buttonsValue), problems: &problems)
-            let device = reader.string("device", default: nil) ?? ""
+            let device = reader.requiredString("device")
             let debounceMs = reader.integer("debounce_ms", default: 30, in: 0...1000)
             let sosHoldMs = reader.integer("sos_hold_ms", default: 2000, in: 500...10000)
             let keys = Self.keyMap(reader.table("keys"), path: "input.buttons.keys", default: Self.defaultButtonKeys,
@@ -79,7 +79,7 @@ public struct InputConfiguration: Sendable, Equatable {
 
         if let serialValue {
             var reader = SectionReader(path: "input.serial", value: .table(serialValue), problems: &problems)
-            let device = reader.string("device", default: nil) ?? ""
+            let device = reader.requiredString("device")
             let baud = reader.integer("baud", default: 9600, in: 1...1_000_000)
             if !Self.baudRates.contains(baud) {
                 reader.reject("baud must be one of \(Self.baudRates.map(String.init).joined(separator: ", ")), found \(baud)")
@@ -98,7 +98,7 @@ public struct InputConfiguration: Sendable, Equatable {
 
         if let badgeValue {
             var reader = SectionReader(path: "input.badge", value: .table(badgeValue), problems: &problems)
-            let device = reader.string("device", default: nil) ?? ""
+            let device = reader.requiredString("device")
             let pin = reader.bool("pin", default: false)
             // The PIN is typed on the terminal's keys.
             if pin && serial == nil { reader.reject("pin = true needs [input.serial], whose keys the PIN is typed on") }

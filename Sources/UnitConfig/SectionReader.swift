@@ -35,18 +35,35 @@ struct SectionReader {
         take(key)
     }
 
-    mutating func string(_ key: String, default fallback: String?, nonEmpty: Bool = true) -> String? {
-        guard let value = take(key) else {
-            if fallback == nil { problems.append("\(name(key)) is missing") }
-            return fallback
+    /// The key's text, or `fallback` when it is absent (or wrong, with the problem noted).
+    mutating func string(_ key: String, default fallback: String) -> String {
+        text(key) ?? fallback
+    }
+
+    /// The key's text; a missing key is a problem, and "" stands in until the problems are reported.
+    mutating func requiredString(_ key: String) -> String {
+        guard has(key) else {
+            problems.append("\(name(key)) is missing")
+            return ""
         }
+        return text(key) ?? ""
+    }
+
+    /// The key's text, nil when it is absent or "" (how the file says "none", as for a path).
+    mutating func optionalString(_ key: String) -> String? {
+        text(key, emptyAllowed: true).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The text of `key`; nil when absent, or when it is not a string or empty (problems noted).
+    private mutating func text(_ key: String, emptyAllowed: Bool = false) -> String? {
+        guard let value = take(key) else { return nil }
         guard case .string(let text) = value else {
             problems.append("\(name(key)) must be a string, found \(value.typeName)")
-            return fallback
+            return nil
         }
-        if nonEmpty && text.isEmpty {
+        if !emptyAllowed && text.isEmpty {
             problems.append("\(name(key)) must not be empty")
-            return fallback
+            return nil
         }
         return text
     }
@@ -120,7 +137,7 @@ struct SectionReader {
     }
 
     mutating func oneOf(_ key: String, default fallback: String, allowed: [String]) -> String {
-        guard let text = string(key, default: fallback) else { return fallback }
+        let text = string(key, default: fallback)
         guard allowed.contains(text) else {
             problems.append("\(name(key)) must be one of \(allowed.joined(separator: ", ")), found \"\(text)\"")
             return fallback

@@ -207,10 +207,10 @@ public struct UnitConfiguration: Sendable, Equatable {
 
         var unitSection = SectionReader(path: "unit", value: root["unit"], problems: &problems)
         let unit = Unit(
-            id: unitSection.string("id", default: nil) ?? "",
-            fleet: unitSection.string("fleet", default: nil) ?? "",
-            language: unitSection.string("language", default: "en")!,
-            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang")!,
+            id: unitSection.requiredString("id"),
+            fleet: unitSection.requiredString("fleet"),
+            language: unitSection.string("language", default: "en"),
+            catalogues: unitSection.string("catalogues", default: "/usr/share/taxiunitd/lang"),
             seats: unitSection.integer("seats", default: 4, in: 1...99)
         )
         if !Self.isLanguageCode(unit.language) {
@@ -223,7 +223,7 @@ public struct UnitConfiguration: Sendable, Equatable {
 
         var gpsdSection = SectionReader(path: "gpsd", value: root["gpsd"], problems: &problems)
         let gpsd = GPSD(
-            host: gpsdSection.string("host", default: "127.0.0.1")!,
+            host: gpsdSection.string("host", default: "127.0.0.1"),
             port: gpsdSection.integer("port", default: 2947, in: 1...65535)
         )
         gpsdSection.finish(into: &problems)
@@ -231,23 +231,23 @@ public struct UnitConfiguration: Sendable, Equatable {
         var mqttSection = SectionReader(path: "mqtt", value: root["mqtt"], problems: &problems)
         let listed = mqttSection.has("hosts")
         var mqtt = MQTT(
-            host: mqttSection.string("host", default: "127.0.0.1")!,
+            host: mqttSection.string("host", default: "127.0.0.1"),
             port: mqttSection.integer("port", default: 1883, in: 1...65535),
             keepaliveS: mqttSection.integer("keepalive_s", default: 30, in: 5...3600),
-            topicPrefix: mqttSection.string("topic_prefix", default: "taxi")!,
+            topicPrefix: mqttSection.string("topic_prefix", default: "taxi"),
             reconnectMinS: mqttSection.number("reconnect_min_s", default: 1, in: 0.1...3600),
             reconnectMaxS: mqttSection.number("reconnect_max_s", default: 300, in: 0.1...3600),
             maxInflight: mqttSection.integer("max_inflight", default: 10, in: 1...1000),
             batchMax: mqttSection.integer("batch_max", default: 50, in: 1...1000),
             tls: Self.readTLS(&mqttSection),
-            username: mqttSection.string("username", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
-            passwordFile: mqttSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
+            username: mqttSection.optionalString("username"),
+            passwordFile: mqttSection.optionalString("password_file"),
             inboundPerS: mqttSection.number("inbound_per_s", default: 10, in: 1...10_000),
             allowPlaintext: mqttSection.bool("allow_plaintext", default: false),
             protocolVersion: mqttSection.oneOf("protocol", default: "5", allowed: ["5", "3.1.1"]),
             sessionExpiryS: mqttSection.integer("session_expiry_s", default: 86_400, in: 0...Int(UInt32.max)),
             maxPublishRate: mqttSection.number("max_publish_rate", default: 0, in: 0...100_000),
-            clientIDTemplate: mqttSection.string("client_id", default: MQTT.defaultClientID) ?? MQTT.defaultClientID
+            clientIDTemplate: mqttSection.string("client_id", default: MQTT.defaultClientID)
         )
         if let problem = Self.clientIDProblem(mqtt.clientIDTemplate) { mqttSection.reject(problem) }
         let hosts = mqttSection.strings("hosts")
@@ -280,7 +280,7 @@ public struct UnitConfiguration: Sendable, Equatable {
 
         var storeSection = SectionReader(path: "store", value: root["store"], problems: &problems)
         let store = Store(
-            path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite")!,
+            path: storeSection.string("path", default: "/var/lib/taxiunitd/unit.sqlite"),
             maxMB: storeSection.number("max_mb", default: 64, in: 0.1...1_000_000),
             retentionDays: storeSection.number("retention_days", default: 7, in: 0.001...3650),
             positionCommitMs: storeSection.integer("position_commit_ms", default: 1000, in: 0...60_000)
@@ -288,7 +288,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         storeSection.finish(into: &problems)
 
         var controlSection = SectionReader(path: "control", value: root["control"], problems: &problems)
-        let control = Control(socket: controlSection.string("socket", default: "/run/taxiunitd/control.sock")!)
+        let control = Control(socket: controlSection.string("socket", default: "/run/taxiunitd/control.sock"))
         controlSection.finish(into: &problems)
 
         var gpsSection = SectionReader(path: "gps", value: root["gps"], problems: &problems)
@@ -309,7 +309,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         var telemetrySection = SectionReader(path: "telemetry", value: root["telemetry"], problems: &problems)
         let telemetry = Telemetry(
             intervalS: telemetrySection.number("interval_s", default: 60, in: 0...86400),
-            textfile: telemetrySection.string("textfile", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 })
+            textfile: telemetrySection.optionalString("textfile"))
         // Below a second it would be a stream, not telemetry: the retained message is a snapshot.
         if telemetry.intervalS > 0 && telemetry.intervalS < 1 {
             telemetrySection.reject("interval_s must be 0 (off) or at least 1")
@@ -321,12 +321,12 @@ public struct UnitConfiguration: Sendable, Equatable {
         var ownTracksSection = SectionReader(path: "owntracks", value: root["owntracks"], problems: &problems)
         let ownTracks = OwnTracks(
             enabled: ownTracksSection.bool("enabled", default: false),
-            tid: ownTracksSection.string("tid", default: String(unit.id.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.suffix(2))) ?? "",
-            topic: ownTracksSection.string("topic", default: OwnTracksFeedAccount.topicTemplate) ?? "",
-            usernameTemplate: ownTracksSection.string("username", default: OwnTracksFeedAccount.usernameTemplate) ?? OwnTracksFeedAccount.usernameTemplate,
-            passwordFile: ownTracksSection.string("password_file", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
-            certFile: ownTracksSection.string("certfile", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 },
-            keyFile: ownTracksSection.string("keyfile", default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 })
+            tid: ownTracksSection.string("tid", default: String(unit.id.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.suffix(2))),
+            topic: ownTracksSection.string("topic", default: OwnTracksFeedAccount.topicTemplate),
+            usernameTemplate: ownTracksSection.string("username", default: OwnTracksFeedAccount.usernameTemplate),
+            passwordFile: ownTracksSection.optionalString("password_file"),
+            certFile: ownTracksSection.optionalString("certfile"),
+            keyFile: ownTracksSection.optionalString("keyfile"))
         if ownTracks.enabled || ownTracksSection.has("tid"), !(1...2).contains(ownTracks.tid.count) || !ownTracks.tid.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
             ownTracksSection.reject("tid must be 1 or 2 letters or digits (the initials a map shows), found \"\(LogExcerpt.of(ownTracks.tid, limit: 20))\"")
         }
@@ -454,14 +454,11 @@ public struct UnitConfiguration: Sendable, Equatable {
 
     private static func readTLS(_ section: inout SectionReader) -> TLS? {
         let enabled = section.bool("tls", default: false)
-        func optionalPath(_ key: String) -> String? {
-            section.string(key, default: "", nonEmpty: false).flatMap { $0.isEmpty ? nil : $0 }
-        }
-        let caFile = optionalPath("cafile")
-        let certFile = optionalPath("certfile")
-        let keyFile = optionalPath("keyfile")
+        let caFile = section.optionalString("cafile")
+        let certFile = section.optionalString("certfile")
+        let keyFile = section.optionalString("keyfile")
         let version = section.oneOf("tls_version", default: "tlsv1.2", allowed: tlsVersions)
-        let alpn = optionalPath("alpn")
+        let alpn = section.optionalString("alpn")
         if let alpn, alpn.utf8.count > 255 || !alpn.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
             section.reject("alpn must be one protocol name of at most 255 printable ASCII characters, such as \"mqtt\"")
         }
@@ -616,7 +613,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         var ids: Set<String> = []
         for (index, entry) in entries.enumerated() {
             var section = SectionReader(path: "zones[\(index)]", value: entry, problems: &problems)
-            let id = section.string("id", default: nil) ?? ""
+            let id = section.requiredString("id")
             if !id.isEmpty, !ids.insert(id).inserted { section.reject("id \"\(id)\" is used by an earlier zone") }
             let polygon = readPolygon(section.value("polygon"), into: &section)
             section.finish(into: &problems)
