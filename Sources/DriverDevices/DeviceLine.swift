@@ -200,18 +200,6 @@ final class DeviceLine: Sendable {
         return .all
     }
 
-    /// Milliseconds on the monotonic clock: what the button debouncer counts in.
-    static func monotonicMs() -> Int64 {
-        monotonicUs() / 1000
-    }
-
-    /// Microseconds on the monotonic clock: what the terminal's key decoder counts in.
-    static func monotonicUs() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
-    }
-
     /// Opens an evdev device for reading and grabs it (EVIOCGRAB): the keys are ours alone, so KEY_F1
     /// does not also switch the console and a badge number is not typed into a console login.
     static func openInputDevice(_ path: String) -> Result<Int32, DeviceError> {

@@ -70,7 +70,7 @@ public final class EvdevReader: BackgroundAdapter {
         var keys = interpreter()
         var buffer = [UInt8](repeating: 0, count: layout.recordSize * 64)
         while !line.stopping {
-            let now = DeviceLine.monotonicMs()
+            let now = Monotonic.milliseconds()
             let timeout = keys.nextDeadline.map { Int(clamping: max(0, $0 - now)) } ?? 1000
             switch line.wait(fd: fd, timeoutMs: timeout) {
             case .failed(let reason): return .lost(reason)
@@ -81,14 +81,14 @@ public final class EvdevReader: BackgroundAdapter {
                 case .end: return .ended
                 case .nothingYet: break
                 case .bytes(let count):
-                    let at = DeviceLine.monotonicMs()
+                    let at = Monotonic.milliseconds()
                     for record in decoder.decode(buffer[..<count]) {
                         guard let (code, value) = record.keyChange else { continue }
                         for press in keys.key(code, value, at: at) { sink.yield(press) }
                     }
                 }
             }
-            for press in keys.tick(at: DeviceLine.monotonicMs()) { sink.yield(press) }
+            for press in keys.tick(at: Monotonic.milliseconds()) { sink.yield(press) }
         }
         return .stopped
     }

@@ -93,19 +93,19 @@ public final class SerialTerminal: BackgroundAdapter {
         screen.withLock { $0.presenter.invalidate() }
         while !line.stopping {
             if let failure = draw(fd) { return .lost(failure) }
-            let now = DeviceLine.monotonicUs()
+            let now = Monotonic.microseconds()
             let deadline = min(decoder.nextDeadline ?? .max, now + Self.refreshUs)
             switch line.wait(fd: fd, timeoutUs: deadline - now) {
             case .failed(let reason): return .lost(reason)
             case .woken: continue
-            case .timedOut: handle(decoder.tick(at: DeviceLine.monotonicUs()))
+            case .timedOut: handle(decoder.tick(at: Monotonic.microseconds()))
             case .readable:
                 switch DeviceLine.read(fd, into: &buffer) {
                 case .failed(let reason): return .lost(reason)
                 // A tty that reads end-of-file has hung up (the USB adapter went away).
                 case .end: return .lost("hung up")
                 case .nothingYet: break
-                case .bytes(let count): handle(decoder.receive(buffer[..<count], at: DeviceLine.monotonicUs()))
+                case .bytes(let count): handle(decoder.receive(buffer[..<count], at: Monotonic.microseconds()))
                 }
             }
         }

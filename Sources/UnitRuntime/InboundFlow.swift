@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Platform
 import Synchronization
 import UnitCore
 
@@ -49,7 +50,7 @@ final class InboundFlow: Sendable {
     private let state: Mutex<State>
     private let now: @Sendable () -> Double
 
-    init(perSecond: Double, now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+    init(perSecond: Double, now: @escaping @Sendable () -> Double = { Monotonic.seconds() }) {
         self.now = now
         state = Mutex(State(buckets: Self.buckets(perSecond: perSecond)))
     }

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Platform
 import UnitCore
 
 /// The machine's clocks, read for the core (which has none).
@@ -12,7 +13,7 @@ enum SystemClock {
     static func sample(trustSystem: Bool) -> ClockSample {
         ClockSample(
             systemS: Date().timeIntervalSince1970, systemSynchronised: trustSystem || isSynchronised,
-            monotonicS: ProcessInfo.processInfo.systemUptime)
+            monotonicS: Monotonic.seconds())
     }
 
     /// What `timedatectl` calls "System clock synchronized": the kernel's NTP state, set by chrony,

@@ -11,6 +11,7 @@ import GPSReader
 import LocalCache
 import Logging
 import MQTTLink
+import Platform
 import ServiceLifecycle
 import UnitConfig
 import UnitCore
@@ -190,7 +191,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         performer.driver = session.driver
         gpsd.deliverEvents { [inbox] event in
             let isSample = if case .sample = event { true } else { false }
-            inbox.post(.gps(event, arrivedAtS: ProcessInfo.processInfo.systemUptime), mayWait: isSample ? .fix : [], droppable: isSample)
+            inbox.post(.gps(event, arrivedAtS: Monotonic.seconds()), mayWait: isSample ? .fix : [], droppable: isSample)
         }
         mqtt.deliverEvents { [inbox, inboundFlow] linked in
             switch linked.event {
