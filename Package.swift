@@ -118,7 +118,7 @@ let package = Package(
         .target(name: "DriverKeys"),
         .target(name: "DriverDisplay", dependencies: ["UnitCore", "UnitConfig"]),
         .target(name: "DriverDevices", dependencies: [
-            "DriverKeys", "DriverDisplay", "Platform",
+            "DriverKeys", "DriverDisplay", "Platform", "UnitCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

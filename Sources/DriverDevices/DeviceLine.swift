@@ -5,28 +5,30 @@ import Foundation
 #endif
 import Logging
 import Platform
+import UnitCore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A driver input from a button or the terminal: the input as configured (`accept`, `pob 2`, `sos`),
-/// the same words `taxiunitctl press` takes.
+/// A driver input from a button or the terminal: what its key is mapped to (`accept`, `pob 2`,
+/// `sos`), parsed when the configuration was read.
 public struct DriverPress: Sendable, Equatable {
-    public var input: String
+    /// nil for an unmapped key, a badge and a dropped burst.
+    public var command: DriverCommand?
     /// Where it came from, for the log: `button KEY_F1`, `terminal a`.
     public var source: String
     /// The terminal key itself, mapped or not, for typing a login: a printable character, `\n`
     /// for ENTER, `\u{8}` for LEFT (erase). nil for buttons and other keys.
     public var typed: Character?
-    /// A badge number from a badge reader (`input` is then empty). Never logged.
+    /// A badge number from a badge reader (`command` is then nil). Never logged.
     public var badge: String?
-    /// The serial terminal dropped a burst of line noise here, with any keys in it (`input` is then
-    /// empty): the driver is told, and a login being typed starts its field again.
+    /// The serial terminal dropped a burst of line noise here, with any keys in it (`command` is then
+    /// nil): the driver is told, and a login being typed starts its field again.
     public var discarded: Bool
 
-    public init(input: String, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false) {
-        self.input = input
+    public init(command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false) {
+        self.command = command
         self.source = source
         self.typed = typed
         self.badge = badge

@@ -3,6 +3,7 @@ import Foundation
 import FoundationEssentials
 import Logging
 import Platform
+import UnitCore
 
 /// The evdev adapter: reads `struct input_event` records from `/dev/input/...` (or a FIFO in tests)
 /// on its own thread, grabbed so that the keys reach nothing else. For the driver's buttons it turns
@@ -15,20 +16,17 @@ public final class EvdevReader: BackgroundAdapter {
     private let layout: InputEventLayout
     private let interpreter: @Sendable () -> any KeyInterpreter
 
-    /// The input that acts only when its key is held for `holdMs`.
-    public static let holdOnlyInput = "sos"
-
-    /// The driver's buttons. `keys`: key name (`KEY_F1` or a decimal code) → driver input; names
+    /// The driver's buttons. `keys`: key name (`KEY_F1` or a decimal code) → what it does; names
     /// must be valid (`EvdevKeyNames`).
     public convenience init(
-        path: String, keys: [String: String], debounceMs: Int, holdMs: Int, layout: InputEventLayout = .native,
+        path: String, keys: [String: DriverCommand], debounceMs: Int, holdMs: Int, layout: InputEventLayout = .native,
         retryIntervalS: Double = 3, logger: Logger
     ) {
-        var inputs: [UInt16: (String, String)] = [:]
-        for (name, input) in keys {
-            if let code = EvdevKeyNames.code(named: name) { inputs[code] = (name, input) }
+        var commands: [UInt16: (String, DriverCommand)] = [:]
+        for (name, command) in keys {
+            if let code = EvdevKeyNames.code(named: name) { commands[code] = (name, command) }
         }
-        let keys = ButtonKeys(inputsByCode: inputs, debounceMs: Int64(debounceMs), holdMs: Int64(holdMs))
+        let keys = ButtonKeys(commandsByCode: commands, debounceMs: Int64(debounceMs), holdMs: Int64(holdMs))
         self.init(path: path, role: "button device", threadName: "buttons", layout: layout, retryIntervalS: retryIntervalS, logger: logger) { keys }
     }
 
@@ -103,19 +101,19 @@ protocol KeyInterpreter: Sendable {
 
 /// Buttons: mapped keys only, debounced; the `sos` key acts when held.
 private struct ButtonKeys: KeyInterpreter {
-    let inputsByCode: [UInt16: (name: String, input: String)]
+    let commandsByCode: [UInt16: (name: String, command: DriverCommand)]
     var debouncer: ButtonDebouncer
 
-    init(inputsByCode: [UInt16: (name: String, input: String)], debounceMs: Int64, holdMs: Int64) {
-        self.inputsByCode = inputsByCode
-        let holdOnly = Set(inputsByCode.filter { $0.value.input == EvdevReader.holdOnlyInput }.keys)
+    init(commandsByCode: [UInt16: (name: String, command: DriverCommand)], debounceMs: Int64, holdMs: Int64) {
+        self.commandsByCode = commandsByCode
+        let holdOnly = Set(commandsByCode.filter { $0.value.command.action == .job(.sos) }.keys)
         debouncer = ButtonDebouncer(debounceMs: debounceMs, holdMs: holdMs, holdOnlyKeys: holdOnly)
     }
 
     var nextDeadline: Int64? { debouncer.nextDeadline }
 
     mutating func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress] {
-        guard inputsByCode[code] != nil else { return [] }
+        guard commandsByCode[code] != nil else { return [] }
         return presses(debouncer.key(code, value, at: now))
     }
 
@@ -127,7 +125,7 @@ private struct ButtonKeys: KeyInterpreter {
         gestures.compactMap { gesture in
             switch gesture {
             case .pressed(let code), .held(let code):
-                inputsByCode[code].map { DriverPress(input: $0.input, source: "button \($0.name)") }
+                commandsByCode[code].map { DriverPress(command: $0.command, source: "button \($0.name)") }
             }
         }
     }
@@ -152,7 +150,7 @@ private struct BadgeKeys: KeyInterpreter {
         outcomes.compactMap { outcome in
             switch outcome {
             case .badge(let number):
-                return DriverPress(input: "", source: "badge reader", badge: number)
+                return DriverPress(command: nil, source: "badge reader", badge: number)
             case .dropped(let drop):
                 logger.info("badge read dropped: \(drop.rawValue)")
                 return nil

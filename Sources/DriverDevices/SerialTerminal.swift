@@ -4,6 +4,7 @@ import Foundation
 import FoundationEssentials
 import Logging
 import Platform
+import UnitCore
 import Synchronization
 
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
@@ -13,7 +14,7 @@ public final class SerialTerminal: BackgroundAdapter {
     private let sink: AsyncStream<DriverPress>.Continuation
     private let line: DeviceLine
     private let baud: Int
-    private let keys: [TerminalKey: (name: String, input: String)]
+    private let keys: [TerminalKey: (name: String, command: DriverCommand)]
     /// The noise guard's quiet time that ends a burst of bytes (see `TerminalKeyDecoder`).
     private let quietUs: Int64
 
@@ -28,15 +29,15 @@ public final class SerialTerminal: BackgroundAdapter {
     /// How often the screen is looked at while nothing happens: countdowns tick in seconds.
     static let refreshUs: Int64 = 200_000
 
-    /// `keys`: key name (see `TerminalKey(configName:)`) → driver input. `noiseGuardCharacters`: the
+    /// `keys`: key name (see `TerminalKey(configName:)`) → what it does. `noiseGuardCharacters`: the
     /// quiet time a key needs before and after it, in character times at `baud`.
     public init(
-        path: String, baud: Int, keys: [String: String], noiseGuardCharacters: Int, presenter: TerminalPresenter,
+        path: String, baud: Int, keys: [String: DriverCommand], noiseGuardCharacters: Int, presenter: TerminalPresenter,
         retryIntervalS: Double = 3, logger: Logger
     ) {
-        var decoded: [TerminalKey: (String, String)] = [:]
-        for (name, input) in keys {
-            if let key = TerminalKey(configName: name) { decoded[key] = (name, input) }
+        var decoded: [TerminalKey: (String, DriverCommand)] = [:]
+        for (name, command) in keys {
+            if let key = TerminalKey(configName: name) { decoded[key] = (name, command) }
         }
         self.keys = decoded
         self.baud = baud
@@ -115,7 +116,7 @@ public final class SerialTerminal: BackgroundAdapter {
     private func handle(_ inputs: [TerminalInput]) {
         for input in inputs {
             guard case .key(let key) = input else {
-                sink.yield(DriverPress(input: "", source: "terminal noise", discarded: true))
+                sink.yield(DriverPress(command: nil, source: "terminal noise", discarded: true))
                 continue
             }
             if key == .redraw {
@@ -130,7 +131,7 @@ public final class SerialTerminal: BackgroundAdapter {
                 let mapped = keys[key]
                 // Unmapped keys matter only while a login is typed; the engine ignores them otherwise.
                 guard mapped != nil || typed != nil else { continue }
-                sink.yield(DriverPress(input: mapped?.input ?? "", source: "terminal \(mapped?.name ?? "key")", typed: typed))
+                sink.yield(DriverPress(command: mapped?.command, source: "terminal \(mapped?.name ?? "key")", typed: typed))
             }
         }
     }

@@ -1,4 +1,5 @@
 import DriverKeys
+import UnitCore
 
 /// `[input.buttons]`, `[input.badge]` and `[input.serial]`: the driver's buttons, badge reader and
 /// serial terminal. A section that is absent means the unit has no such device.
@@ -9,8 +10,8 @@ public struct InputConfiguration: Sendable, Equatable {
         public var debounceMs: Int
         /// How long the key mapped to `sos` must be held.
         public var sosHoldMs: Int
-        /// Key name (`KEY_F1`, or a decimal code) → driver input (`accept`, `pob 2`, `sos`).
-        public var keys: [String: String]
+        /// Key name (`KEY_F1`, or a decimal code) → what it does (`accept`, `pob 2`, `sos`).
+        public var keys: [String: DriverCommand]
     }
 
     /// A badge or key-fob reader that types the badge number and ENTER, as an evdev keyboard.
@@ -31,8 +32,8 @@ public struct InputConfiguration: Sendable, Equatable {
         /// This many character times of silence end a burst of bytes, which counts as keys or is
         /// dropped as line noise whole (`TerminalKeyDecoder`).
         public var noiseGuardCharacters: Int
-        /// Key (`a`, `ENTER`, `PF1`, ...) → driver input.
-        public var keys: [String: String]
+        /// Key (`a`, `ENTER`, `PF1`, ...) → what it does.
+        public var keys: [String: DriverCommand]
     }
 
     public var buttons: Buttons?
@@ -57,8 +58,8 @@ public struct InputConfiguration: Sendable, Equatable {
     public static let baudRates = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200]
     public static let charsets = ["ascii", "utf-8"]
 
-    /// Reads `[input]`; `isDriverInput` tells whether a mapped text is something the driver can do.
-    init(value: ConfigValue?, isDriverInput: (String) -> String?, problems: inout [String]) {
+    /// Reads `[input]`; every mapped key's text is parsed into what it does here, once.
+    init(value: ConfigValue?, problems: inout [String]) {
         var section = SectionReader(path: "input", value: value, problems: &problems)
         let buttonsValue = section.table("buttons")
         let badgeValue = section.table("badge")
@@ -72,7 +73,7 @@ public struct InputConfiguration: Sendable, Equatable {
             let sosHoldMs = reader.integer("sos_hold_ms", default: 2000, in: 500...10000)
             let keys = Self.keyMap(reader.table("keys"), path: "input.buttons.keys", default: Self.defaultButtonKeys,
                                    isKey: { EvdevKeyNames.code(named: $0) != nil }, keyHelp: "a KEY_... name or a decimal code",
-                                   isDriverInput: isDriverInput, problems: &problems)
+                                   problems: &problems)
             reader.finish(into: &problems)
             buttons = Buttons(device: device, debounceMs: debounceMs, sosHoldMs: sosHoldMs, keys: keys)
         }
@@ -91,7 +92,7 @@ public struct InputConfiguration: Sendable, Equatable {
             let keys = Self.keyMap(reader.table("keys"), path: "input.serial.keys", default: Self.defaultSerialKeys,
                                    isKey: { TerminalKey(configName: $0) != nil },
                                    keyHelp: "one printable character, ENTER, UP, DOWN, LEFT, RIGHT or PF1-PF4",
-                                   isDriverInput: isDriverInput, problems: &problems)
+                                   problems: &problems)
             reader.finish(into: &problems)
             serial = Serial(device: device, baud: baud, columns: columns, rows: rows, charset: charset, noiseGuardCharacters: noiseGuardCharacters, keys: keys)
         }
@@ -110,25 +111,40 @@ public struct InputConfiguration: Sendable, Equatable {
     /// A `keys` table replaces the default map as a whole, so what the file says is all there is.
     private static func keyMap(
         _ table: [String: ConfigValue]?, path: String, default fallback: [String: String], isKey: (String) -> Bool, keyHelp: String,
-        isDriverInput: (String) -> String?, problems: inout [String]
-    ) -> [String: String] {
-        guard let table else { return fallback }
-        var keys: [String: String] = [:]
-        for (key, value) in table.sorted(by: { $0.key < $1.key }) {
+        problems: inout [String]
+    ) -> [String: DriverCommand] {
+        let entries = table ?? fallback.mapValues(ConfigValue.string)
+        var keys: [String: DriverCommand] = [:]
+        for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
             guard isKey(key) else {
                 problems.append("\(path).\(key): unknown key; use \(keyHelp)")
                 continue
             }
-            guard case .string(let input) = value else {
+            guard case .string(let text) = value else {
                 problems.append("\(path).\(key) must be a string, found \(value.typeName)")
                 continue
             }
-            if let problem = isDriverInput(input) {
-                problems.append("\(path).\(key): \(problem)")
-                continue
+            switch mappedCommand(text) {
+            case .success(let command): keys[key] = command
+            case .failure(let problem): problems.append("\(path).\(key): \(problem)")
             }
-            keys[key] = input
         }
         return keys
+    }
+
+    /// What a key's text does: the parser `taxiunitctl press` goes through, session words included
+    /// (`login`, `logout`, `lang it`, `alert blink`), but never a PIN written in a file.
+    static func mappedCommand(_ text: String) -> Result<DriverCommand, MappingProblem> {
+        switch DriverCommand.parse(text) {
+        case .success(let command):
+            if case .session(.login) = command.action { return .failure(MappingProblem(description: "a key cannot log a driver in; map it to \"login\" alone")) }
+            return .success(command)
+        case .failure(let problem):
+            return .failure(MappingProblem(description: problem.description))
+        }
+    }
+
+    struct MappingProblem: Error, CustomStringConvertible {
+        var description: String
     }
 }

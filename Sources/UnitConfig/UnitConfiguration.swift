@@ -351,7 +351,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         }
         ownTracksSection.finish(into: &problems)
 
-        let input = InputConfiguration(value: root["input"], isDriverInput: Self.driverInputProblem, problems: &problems)
+        let input = InputConfiguration(value: root["input"], problems: &problems)
         var fleetSection = SectionReader(path: "fleet", value: root["fleet"], problems: &problems)
         func keys(_ name: String) -> [[UInt8]] {
             fleetSection.strings(name).compactMap { text in
@@ -650,22 +650,6 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard (1...2).contains(parts.count), let base = parts.first, (2...3).contains(base.count),
               base.allSatisfy({ $0.isASCII && $0.isLowercase }) else { return false }
         return parts.count == 1 || (2...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
-    }
-
-    /// Why a mapped key's text is not a driver input, or nil when it is one: the same parser
-    /// `taxiunitctl press` goes through.
-    static func driverInputProblem(_ text: String) -> String? {
-        // Session words too (`login`, `logout`, `lang it`, `alert blink`), but never a PIN in a file.
-        switch SessionInput.parse(text) {
-        case .success(.login)?: return "a key cannot log a driver in; map it to \"login\" alone"
-        case .success?: return nil
-        case .failure(let problem)?: return problem.description
-        case nil: break
-        }
-        switch DriverInput.parse(text) {
-        case .success: return nil
-        case .failure(let problem): return problem.description
-        }
     }
 
     public var unitSettings: UnitSettings {

@@ -29,7 +29,7 @@ public struct DriverDeviceSet: Sendable {
             }
             let renderer = ScreenRenderer(
                 catalogue: catalogue, size: ScreenSize(columns: serial.columns, rows: serial.rows),
-                keyLabels: ScreenRenderer.keyLabels(for: serial.keys))
+                keyLabels: ScreenRenderer.keyLabels(for: serial.keys.mapValues(\.text)))
             return SerialTerminal(
                 path: serial.device, baud: serial.baud, keys: serial.keys, noiseGuardCharacters: serial.noiseGuardCharacters,
                 presenter: TerminalPresenter(renderer: renderer, charset: TerminalCharset(rawValue: serial.charset) ?? .ascii),

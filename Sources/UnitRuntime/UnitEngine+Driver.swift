@@ -24,13 +24,9 @@ extension UnitEngine {
         }
     }
 
-    /// Login, logout, `lang` and `alert`; nil when `text` is none of those (it is a `DriverInput`).
-    func sessionInput(_ text: String) -> Result<DriverAnswer, DriverInput.ParseError>? {
-        SessionInput.parse(text).map { parsed in parsed.map { handleSession($0) } }
-    }
-
+    /// Login, logout, `lang` and `alert`.
     @discardableResult
-    private func handleSession(_ input: SessionInput) -> DriverAnswer {
+    func handleSession(_ input: SessionInput) -> DriverAnswer {
         if case .language(let name) = input, !languageInstalled(name) { return DriverAnswer(told: refused(.unknownLanguage), refused: true) }
         let drivers = configuration.driver.drivers
         let store = self.store

@@ -327,15 +327,13 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // What was acknowledged is marked before the answer reads the store.
             outbox.settle(at: clockMs())
             reply.resume(returning: control.answer(
-                request, status: currentStatus, press: driverInput, inFlight: outbox.inFlightRows, configLayers: { fleetConfigLayers }))
+                request, status: currentStatus, press: { DriverCommand.parse($0).map(self.driverInput) }, inFlight: outbox.inFlightRows, configLayers: { fleetConfigLayers }))
         case .healthProbe(let probe):
             probe.answer(EngineHealth(state: machine.status.state.rawValue, online: broker.connected, queued: (try? outbox.depth().total) ?? -1))
         case .driver(let press):
             // A login being typed takes the terminal's keys; other keys only mean something mapped.
-            if typeLogin(press) || press.input.isEmpty { return .running }
-            if case .failure(let problem) = driverInput(press.input) {
-                logger.error("driver input refused", metadata: ["source": "\(press.source)", "problem": "\(problem)"])
-            }
+            if typeLogin(press) { return .running }
+            if let command = press.command { driverInput(command) }
         case .timerFired(let id, let generation):
             if performer.timers.fired(id, generation: generation) { step(.timerFired(id, at: clockMs())) }
         case .maintenance:
@@ -482,9 +480,11 @@ public final class UnitEngine: Service, @unchecked Sendable {
 
     /// The one entry point for driver inputs: `taxiunitctl press`, the buttons and the terminal.
     /// Returns what the driver was told.
-    private func driverInput(_ text: String) -> Result<DriverAnswer, DriverInput.ParseError> {
-        if let session = sessionInput(text) { return session }
-        return DriverInput.parse(text).map { input in
+    private func driverInput(_ command: DriverCommand) -> DriverAnswer {
+        switch command.action {
+        case .session(let input):
+            return handleSession(input)
+        case .job(let input):
             let performed = step(.driver(input, at: clockMs()))
             // The terminal shows nothing of an SOS; whoever pressed it here is told it is stored.
             let stored = input == .sos ? performed.storedAlarmID.map { ["SOS alarm \($0) stored; it goes to the dispatcher before anything else"] } ?? [] : []

@@ -31,7 +31,7 @@ import Testing
         try await fifo.connect()
         try fifo.send(Self.typed(["0", "0", "4", "2", "KP7", "A", "ENTER"]))
         try await collector.waitFor(count: 1)
-        #expect(collector.presses == [DriverPress(input: "", source: "badge reader", badge: "00427A")])
+        #expect(collector.presses == [DriverPress(command: nil, source: "badge reader", badge: "00427A")])
 
         // Half a badge, a pause, then another whole one: the half is dropped, not prefixed.
         try fifo.send(Self.typed(["9", "9"]))

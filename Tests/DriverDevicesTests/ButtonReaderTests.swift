@@ -16,7 +16,8 @@ final class PressCollector: @unchecked Sendable {
         }
     }
 
-    var inputs: [String] { lock.withLock { received.map(\.input) } }
+    /// What each press does, in the words its key is mapped to ("" for none).
+    var inputs: [String] { lock.withLock { received.map { $0.command?.text ?? "" } } }
     var presses: [DriverPress] { lock.withLock { received } }
 
     func waitFor(count: Int, timeoutS: Double = 10) async throws {
@@ -25,7 +26,7 @@ final class PressCollector: @unchecked Sendable {
 }
 
 @Suite(.serialized) struct ButtonReaderTests {
-    static let keys = ["KEY_F1": "accept", "KEY_F2": "reject", "KEY_3": "pob 3", "KEY_F10": "sos"]
+    static let keys = driverCommands(["KEY_F1": "accept", "KEY_F2": "reject", "KEY_3": "pob 3", "KEY_F10": "sos"])
     static let f1 = EvdevKeyNames.code(named: "KEY_F1")!, f2 = EvdevKeyNames.code(named: "KEY_F2")!
     static let sos = EvdevKeyNames.code(named: "KEY_F10")!
 

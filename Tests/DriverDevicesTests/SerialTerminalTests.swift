@@ -8,7 +8,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
 
 /// The serial adapter on a real PTY pair made by socat: the test is the terminal.
 @Suite(.serialized) struct SerialTerminalTests {
-    static let keys = ["a": "accept", "r": "reject", "2": "pob 2", "PF1": "accept", "ENTER": "pob"]
+    static let keys = driverCommands(["a": "accept", "r": "reject", "2": "pob 2", "PF1": "accept", "ENTER": "pob"])
 
     struct Rig {
         let scratch: ScratchDirectory
@@ -90,7 +90,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
         }
         try await rig.collector.waitFor(count: 7)
         try await Task.sleep(for: .milliseconds(300))
-        let noise = DriverPress(input: "", source: "terminal noise", discarded: true)
+        let noise = DriverPress(command: nil, source: "terminal noise", discarded: true)
         #expect(rig.collector.presses.prefix(4) == [noise, noise, noise, noise])
         #expect(rig.collector.inputs.dropFirst(4) == ["accept", "accept", "reject"])
         #expect(rig.screen.rows == before.rows)

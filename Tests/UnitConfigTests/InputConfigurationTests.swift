@@ -24,13 +24,16 @@ import UnitConfig
         let buttons = try #require(config.input.buttons)
         #expect(buttons.debounceMs == 30)
         #expect(buttons.sosHoldMs == 2000)
-        #expect(buttons.keys == InputConfiguration.defaultButtonKeys)
+        #expect(buttons.keys.mapValues(\.text) == InputConfiguration.defaultButtonKeys)
+        #expect(buttons.keys["KEY_F10"]?.action == .job(.sos), "parsed once, when the file is read")
         let serial = try #require(config.input.serial)
         #expect(serial.baud == 9600)
         #expect(serial.columns == 20 && serial.rows == 4)
         #expect(serial.charset == "ascii")
         #expect(serial.noiseGuardCharacters == 2)
-        #expect(serial.keys["a"] == "accept" && serial.keys["r"] == "reject" && serial.keys["2"] == "pob 2" && serial.keys["8"] == "pob 8")
+        #expect(serial.keys.mapValues(\.text) == InputConfiguration.defaultSerialKeys)
+        #expect(serial.keys["a"]?.action == .job(.accept) && serial.keys["r"]?.action == .job(.reject(reason: nil)))
+        #expect(serial.keys["2"]?.action == .job(.passengersOnBoard(2)) && serial.keys["g"]?.action == .session(.nextLanguage))
     }
 
     @Test func aKeysTableReplacesTheDefaults() throws {
@@ -47,8 +50,9 @@ import UnitConfig
             PF1 = "accept"
             x = "pause refuel"
             """)
-        #expect(config.input.buttons?.keys == ["BTN_0": "accept", "260": "sos"])
-        #expect(config.input.serial?.keys == ["PF1": "accept", "x": "pause refuel"])
+        #expect(config.input.buttons?.keys.mapValues(\.text) == ["BTN_0": "accept", "260": "sos"])
+        #expect(config.input.serial?.keys.mapValues(\.text) == ["PF1": "accept", "x": "pause refuel"])
+        #expect(config.input.serial?.keys["x"]?.action == .job(.pause(.refuel)))
         #expect(config.input.serial?.baud == 19200)
     }
 
