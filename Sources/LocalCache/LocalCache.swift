@@ -225,8 +225,20 @@ public final class LocalCache: OutboxHints, Sendable {
     /// Every statement here and in `Transaction` is a cached prepared statement: the pump commits
     /// once per fix and per PUBACK batch, and compiling the SQL again each time (parser plus GRDB's
     /// authorizer) cost more than running it.
+    ///
+    /// A commit the filesystem has no room for (SQLITE_FULL) is tried once more after a checkpoint:
+    /// the WAL then starts over inside its own file, which is the room a full disk still leaves.
     @discardableResult
     public func write<T>(_ durability: Durability = .normal, _ body: (Transaction) throws -> T) throws -> T {
+        do {
+            return try writeOnce(durability, body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            guard (try? database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })) != nil else { throw error }
+            return try writeOnce(durability, body)
+        }
+    }
+
+    private func writeOnce<T>(_ durability: Durability, _ body: (Transaction) throws -> T) throws -> T {
         let notes = CommitNotes()
         let result: T = try database.writeWithoutTransaction { db in
             if durability == .full { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }

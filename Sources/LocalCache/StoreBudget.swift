@@ -16,7 +16,9 @@ public struct StoreBudget: Sendable, Equatable {
     /// Pages holding data may take up to this with positions among them; above it, positions give
     /// way (the history, then thinning, then dropping).
     public var positionBytes: Int64
-    /// Pages holding data may take up to this at all: the rest of the footprint is the WAL's.
+    /// Pages holding data may take up to this at all: the rest of the footprint is the WAL's, or
+    /// more while the WAL is past its share (what it holds must fit the database file once it is
+    /// checkpointed, and its room comes back only when it starts over).
     public var dataBytes: Int64
 
     /// What the store leaves free on its filesystem for everything else: 1/16 of it, at least
@@ -31,10 +33,10 @@ public struct StoreBudget: Sendable, Equatable {
         min(max(footprint / 8, 64 * 1024), 4 * 1024 * 1024)
     }
 
-    /// `storeFileBytes`: what the store's files take now. `filesystemTotalBytes` and
-    /// `filesystemAvailableBytes`: its filesystem's size and what the daemon may still fill of it;
-    /// nil when they could not be read (then `max_mb` alone counts).
-    public init(maxBytes: Int64, storeFileBytes: Int64, filesystemTotalBytes: Int64?, filesystemAvailableBytes: Int64?) {
+    /// `storeFileBytes`: what the store's files take now, `walFileBytes` of it the WAL.
+    /// `filesystemTotalBytes` and `filesystemAvailableBytes`: its filesystem's size and what the
+    /// daemon may still fill of it; nil when they could not be read (then `max_mb` alone counts).
+    public init(maxBytes: Int64, storeFileBytes: Int64, walFileBytes: Int64 = 0, filesystemTotalBytes: Int64?, filesystemAvailableBytes: Int64?) {
         var footprint = maxBytes
         if let total = filesystemTotalBytes, let available = filesystemAvailableBytes {
             let room = max(0, available.saturatingSubtract(Self.filesystemReserve(totalBytes: total)))
@@ -42,7 +44,7 @@ public struct StoreBudget: Sendable, Equatable {
         }
         footprintBytes = max(0, footprint)
         walBytes = Self.share(of: footprintBytes)
-        dataBytes = max(0, footprintBytes - walBytes)
+        dataBytes = max(0, footprintBytes - max(walBytes, walFileBytes))
         positionBytes = max(0, dataBytes - Self.share(of: footprintBytes))
     }
 }

@@ -33,8 +33,8 @@ import UnitCore
 /// When the store cannot be written (a full disk), the pump keeps going: PUBACKs wait in memory
 /// until a commit marks them, what is stored is read and handed over without a write (nothing new
 /// is packed), and the messages the store refused (`held`, numbered while held) go to the broker
-/// from memory, before the stored ones: they are the driver's newest words, and the broker's
-/// PUBACK for one means it is stored only as its topic's sequence number. One stored while in
+/// from memory, after the stored alarms, replies and events (which are older) and before the
+/// positions; the broker's PUBACK for one means it is stored only as its topic's sequence number. One stored while in
 /// flight becomes an ordinary row in flight.
 ///
 /// A PUBACK that refuses the message (MQTT 5 reason code 0x80 or more: an ACL that denies the
@@ -296,7 +296,10 @@ final class OutboxPump {
         let alreadyPacked = packed
         packed.removeAll()
         if sending, !hand(alreadyPacked, session: session) { return }
-        if sending, !handHeld(session: session) { return }
+        // Held messages are newer than every stored alarm, reply and event: they go after those,
+        // and before the positions.
+        let storedGoFirst = [OutboxLane.alarm, .reply, .event].contains { store.newestRowID(in: $0) > cursors[$0] ?? 0 }
+        if sending, !storedGoFirst, !handHeld(session: session) { return }
         let free = sending ? sendableNow(store, at: time) : 0
         guard free > 0 || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
         var taken: Taken
@@ -317,11 +320,12 @@ final class OutboxPump {
                 return
             }
         }
-        hand(taken.next, session: session)
+        if hand(taken.next, session: session), sending, storedGoFirst { handHeld(session: session) }
     }
 
     /// Hands over the held messages that are numbered, not in flight and not delivered, within the
     /// free slots. False if the connection went away under us.
+    @discardableResult
     private func handHeld(session: MQTTSessionID) -> Bool {
         var slots = maxInFlight - inFlight
         guard slots > 0 else { return true }

@@ -164,7 +164,7 @@ struct StoreUpkeep {
                 let dropped = try store.dropPositions(createdBefore: now.saturatingSubtract(retentionMs))
                 if dropped > 0 { logger.notice("dropped undelivered positions past retention", metadata: ["count": "\(dropped)"]) }
             }
-            let bound = try store.enforceBound(maxBytes: budget.positionBytes)
+            let bound = try store.enforceBound(maxBytes: budget.positionBytes, walBytes: budget.walBytes)
             if bound.thinned > 0 || bound.dropped > 0 {
                 logger.warning("store reached its size bound", metadata: [
                     "thinned": "\(bound.thinned)", "dropped": "\(bound.dropped)", "history_removed": "\(bound.historyRemoved)",
@@ -197,7 +197,7 @@ struct StoreUpkeep {
     private mutating func measureBudget() -> StoreBudget {
         filesystem = try? filesystemSpace(of: store.path)
         let budget = StoreBudget(
-            maxBytes: maxBytes, storeFileBytes: store.fileBytes(),
+            maxBytes: maxBytes, storeFileBytes: store.fileBytes(), walFileBytes: store.walFileBytes(),
             filesystemTotalBytes: filesystem?.totalBytes, filesystemAvailableBytes: filesystem?.availableBytes)
         self.budget = budget
         return budget

@@ -25,6 +25,17 @@ import Testing
         #expect(budget.positionBytes == files - 2 * (files / 8))
     }
 
+    /// A WAL past its share is room only once checkpointed and started over; until then what it
+    /// holds still has to fit the database file, so positions give way sooner.
+    @Test func aWALPastItsShareLeavesLessForData() {
+        let usual = StoreBudget(maxBytes: 64 * Self.mib, storeFileBytes: 2 * Self.mib, filesystemTotalBytes: 3 * Self.mib, filesystemAvailableBytes: 0)
+        let swollen = StoreBudget(
+            maxBytes: 64 * Self.mib, storeFileBytes: 2 * Self.mib, walFileBytes: Self.mib, filesystemTotalBytes: 3 * Self.mib, filesystemAvailableBytes: 0)
+        #expect(swollen.footprintBytes == usual.footprintBytes)
+        #expect(swollen.dataBytes == 2 * Self.mib - Self.mib)
+        #expect(swollen.positionBytes == usual.positionBytes - (Self.mib - usual.walBytes))
+    }
+
     @Test func aLargeFilesystemLeavesMaxMBInCharge() {
         let budget = StoreBudget(
             maxBytes: 64 * Self.mib, storeFileBytes: 10 * Self.mib, filesystemTotalBytes: 16 * 1024 * Self.mib, filesystemAvailableBytes: 8 * 1024 * Self.mib)
