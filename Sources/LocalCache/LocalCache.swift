@@ -453,7 +453,9 @@ public final class LocalCache: OutboxHints, Sendable {
             topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, seq: Int64, messageID: String, payload: [UInt8]
         ) throws -> OutboxMessage {
             try advanceSequence(of: topic, to: seq)
-            return try enqueue(topic: topic, lane: lane, qos: qos, createdAt: createdAt, firstSeq: seq, pointCount: 0, newestPoint: nil, messageID: messageID) { _, _ in payload }
+            return try enqueue(
+                topic: topic, lane: lane, qos: qos, createdAt: createdAt, firstSeq: seq, pointCount: 0, newestPoint: nil, messageID: messageID
+            ) { _, _ in payload }
         }
 
         /// The topic's next sequence number is above `seq` (a message that took it was published

@@ -34,8 +34,8 @@ import UnitCore
 /// until a commit marks them, what is stored is read and handed over without a write (nothing new
 /// is packed), and the messages the store refused (`held`, numbered while held) go to the broker
 /// from memory, after the stored alarms, replies and events (which are older) and before the
-/// positions; the broker's PUBACK for one means it is stored only as its topic's sequence number. One stored while in
-/// flight becomes an ordinary row in flight.
+/// positions. The broker's PUBACK for one means it is stored only as its topic's sequence number;
+/// one stored while in flight becomes an ordinary row in flight.
 ///
 /// A PUBACK that refuses the message (MQTT 5 reason code 0x80 or more: an ACL that denies the
 /// topic, a quota) marks nothing: the message is kept and sent again after a backoff that doubles

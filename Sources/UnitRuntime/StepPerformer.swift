@@ -84,7 +84,8 @@ final class StepPerformer {
             if !step.inbox.isEmpty { inboxUnstored = true }
             if !messages.isEmpty || !step.inbox.isEmpty {
                 // One text, and a true one: nothing of this step is stored, so nothing is "sent" yet.
-                performed.told.append("NOT STORED: the unit cannot write its store (\(error)); kept in memory, it goes out when the broker is reachable")
+                performed.told.append(
+                    "NOT STORED: the unit cannot write its store (\(error)); kept in memory, it goes out when the broker is reachable")
                 performed.unstored = true
                 outbox.pump(at: now)
             }

@@ -91,7 +91,9 @@ struct StoreUpkeep {
                     let id = LocalCache.newMessageID(at: message.createdAt)
                     message.prepared = .init(seq: last + 1, id: id, payload: try message.encode(last + 1, id))
                 } catch {
-                    logger.error("cannot number a message held in memory; it waits for the store", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+                    logger.error(
+                        "cannot number a message held in memory; it waits for the store",
+                        metadata: ["topic": "\(message.topic)", "error": "\(error)"])
                 }
             }
             unstored.append(message)
@@ -187,7 +189,8 @@ struct StoreUpkeep {
         guard let budget else { return nil }
         return ControlStatus.Store(
             bytes: store.fileBytes(), limitBytes: budget.footprintBytes, filesystemFreeBytes: filesystem?.availableBytes,
-            filesystemFull: budget.footprintBytes < maxBytes && (filesystem.map { $0.availableBytes <= StoreBudget.filesystemReserve(totalBytes: $0.totalBytes) } ?? false),
+            filesystemFull: budget.footprintBytes < maxBytes
+                && (filesystem.map { $0.availableBytes <= StoreBudget.filesystemReserve(totalBytes: $0.totalBytes) } ?? false),
             writeError: writeFailure, inMemory: unstored.count)
     }
 

@@ -59,7 +59,9 @@ import UnitCore
         var queued = 0
         let deadline = ContinuousClock.now + .seconds(60)
         while try unit.status().outbox.positionsThinned == 0 {
-            guard ContinuousClock.now < deadline else { throw HarnessError("no position gave way after \(queued) queued: \(String(describing: try unit.status().store))") }
+            guard ContinuousClock.now < deadline else {
+                throw HarnessError("no position gave way after \(queued) queued: \(String(describing: try unit.status().store))")
+            }
             if try Self.freeBytes(disk.path) > 512 * 1024 {
                 try Self.queuePositions(into: storePath, from: queued, count: 2000)
                 queued += 2000
