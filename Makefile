@@ -67,10 +67,10 @@ test: build
 	$(MAKE) -s man-pages
 	$(SWIFT) test --skip-build --no-parallel
 
-# The tests that need root (a memory cgroup of their own); `make test` skips them.
+# The tests that need root (a memory cgroup of their own, a tmpfs to fill); `make test` skips them.
 test-root: build
 	$(SWIFT) build --build-tests
-	TAXIUNITD_ROOT_TESTS=1 $(SWIFT) test --skip-build --no-parallel --filter OversizedMessageTests
+	TAXIUNITD_ROOT_TESTS=1 $(SWIFT) test --skip-build --no-parallel --filter 'OversizedMessageTests|FullDiskTests'
 
 # A million property-based cases over every decoder and encoder that reads outside data; prints the count.
 fuzz: build

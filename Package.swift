@@ -231,6 +231,8 @@ let package = Package(
             "TestHarness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
+            // A second connection that holds the write lock: a store that refuses writes, without root.
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",

@@ -84,6 +84,33 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         }
     }
 
+    /// The store's disk: what it takes, the room it keeps within (the smaller of `[store] max_mb`
+    /// and what its filesystem holds), and whether it can be written.
+    public struct Store: Sendable, Equatable, Codable {
+        /// The database, its WAL and shared-memory file, in bytes.
+        public var bytes: Int64
+        /// What they may take (`StoreBudget.footprintBytes`).
+        public var limitBytes: Int64
+        /// What the daemon may still fill of the store's filesystem; nil when statvfs failed.
+        public var filesystemFreeBytes: Int64?
+        /// The filesystem has no room left beyond what the store leaves free for others, and the
+        /// store is below `[store] max_mb`: it keeps within the room it has, positions giving way.
+        public var filesystemFull: Bool
+        /// Why the last write failed, while writes fail.
+        public var writeError: String?
+        /// Messages the store refused, kept in memory (lost on restart).
+        public var inMemory: Int
+
+        public init(bytes: Int64, limitBytes: Int64, filesystemFreeBytes: Int64?, filesystemFull: Bool, writeError: String?, inMemory: Int) {
+            self.bytes = bytes
+            self.limitBytes = limitBytes
+            self.filesystemFreeBytes = filesystemFreeBytes
+            self.filesystemFull = filesystemFull
+            self.writeError = writeError
+            self.inMemory = inMemory
+        }
+    }
+
     /// The configuration in force and where it came from.
     public struct Config: Sendable, Equatable, Codable {
         /// Version of the fleet's document in force per scope (`fleet`, `unit`); absent: none.
@@ -161,12 +188,16 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var runningForS: Double?
     /// The store could not be opened: the volatile store in use instead (lost on restart).
     public var volatileStore: String?
+    /// The store's disk; absent from daemons that do not report it, and before the first upkeep.
+    public var store: Store?
 
     public init(
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
         job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil,
-        aside: [String: Int]? = nil, refused: [String: Int]? = nil, runningForS: Double? = nil, volatileStore: String? = nil
+        aside: [String: Int]? = nil, refused: [String: Int]? = nil, runningForS: Double? = nil, volatileStore: String? = nil,
+        store: Store? = nil
     ) {
+        self.store = store
         self.runningForS = runningForS
         self.volatileStore = volatileStore
         self.aside = aside

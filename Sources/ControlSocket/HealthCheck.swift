@@ -34,11 +34,22 @@ public enum HealthCheck {
         if let volatile = status.volatileStore {
             problems.append("store: the store could not be opened; running on the volatile fallback \(volatile), lost on restart")
         }
+        if let store = status.store {
+            if let failure = store.writeError {
+                problems.append("store: cannot write (\(failure)); \(store.inMemory) messages kept in memory, lost on restart")
+            }
+            if store.filesystemFull {
+                let free = store.filesystemFreeBytes.map { "\(kibibytes($0)) free" } ?? "free space unknown"
+                problems.append("store: its filesystem is full (\(free)); the store keeps within \(kibibytes(store.limitBytes)), positions give way first")
+            }
+        }
         if status.outbox.depth > thresholds.outboxDepth {
             problems.append("outbox: \(status.outbox.depth) messages waiting (more than \(thresholds.outboxDepth))")
         }
         return problems
     }
+
+    static func kibibytes(_ bytes: Int64) -> String { "\(max(0, bytes) / 1024) KiB" }
 
     /// Whole seconds: a health line is read by people and matched by scripts, not measured.
     static func seconds(_ value: Double) -> String {

@@ -88,6 +88,9 @@ public struct DriverView: Sendable, Equatable {
         case updated
         /// A reply is stored and will reach the dispatcher.
         case sent
+        /// A reply could not be stored (the store cannot be written): it waits in memory and goes to
+        /// the dispatcher when the broker is reachable, but a restart loses it.
+        case notStored
         /// The offer was not answered in time: refused.
         case timedOut
         /// The input made no sense now, for this reason (shown in the driver's language).
@@ -106,7 +109,7 @@ public struct DriverView: Sendable, Equatable {
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

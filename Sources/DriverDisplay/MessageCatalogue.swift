@@ -64,6 +64,8 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeCancelled = "notice.cancelled"
     case noticeUpdated = "notice.updated"
     case noticeSent = "notice.sent"
+    /// A reply the store refused: kept in memory and retried.
+    case noticeNotStored = "notice.not_stored"
     case noticeTimedOut = "notice.timeout"
     /// Line noise dropped keys on the serial terminal.
     case noticeInputDiscarded = "notice.input_discarded"

@@ -250,6 +250,7 @@ public struct ScreenRenderer: Sendable {
         case .cancelled: catalogue.text(.noticeCancelled)
         case .updated: catalogue.text(.noticeUpdated)
         case .sent: catalogue.text(.noticeSent)
+        case .notStored: catalogue.text(.noticeNotStored)
         case .timedOut: catalogue.text(.noticeTimedOut)
         case .inputDiscarded: catalogue.text(.noticeInputDiscarded)
         case .alertStyle(.bell): catalogue.text(.noticeAlertBell)

@@ -12,6 +12,15 @@ public struct OutboxMessage: Sendable, Equatable {
     public var lane: OutboxLane
     public var qos: Int32
     public var payload: [UInt8]
+
+    public init(rowID: Int64, messageID: String, topic: String, lane: OutboxLane, qos: Int32, payload: [UInt8]) {
+        self.rowID = rowID
+        self.messageID = messageID
+        self.topic = topic
+        self.lane = lane
+        self.qos = qos
+        self.payload = payload
+    }
 }
 
 /// An outbox row as `taxiunitctl outbox` lists it.
@@ -103,7 +112,7 @@ public final class LocalCache: OutboxHints, Sendable {
     /// Commits between two checkpoints: one fix a second makes a checkpoint every few minutes,
     /// about as often as SQLite's default of 1000 pages did.
     public static let commitsPerCheckpoint = 250
-    static let walSizeLimit = 4 * 1024 * 1024
+    public static let walSizeLimit = 4 * 1024 * 1024
 
     /// SQL: an outbox row the broker has not acknowledged. Acknowledged rows stay until
     /// `purgeDelivered` removes them with their `outbox_acknowledged` row.
@@ -177,7 +186,7 @@ public final class LocalCache: OutboxHints, Sendable {
         configuration.busyMode = .timeout(5)
         // No checkpoint inside a commit: a drain would wait for its copying and fsync several
         // times. `checkpointIfDue()`, from the upkeep tick, does it instead; the WAL file is cut
-        // back to `walSizeLimit` once it starts over.
+        // back to `walSizeLimit` once it starts over (the upkeep lowers it to the store's budget).
         configuration.prepareDatabase { db in
             try db.execute(sql: """
                 PRAGMA cache_size = \(cacheSizePragma);
@@ -216,8 +225,20 @@ public final class LocalCache: OutboxHints, Sendable {
     /// Every statement here and in `Transaction` is a cached prepared statement: the pump commits
     /// once per fix and per PUBACK batch, and compiling the SQL again each time (parser plus GRDB's
     /// authorizer) cost more than running it.
+    ///
+    /// A commit the filesystem has no room for (SQLITE_FULL) is tried once more after a checkpoint:
+    /// the WAL then starts over inside its own file, which is the room a full disk still leaves.
     @discardableResult
     public func write<T>(_ durability: Durability = .normal, _ body: (Transaction) throws -> T) throws -> T {
+        do {
+            return try writeOnce(durability, body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            guard (try? database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })) != nil else { throw error }
+            return try writeOnce(durability, body)
+        }
+    }
+
+    private func writeOnce<T>(_ durability: Durability, _ body: (Transaction) throws -> T) throws -> T {
         let notes = CommitNotes()
         let result: T = try database.writeWithoutTransaction { db in
             if durability == .full { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
@@ -238,6 +259,23 @@ public final class LocalCache: OutboxHints, Sendable {
         return result
     }
 
+    /// Runs `body` on a snapshot, through the same statements as a write's: for the pump when the
+    /// store cannot be written (a full disk), which still sends what is stored. Whatever `body`
+    /// tries to write fails.
+    public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
+        try database.read { db in try body(Transaction(db: db, notes: CommitNotes(), cache: self)) }
+    }
+
+    /// A message id as the store gives them, for a message numbered before it is stored.
+    public static func newMessageID(at createdAt: Int64) -> String { MessageID.timeOrdered(at: createdAt) }
+
+    /// The last sequence number `topic` has given (0 before its first message).
+    public func lastSequence(of topic: String) throws -> Int64 {
+        try database.read { db in
+            try Int64.fetchOne(db, sql: "SELECT last_seq FROM topic_sequence WHERE topic = ?", arguments: [topic]) ?? 0
+        }
+    }
+
     /// What a transaction added, for the hints, and what to do once it is committed.
     final class CommitNotes {
         var rows: [OutboxLane: Int64] = [:]
@@ -256,14 +294,40 @@ public final class LocalCache: OutboxHints, Sendable {
         for action in notes.afterCommit { action() }
     }
 
-    /// Copies the WAL into the database file once `commitsPerCheckpoint` commits have gone by
-    /// (PASSIVE: never waits for a reader). Returns whether it ran.
+    /// Copies the WAL into the database file once `commitsPerCheckpoint` commits have gone by, or
+    /// once something was committed and the WAL file takes more than `walBytes / 2` (PASSIVE: never
+    /// waits for a reader). The next commit then starts the WAL over from its beginning, reusing
+    /// the file's room instead of asking the filesystem for more, and cuts the file back to its
+    /// limit (`limitWAL`, half the share: a file past it has grown since). Returns whether it ran.
     @discardableResult
-    public func checkpointIfDue() throws -> Bool {
-        guard bookkeeping.withLock({ $0.commitsSinceCheckpoint >= Self.commitsPerCheckpoint }) else { return false }
+    public func checkpointIfDue(walBytes: Int64 = Int64(walSizeLimit)) throws -> Bool {
+        let commits = bookkeeping.withLock { $0.commitsSinceCheckpoint }
+        guard commits >= Self.commitsPerCheckpoint || (commits > 0 && walFileBytes() > walBytes / 2) else { return false }
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
         bookkeeping.withLock { $0.commitsSinceCheckpoint = 0 }
         return true
+    }
+
+    /// The WAL file is cut back to `bytes` whenever it starts over (`journal_size_limit`; only the
+    /// writer's connection writes it).
+    public func limitWAL(toBytes bytes: Int64) throws {
+        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_size_limit = \(bytes)") }
+    }
+
+    /// The database file's path: its WAL and shared-memory index are beside it.
+    public var path: String { database.path }
+
+    /// What the database file, its WAL and its shared-memory index take on disk.
+    public func fileBytes() -> Int64 {
+        ["", "-wal", "-shm"].reduce(Int64(0)) { $0.saturatingAdd(Self.size(of: database.path + $1)) }
+    }
+
+    /// The WAL file's size: it holds every commit since it last started over.
+    public func walFileBytes() -> Int64 { Self.size(of: database.path + "-wal") }
+
+    /// 0 for a file that is not there.
+    private static func size(of path: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
     }
 
     /// Re-reads the hints from the file (at start, and when a new broker session starts).
@@ -362,12 +426,13 @@ public final class LocalCache: OutboxHints, Sendable {
                 pointCount: pointCount, newestPoint: newestPoint, encode: encode)
         }
 
-        /// `firstSeq`: a sequence number reserved with `reserveSequence`.
+        /// `firstSeq`: a sequence number reserved with `reserveSequence`. `messageID`: one given
+        /// before (`LocalCache.newMessageID`); nil makes a new one.
         public func enqueue(
             topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, firstSeq seq: Int64, pointCount: Int, newestPoint: Int64?,
-            encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
+            messageID: String? = nil, encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
-            let messageID = MessageID.timeOrdered(at: createdAt)
+            let messageID = messageID ?? MessageID.timeOrdered(at: createdAt)
             let payload = try encode(seq, messageID)
             try db.cachedStatement(sql: """
                 INSERT INTO outbox (message_id, topic, class, lane, qos, payload, created_at, points, newest_point)
@@ -380,6 +445,27 @@ public final class LocalCache: OutboxHints, Sendable {
             notes.rows[lane] = rowID
             if lane == .livePosition, let newestPoint { notes.livePoint = newestPoint }
             return OutboxMessage(rowID: rowID, messageID: messageID, topic: topic, lane: lane, qos: qos, payload: payload)
+        }
+
+        /// Stores a message numbered and encoded before the store took it (it may have been published
+        /// from memory meanwhile): its `seq` and `id` stay, and the topic's sequence moves past `seq`.
+        public func enqueue(
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, seq: Int64, messageID: String, payload: [UInt8]
+        ) throws -> OutboxMessage {
+            try advanceSequence(of: topic, to: seq)
+            return try enqueue(
+                topic: topic, lane: lane, qos: qos, createdAt: createdAt, firstSeq: seq, pointCount: 0, newestPoint: nil, messageID: messageID
+            ) { _, _ in payload }
+        }
+
+        /// The topic's next sequence number is above `seq` (a message that took it was published
+        /// from memory and never stored).
+        public func advanceSequence(of topic: String, to seq: Int64) throws {
+            try db.cachedStatement(sql: """
+                INSERT INTO topic_sequence (topic, last_seq) VALUES (?, ?)
+                ON CONFLICT(topic) DO UPDATE SET last_seq = MAX(last_seq, excluded.last_seq)
+                """
+            ).execute(arguments: [topic, seq])
         }
 
         /// Reserves `count` consecutive sequence numbers of `topic` in one statement; returns the first.

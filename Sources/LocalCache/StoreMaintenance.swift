@@ -76,9 +76,12 @@ extension LocalCache {
     /// Brings the store under `maxBytes`: first the local history (nobody waits for it), then the
     /// queued positions are thinned oldest-first keeping every `keepEvery`th, and when every
     /// queued position is already thinned the oldest are dropped. Other classes are never touched.
-    public func enforceBound(maxBytes: Int64, keepEvery: Int = 4) throws -> BoundOutcome {
+    /// Each round is a small commit, and the WAL is checkpointed between rounds once past half of
+    /// `walBytes`: on a nearly full disk the WAL has no room to grow for a big one.
+    public func enforceBound(maxBytes: Int64, walBytes: Int64 = Int64(walSizeLimit), keepEvery: Int = 4) throws -> BoundOutcome {
         var outcome = BoundOutcome()
         while try usedBytes() > maxBytes {
+            try checkpointIfDue(walBytes: walBytes)
             if try removeOldestHistory(&outcome) { continue }
             if try thinOldestQueued(keepEvery: keepEvery, &outcome) { continue }
             if try dropOldestQueued(&outcome) { continue }
@@ -101,7 +104,7 @@ extension LocalCache {
         return removed > 0
     }
 
-    /// Thins the oldest half of the not-yet-thinned queue. The kept rows are written back with
+    /// Thins the oldest half of the not-yet-thinned queue, at most `removalChunk` rows. The kept rows are written back with
     /// their ids, so they pack into fresh pages and the pages of the removed ones become free.
     private func thinOldestQueued(keepEvery: Int, _ outcome: inout BoundOutcome) throws -> Bool {
         let removed = try write { transaction in
@@ -111,7 +114,7 @@ extension LocalCache {
             let rows = try Row.fetchAll(
                 db,
                 sql: "SELECT id, created_at, t, lat, lon, spd, hdg, acc FROM position_queue WHERE thinned = 0 ORDER BY id LIMIT ?",
-                arguments: [max(keepEvery, candidates / 2)])
+                arguments: [max(keepEvery, min(candidates / 2, Self.removalChunk))])
             let kept = rows.enumerated().filter { $0.offset % keepEvery == 0 }.map(\.element)
             try db.execute(
                 sql: "DELETE FROM position_queue WHERE thinned = 0 AND id <= ?", arguments: [try rows.last?.decode(Int64.self, forColumn: "id") ?? 0])

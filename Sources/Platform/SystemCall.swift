@@ -116,3 +116,26 @@ public func writeToStandardError(_ text: String) {
         }
     }
 }
+
+/// The size of the filesystem holding a path, and what an unprivileged writer may still use of it.
+public struct FilesystemSpace: Sendable, Equatable {
+    public var totalBytes: Int64
+    /// Free blocks not kept for root (statvfs `f_bavail`): what the daemon's user may fill.
+    public var availableBytes: Int64
+
+    public init(totalBytes: Int64, availableBytes: Int64) {
+        self.totalBytes = totalBytes
+        self.availableBytes = availableBytes
+    }
+}
+
+/// statvfs of the filesystem holding `path`.
+public func filesystemSpace(of path: String) throws(SystemCallError) -> FilesystemSpace {
+    var info = statvfs()
+    try syscall("statvfs \(path)") { statvfs(path, &info) }
+    func bytes(_ blocks: some BinaryInteger) -> Int64 {
+        let (product, overflow) = Int64(clamping: blocks).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return overflow ? .max : product
+    }
+    return FilesystemSpace(totalBytes: bytes(info.f_blocks), availableBytes: bytes(info.f_bavail))
+}

@@ -13,8 +13,8 @@ struct DriverPanel {
     private(set) var page: Int?
 
     /// Notes what one step means for the driver: `event` was handled in `before` and produced `step`.
-    /// `seatsLeft`: the free seats after the step.
-    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int) {
+    /// `seatsLeft`: the free seats after the step; `stored`: its messages are in the store.
+    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int, stored: Bool = true) {
         // Pages belong to one job in one state: anything else starts from the job's screen again.
         if before.name != after.name || before.job?.id != after.job?.id { page = nil }
         switch event {
@@ -34,7 +34,7 @@ struct DriverPanel {
             }
             page = nil
             if !step.replies.isEmpty || step.messages.contains(where: { if case .messageReply = $0 { true } else { false } }) {
-                raise(.sent)
+                raise(stored ? .sent : .notStored)
             } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))
             } else if case .seats = input {

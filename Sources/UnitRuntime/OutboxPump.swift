@@ -30,6 +30,13 @@ import UnitCore
 /// before the next message goes out, so a kill never sends again more than what was in flight.
 /// Rows packed ahead are ordinary undelivered rows: a new session sends them from the store.
 ///
+/// When the store cannot be written (a full disk), the pump keeps going: PUBACKs wait in memory
+/// until a commit marks them, what is stored is read and handed over without a write (nothing new
+/// is packed), and the messages the store refused (`held`, numbered while held) go to the broker
+/// from memory, after the stored alarms, replies and events (which are older) and before the
+/// positions. The broker's PUBACK for one means it is stored only as its topic's sequence number;
+/// one stored while in flight becomes an ordinary row in flight.
+///
 /// A PUBACK that refuses the message (MQTT 5 reason code 0x80 or more: an ACL that denies the
 /// topic, a quota) marks nothing: the message is kept and sent again after a backoff that doubles
 /// from `retryMinMs` to `retryMaxMs` while refusals go on, so a broker that keeps refusing costs a
@@ -64,6 +71,14 @@ final class OutboxPump {
 
     private var session: MQTTSessionID?
     private var rowsByTicket: [MQTTPublishTicket: OutboxMessage] = [:]
+    /// The messages the store refused, oldest first (StoreUpkeep keeps them).
+    var held: () -> [UnstoredMessage] = { [] }
+    /// Held messages handed over in this session, by ticket: their ids.
+    private var heldByTicket: [MQTTPublishTicket: String] = [:]
+    /// Held messages the broker acknowledged: stored as their sequence number only.
+    private(set) var deliveredFromMemory: Set<String> = []
+    /// Rows stored while their message was in flight from memory: not handed over again.
+    private var storedInFlight: Set<Int64> = []
     /// The highest row id handed over per lane in this session.
     private var cursors: [OutboxLane: Int64] = [:]
     /// Live messages of earlier sessions that were never acknowledged, newest first.
@@ -111,7 +126,7 @@ final class OutboxPump {
         self.publish = publish
     }
 
-    var inFlight: Int { rowsByTicket.count }
+    var inFlight: Int { rowsByTicket.count + heldByTicket.count }
 
     /// The rows libmosquitto holds now, for `taxiunitctl outbox`.
     var inFlightRows: Set<Int64> { Set(rowsByTicket.values.map(\.rowID)) }
@@ -119,6 +134,8 @@ final class OutboxPump {
     func sessionStarted(_ session: MQTTSessionID) {
         self.session = session
         rowsByTicket.removeAll()
+        heldByTicket.removeAll()
+        storedInFlight.removeAll()
         cursors.removeAll()
         packedAhead.removeAll()
         forgetRefused()
@@ -136,6 +153,8 @@ final class OutboxPump {
     func sessionEnded() {
         session = nil
         rowsByTicket.removeAll()
+        heldByTicket.removeAll()
+        storedInFlight.removeAll()
         // Stored already; the next session sends them from the store.
         packed.removeAll()
         packedAhead.removeAll()
@@ -154,7 +173,14 @@ final class OutboxPump {
     /// the telemetry's count).
     @discardableResult
     func acknowledged(_ ticket: MQTTPublishTicket) -> Bool {
-        guard ticket.session == session, let rowID = rowsByTicket.removeValue(forKey: ticket)?.rowID else { return false }
+        guard ticket.session == session else { return false }
+        if let id = heldByTicket.removeValue(forKey: ticket) {
+            deliveredFromMemory.insert(id)
+            wanted = true
+            return true
+        }
+        guard let rowID = rowsByTicket.removeValue(forKey: ticket)?.rowID else { return false }
+        storedInFlight.remove(rowID)
         acknowledgedRows.append(rowID)
         if retriedRows.remove(rowID) != nil { refusalsInARow = 0 }
         if !acknowledgementsMayWait { wanted = true }
@@ -165,7 +191,10 @@ final class OutboxPump {
     /// backoff. True when the ticket was an outbox row's (for the telemetry's count).
     @discardableResult
     func refused(_ ticket: MQTTPublishTicket, reasonCode: Int32, at time: Int64) -> Bool {
+        // A held message refused is handed over again by a later pump, once it is stored with the rest.
+        if ticket.session == session, heldByTicket.removeValue(forKey: ticket) != nil { return true }
         guard ticket.session == session, let message = rowsByTicket.removeValue(forKey: ticket) else { return false }
+        storedInFlight.remove(message.rowID)
         refusedMessages.append(message)
         let delay = min(Self.retryMaxMs, Self.retryMinMs << min(refusalsInARow, 6))
         refusalsInARow = min(refusalsInARow + 1, 64)
@@ -186,6 +215,19 @@ final class OutboxPump {
         return true
     }
 
+    /// Held messages were stored (`rows`, by the commit that just ended): one in flight from memory
+    /// is now that row in flight, and the ones delivered from memory are done with.
+    func heldStored(_ rows: [OutboxMessage]) {
+        deliveredFromMemory.removeAll()
+        let rowsByID = Dictionary(rows.map { ($0.messageID, $0) }, uniquingKeysWith: { first, _ in first })
+        for (ticket, id) in heldByTicket {
+            guard let row = rowsByID[id] else { continue }
+            heldByTicket[ticket] = nil
+            rowsByTicket[ticket] = row
+            storedInFlight.insert(row.rowID)
+        }
+    }
+
     /// The wait for the rate limit asked for is over.
     func rateWaitOver() {
         wakeAsked = false
@@ -201,7 +243,7 @@ final class OutboxPump {
     /// later input (the engine's inbox then does not wake for them). `time` is read only for a pump.
     func batchHandled(at time: @autoclosure () -> Int64) -> Bool {
         pumpIfWanted(at: time)
-        acknowledgementsMayWait = sending && inFlight < maxInFlight
+        acknowledgementsMayWait = sending && inFlight < maxInFlight && heldByTicket.isEmpty
         return acknowledgementsMayWait
     }
 
@@ -254,19 +296,52 @@ final class OutboxPump {
         let alreadyPacked = packed
         packed.removeAll()
         if sending, !hand(alreadyPacked, session: session) { return }
+        // Held messages are newer than every stored alarm, reply and event: they go after those,
+        // and before the positions.
+        let storedGoFirst = [OutboxLane.alarm, .reply, .event].contains { store.newestRowID(in: $0) > cursors[$0] ?? 0 }
+        if sending, !storedGoFirst, !handHeld(session: session) { return }
         let free = sending ? sendableNow(store, at: time) : 0
         guard free > 0 || mustMarkAcknowledged(at: time, stopping: !sending) else { return }
-        let taken: Taken
+        var taken: Taken
         do {
             let marked = acknowledgedRows.count
             taken = try store.write { transaction in try markAndTakeNext(transaction, limit: free, at: time) }
             committed(marked: marked, taken)
         } catch {
-            logger.error("cannot update the outbox; acknowledged messages may be sent again", metadata: ["error": "\(error)"])
-            if acknowledgedRows.count > 10 * maxInFlight { acknowledgedRows.removeAll() }
-            return
+            // A full disk: the marks wait in memory for a commit that succeeds, and what is stored
+            // still goes out, read without a write.
+            logger.error("cannot update the outbox; sending what is stored, PUBACKs kept in memory", metadata: ["error": "\(error)"])
+            guard free > 0 else { return }
+            do {
+                taken = try store.read { transaction in try nextMessages(transaction, limit: free, at: time, packing: false) }
+                committed(marked: 0, taken)
+            } catch {
+                logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
+                return
+            }
         }
-        hand(taken.next, session: session)
+        if hand(taken.next, session: session), sending, storedGoFirst { handHeld(session: session) }
+    }
+
+    /// Hands over the held messages that are numbered, not in flight and not delivered, within the
+    /// free slots. False if the connection went away under us.
+    @discardableResult
+    private func handHeld(session: MQTTSessionID) -> Bool {
+        var slots = maxInFlight - inFlight
+        guard slots > 0 else { return true }
+        let handed = Set(heldByTicket.values)
+        for message in held() where slots > 0 {
+            guard let prepared = message.prepared, !handed.contains(prepared.id), !deliveredFromMemory.contains(prepared.id) else { continue }
+            let outgoing = OutboxMessage(rowID: 0, messageID: prepared.id, topic: message.topic, lane: message.lane, qos: 1, payload: prepared.payload)
+            do {
+                heldByTicket[try publish(topicBase + message.topic, outgoing)] = prepared.id
+                slots -= 1
+            } catch {
+                logger.debug("publish deferred", metadata: ["error": "\(error)", "session": "\(session)"])
+                return false
+            }
+        }
+        return true
     }
 
     /// What a commit took for the pump; applied to its state once committed.
@@ -284,7 +359,7 @@ final class OutboxPump {
     /// Marks what was acknowledged and reads (or packs) what goes next, in the caller's transaction.
     private func markAndTakeNext(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> Taken {
         try transaction.markDelivered(acknowledgedRows, at: time)
-        return try nextMessages(transaction, limit: limit, at: time)
+        return try nextMessages(transaction, limit: limit, at: time, packing: true)
     }
 
     /// A PUBACK alone is worth a commit only when shutting down, when many wait, or when no other
@@ -328,7 +403,7 @@ final class OutboxPump {
 
     /// How many to hand over now: the free slots in flight when there is work, within the rate limit.
     private func sendableNow(_ hints: some OutboxHints, at time: Int64) -> Int {
-        let slots = max(0, maxInFlight - rowsByTicket.count)
+        let slots = max(0, maxInFlight - inFlight)
         guard slots > 0, mayHaveWork(hints, at: time) else { return 0 }
         switch allowance() {
         case .unlimited:
@@ -361,8 +436,8 @@ final class OutboxPump {
     }
 
     /// What goes next, in lane order; what it takes from `liveResends` and `packedAhead` is removed
-    /// once committed.
-    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> Taken {
+    /// once committed. Without `packing` (a read, the store not writable) no queued fix is packed.
+    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64, packing: Bool) throws -> Taken {
         var taken = Taken()
         // Refused ones first: they are the oldest, and their backoff is over.
         var next = retryDue(at: time) ? Array(refusedMessages.prefix(limit)) : []
@@ -370,11 +445,9 @@ final class OutboxPump {
         for lane in [OutboxLane.alarm, .reply, .event] where next.count < limit {
             let cursor = cursors[lane] ?? 0
             guard transaction.newestRowID(in: lane) > cursor else { continue }
-            let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
-            if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
-            next += rows
+            next += try pending(transaction, in: lane, after: cursor, limit: limit - next.count)
         }
-        if next.count < limit, transaction.hasFreshFix, let live = try packer.live(in: transaction, at: time) {
+        if packing, next.count < limit, transaction.hasFreshFix, let live = try packer.live(in: transaction, at: time) {
             next.append(live)
         }
         let resends = liveResends.prefix(limit - next.count)
@@ -389,9 +462,7 @@ final class OutboxPump {
             var cursor = max(cursors[lane] ?? 0, next.last { $0.lane == lane }?.rowID ?? 0)
             if lane == .backfill { cursor = max(cursor, backfillCursor) }
             guard transaction.newestRowID(in: lane) > cursor else { continue }
-            let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit - next.count)
-            if rows.isEmpty { cursors[lane] = transaction.newestRowID(in: lane) }
-            next += rows
+            next += try pending(transaction, in: lane, after: cursor, limit: limit - next.count)
         }
         // Two windows ahead, refilled once one is gone: packing reads and inserts a window or more
         // at a time. Only while sending, and never while the newest fix waits for the live lane or
@@ -401,12 +472,28 @@ final class OutboxPump {
         let mayPackAhead = limit > 0 && !transaction.hasFreshFix && transaction.newestRowID(in: .backfill) <= sentUpTo
         let packAhead = mayPackAhead && aheadLeft <= maxInFlight ? 2 * maxInFlight - aheadLeft : 0
         let wanted = limit - next.count
-        if wanted + packAhead > 0, transaction.hasQueuedPositions {
+        if packing, wanted + packAhead > 0, transaction.hasQueuedPositions {
             let packedNow = try packer.backfill(in: transaction, messages: wanted + packAhead, at: time)
             next += packedNow.prefix(wanted)
             taken.packedAhead = Array(packedNow.dropFirst(wanted))
         }
         taken.next = next
         return taken
+    }
+
+    /// Undelivered rows of `lane` after `cursor`, less those acknowledged and not yet marked (a new
+    /// session on a full disk would send them again) and those in flight already. The cursor moves
+    /// past what is left out, or to the lane's newest row when there is nothing.
+    private func pending(_ transaction: LocalCache.Transaction, in lane: OutboxLane, after cursor: Int64, limit: Int) throws -> [OutboxMessage] {
+        let rows = try transaction.pendingMessages(in: lane, after: cursor, limit: limit)
+        guard let last = rows.last else {
+            cursors[lane] = transaction.newestRowID(in: lane)
+            return []
+        }
+        guard !acknowledgedRows.isEmpty || !storedInFlight.isEmpty else { return rows }
+        let acknowledged = Set(acknowledgedRows)
+        let left = rows.filter { !acknowledged.contains($0.rowID) && !storedInFlight.contains($0.rowID) }
+        if left.isEmpty { cursors[lane] = max(cursors[lane] ?? 0, last.rowID) }
+        return left
     }
 }

@@ -43,6 +43,8 @@ final class StepPerformer {
         var storedAlarmID: String?
         /// The driver's input was refused (what for is in `told`).
         var refused = false
+        /// The step's messages could not be stored: they wait in memory (the driver is told so).
+        var unstored = false
     }
 
     init(
@@ -57,6 +59,7 @@ final class StepPerformer {
         self.unit = unit
         self.logger = logger
         self.closeCommitWindow = closeCommitWindow
+        outbox.held = { [unowned self] in self.upkeep.unstored }
     }
 
     /// Performs `step` at unit clock `now`; `publishStatus` sends the retained status.
@@ -65,18 +68,27 @@ final class StepPerformer {
         let messages = step.messages.map { unstored($0, now: now) }
         do {
             let commit = try self.commit(step, messages, now: now)
+            if commit.wrote { upkeep.written() }
             if commit.queued { outbox.pump(at: now) }
             // Only an alarm stored after every older one has an id an acknowledgement can name.
             if !upkeep.holdsUnstoredAlarm { performed.storedAlarmID = commit.alarmID }
             if let alarm = commit.alarmID { logger.notice("SOS alarm stored; it goes to the dispatcher before anything else", metadata: ["id": "\(alarm)"]) }
         } catch {
-            // The state machine has moved on and keeps working: what it promised waits in memory
-            // and is retried (StoreUpkeep); fixes are given up and counted.
+            // The state machine has moved on and keeps working: what it promised waits in memory,
+            // goes to the broker from there, and is stored by the next commit that succeeds; fixes
+            // are given up and counted.
             logger.error("cannot store the step; keeping its messages in memory and retrying", metadata: ["step": "\(step)", "error": "\(error)"])
+            upkeep.writeFailed(error)
             upkeep.keepUnstored(messages)
             upkeep.positionsLost(step.fixes.count(where: \.report))
             if !step.inbox.isEmpty { inboxUnstored = true }
-            if !messages.isEmpty || !step.inbox.isEmpty { performed.told.append("NOT STORED YET: the unit cannot write its store (\(error)); retrying") }
+            if !messages.isEmpty || !step.inbox.isEmpty {
+                // One text, and a true one: nothing of this step is stored, so nothing is "sent" yet.
+                performed.told.append(
+                    "NOT STORED: the unit cannot write its store (\(error)); kept in memory, it goes out when the broker is reachable")
+                performed.unstored = true
+                outbox.pump(at: now)
+            }
         }
         for message in step.messages {
             switch message {
@@ -98,6 +110,8 @@ final class StepPerformer {
         for notice in step.driver {
             switch notice {
             case .told(let text), .reminder(let text):
+                // Nothing of this step is stored: what the state machine says of it (a "sent") is not true yet.
+                guard !performed.unstored else { continue }
                 // What the driver reads holds pickup addresses and the dispatcher's texts: debug only.
                 logger.debug("driver: \(LogExcerpt.of(text, limit: 200))")
                 performed.told.append(text)
@@ -123,9 +137,38 @@ final class StepPerformer {
     }
 
     private struct Commit {
+        /// Something was written.
+        var wrote = false
         /// Something was queued for the broker.
         var queued = false
         var alarmID: String?
+    }
+
+    /// Stores the messages held in memory, in one commit of their own (the upkeep tick).
+    func storeHeldMessages() {
+        guard !upkeep.unstored.isEmpty else { return }
+        do {
+            let delivered = outbox.deliveredFromMemory
+            let rows = try store.write(upkeep.holdsPromise ? .full : .normal) { try upkeep.storeHeld(in: $0, delivered: delivered) }
+            heldWereStored(rows)
+        } catch {
+            upkeep.writeFailed(error)
+        }
+    }
+
+    /// Once committed: the pump learns their rows (some may be in flight from memory).
+    private func heldWereStored(_ rows: [OutboxMessage]) {
+        upkeep.heldStored()
+        outbox.heldStored(rows)
+        outbox.want()
+    }
+
+    /// The upkeep tick: room first (a WAL that starts over), then what waits in memory, then the
+    /// chores. True when the retained status is stale.
+    func maintain(now: Int64, retentionClockTrusted: Bool) -> Bool {
+        upkeep.makeRoom()
+        storeHeldMessages()
+        return upkeep.run(now: now, retentionClockTrusted: retentionClockTrusted, depth: outbox.depth)
     }
 
     /// A step that only records fixes may leave them to the commit window; everything else commits
@@ -141,24 +184,29 @@ final class StepPerformer {
         }
         let held = commitWindow.takeForCommit(at: instant)
         do {
-            return try write(step, messages, held: held, durability: durability == .promised ? .full : .normal, now: now)
+            let promised = durability == .promised || upkeep.holdsPromise
+            return try write(step, messages, held: held, durability: promised ? .full : .normal, now: now)
         } catch {
             upkeep.positionsLost(held.count(where: \.report))
             throw error
         }
     }
 
-    /// One transaction: the messages, the held fixes (they came first), the step's fixes, snapshot
-    /// and ride, and the outbox's marks and next messages.
+    /// One transaction: the messages held in memory (they are older), the step's messages, the
+    /// held fixes (they came first), the step's fixes, snapshot and ride, and the outbox's marks and
+    /// next messages.
     private func write(
         _ step: Step, _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: Int64
     ) throws -> Commit {
-        try store.write(durability) { transaction in
-            var commit = Commit(queued: !messages.isEmpty)
+        let delivered = outbox.deliveredFromMemory
+        var heldRows: [OutboxMessage] = []
+        let commit = try store.write(durability) { transaction in
+            heldRows = try upkeep.storeHeld(in: transaction, delivered: delivered)
+            var commit = Commit(wrote: true, queued: !messages.isEmpty || !heldRows.isEmpty)
             // The ride message waits for the ride's row below: it carries the distance measured there.
             for message in messages where message.topic != RideMessage.topic {
-                let id = try message.enqueue(in: transaction)
-                if message.messageClass == .alarm { commit.alarmID = id }
+                let row = try message.enqueue(in: transaction)
+                if message.messageClass == .alarm { commit.alarmID = row.messageID }
             }
             let fixes = held.map { (fix: $0.fix, report: $0.report, createdAt: $0.createdAt) }
                 + step.fixes.map { (fix: $0.fix, report: $0.report, createdAt: now) }
@@ -184,6 +232,8 @@ final class StepPerformer {
             if outbox.pack(in: transaction, at: now) { commit.queued = true }
             return commit
         }
+        if !heldRows.isEmpty || !upkeep.unstored.isEmpty { heldWereStored(heldRows) }
+        return commit
     }
 
     /// `ride`, on the event lane (QoS 1 like every unit message but the telemetry).

@@ -342,7 +342,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
             // Retention ages rows by the unit clock: only a synchronised system clock is trusted for
             // that, never GPS time that may have jumped ahead.
             let reading = machine.positions.clock.reading(at: clock.sample())
-            if performer.upkeep.run(now: reading.milliseconds, retentionClockTrusted: reading.source == .system, depth: outbox.depth) {
+            if performer.maintain(now: reading.milliseconds, retentionClockTrusted: reading.source == .system) {
                 publishStatus()
             }
             if performer.inboxUnstored {
@@ -501,7 +501,7 @@ public final class UnitEngine: Service, @unchecked Sendable {
         if let id = performed.storedAlarmID { machine.alarmStored(messageID: id) }
         if let recorded = step.fixes.last { lastFix = (recorded.fix, .now) }
         publishPositionFeeds(step.fixes)
-        panel.stepped(event, before: before, after: machine.state, step: step, seatsLeft: machine.seatsLeft)
+        panel.stepped(event, before: before, after: machine.state, step: step, seatsLeft: machine.seatsLeft, stored: !performed.unstored)
         return performed
     }
 
@@ -557,7 +557,8 @@ public final class UnitEngine: Service, @unchecked Sendable {
                 "inbox_full": inbox.droppedInputs,
             ],
             runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
-            volatileStore: options.volatileStore
+            volatileStore: options.volatileStore,
+            store: performer.upkeep.diskStatus
         )
     }
 

@@ -115,6 +115,39 @@ import UnitCore
         #expect(try store.outboxDepth().position == index, "every queued fix is still there")
     }
 
+    /// The WAL is counted: past half its share of the budget, the upkeep's checkpoint runs however
+    /// few commits went by, and the next commit starts the WAL over within that share.
+    @Test func aWALPastItsShareIsCheckpointedAndCutBack() throws {
+        let store = try LocalCache(path: path)
+        let share: Int64 = 256 * 1024
+        try store.limitWAL(toBytes: share / 2)
+        try QueuedPositions.queue(store, 0..<8000)
+        #expect(store.walFileBytes() > share)
+        #expect(try store.checkpointIfDue(walBytes: share), "due by size, far fewer than \(LocalCache.commitsPerCheckpoint) commits")
+        #expect(try store.checkpointIfDue(walBytes: share) == false, "nothing committed since")
+        try event(store)
+        #expect(store.walFileBytes() <= share / 2)
+        #expect(store.fileBytes() >= store.walFileBytes() + (try store.usedBytes()), "the footprint counts the database, its WAL and index")
+        #expect(try store.checkpointIfDue(walBytes: share) == false)
+    }
+
+    /// A message numbered while the store refused it keeps its seq and id when stored; one the broker
+    /// took from memory only moves the topic's numbers past it.
+    @Test func aMessageNumberedBeforeItIsStoredKeepsItsNumber() throws {
+        let store = try LocalCache(path: path)
+        try event(store)
+        #expect(try store.lastSequence(of: "event") == 1)
+        let id = LocalCache.newMessageID(at: 2000)
+        let row = try store.write { try $0.enqueue(topic: "event", lane: .event, createdAt: 2000, seq: 2, messageID: id, payload: [1]) }
+        #expect(row.messageID == id && row.payload == [1])
+        try store.write { try $0.advanceSequence(of: "event", to: 3) }
+        try store.write { try $0.advanceSequence(of: "event", to: 2) }
+        #expect(try store.lastSequence(of: "event") == 3, "never back")
+        let next = try store.write { try $0.reserveSequence(for: "event", count: 1) }
+        #expect(next == 4)
+        #expect(try store.lastSequence(of: "never-used") == 0)
+    }
+
     @Test func retentionDropsOnlyOldUndeliveredPositionsAndCountsThem() throws {
         let store = try LocalCache(path: path)
         try QueuedPositions.queue(store, 0..<60, createdAt: 1_000)

@@ -47,4 +47,20 @@ import Testing
         // A connected broker is never down, whatever a stale `downForS` says.
         #expect(HealthCheck.problems(status(fixAgeS: 0.1, broker: true, downForS: 999), thresholds: strict).isEmpty)
     }
+
+    /// The store's disk: a failing write and a full filesystem are each one line; a store that has
+    /// room and writes says nothing.
+    @Test func theStoresDiskIsReported() {
+        var full = status()
+        full.store = .init(
+            bytes: 2_560 * 1024, limitBytes: 2_600 * 1024, filesystemFreeBytes: 0, filesystemFull: true,
+            writeError: "SQLite error 13: database or disk is full", inMemory: 3)
+        #expect(HealthCheck.problems(full, thresholds: thresholds) == [
+            "store: cannot write (SQLite error 13: database or disk is full); 3 messages kept in memory, lost on restart",
+            "store: its filesystem is full (0 KiB free); the store keeps within 2600 KiB, positions give way first",
+        ])
+        var fine = status()
+        fine.store = .init(bytes: 2_560 * 1024, limitBytes: 64 * 1024 * 1024, filesystemFreeBytes: nil, filesystemFull: false, writeError: nil, inMemory: 0)
+        #expect(HealthCheck.problems(fine, thresholds: thresholds).isEmpty)
+    }
 }

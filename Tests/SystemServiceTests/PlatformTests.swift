@@ -59,6 +59,15 @@ import Testing
         #expect(try result.withLock { $0 }?.get() == 1)
     }
 
+    /// statvfs as the store's upkeep reads it: sizes in bytes, and a missing path named in the error.
+    @Test func theFilesystemSpaceIsInBytes() throws {
+        let temporary = try filesystemSpace(of: NSTemporaryDirectory())
+        let expected = try FileManager.default.attributesOfFileSystem(forPath: NSTemporaryDirectory())
+        #expect(temporary.totalBytes == (expected[.systemSize] as? NSNumber)?.int64Value)
+        #expect(temporary.availableBytes >= 0 && temporary.availableBytes <= temporary.totalBytes)
+        #expect(throws: SystemCallError(function: "statvfs /no/such/dir", code: ENOENT)) { try filesystemSpace(of: "/no/such/dir") }
+    }
+
     @Test func aPrivateDirectoryIsFreshAndOnlyOurs() throws {
         let base = NSTemporaryDirectory()
         let first = try makePrivateDirectory(in: base, prefix: "platform-test")

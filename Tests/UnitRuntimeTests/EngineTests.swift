@@ -1,5 +1,6 @@
 import ControlSocket
 import Foundation
+import GRDB
 import LocalCache
 import TestHarness
 import Testing
@@ -230,6 +231,44 @@ import UnitCore
         #expect(seqs == Array(seqs.sorted()) && Set(seqs).count == seqs.count)
         let packed = try unit.store.outboxOverview(limitPerClass: 1000).depth[.position] ?? 0
         #expect(packed <= 4 + 8 && packed >= 4, "never more than two windows ahead: \(packed)")
+        await unit.stop()
+    }
+
+    /// A store that refuses every write (another connection holds its write lock, as a full disk
+    /// refuses them): the driver is told the event is not stored, the event goes to the broker from
+    /// memory with its own seq and id, and once the store takes writes again it keeps only that
+    /// number, so the next event does not take it again.
+    @Test func anEventTheStoreRefusesGoesOutFromMemoryAndKeepsItsNumber() async throws {
+        let unit = try EngineUnderTest()
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        try await unit.eventually("the first event") { unit.published(on: "event").count == 1 }
+        unit.broker.acknowledge(unit.published(on: "event")[0])
+
+        var holdsTheLock = Configuration()
+        holdsTheLock.allowsUnsafeTransactions = true
+        let blocker = try DatabaseQueue(path: unit.store.path, configuration: holdsTheLock)
+        try await blocker.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        let answer = try await unit.press("duty")
+        let told = try #require(answer.message)
+        #expect(told.contains("NOT STORED") && !told.contains("sent"), "one true text: \(told)")
+        try await unit.eventually("the event from memory", within: 60) { unit.published(on: "event").count == 2 }
+        let fromMemory = unit.published(on: "event")[1]
+        #expect(fromMemory.json["to"] as? String == "off_duty")
+        #expect(fromMemory.json["seq"] as? Int == 2)
+        #expect(try await unit.status().store?.inMemory == 1)
+        unit.broker.acknowledge(fromMemory)
+
+        try await blocker.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+        try await unit.eventually("the held event settled in the store", within: 60) { try await unit.status().store?.inMemory == 0 }
+        #expect(try await unit.status().outbox.event == 0, "delivered from memory: no row to send again")
+        try await unit.press("duty")
+        try await unit.eventually("the next event") { unit.published(on: "event").count == 3 }
+        let next = unit.published(on: "event")[2].json
+        #expect(next["seq"] as? Int == 3, "the number given from memory is not given again")
+        #expect(next["id"] as? String != fromMemory.json["id"] as? String)
+        #expect(try await unit.status().store?.writeError == nil)
         await unit.stop()
     }
 }
