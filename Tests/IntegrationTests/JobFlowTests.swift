@@ -18,13 +18,15 @@ import UnitCore
         let gps: FakeGPS?
 
         /// `gpsCycleS`: the replay's delay between sentences, for a test that waits for GPS time to pass.
-        init(extraTOML: String = "", withGPS: Bool = false, gpsCycleS: Double = 0.05, reportingIntervalS: Double = 0.5) async throws {
+        init(
+            extraTOML: String = "", mqttTOML: String = "", withGPS: Bool = false, gpsCycleS: Double = 0.05, reportingIntervalS: Double = 0.5
+        ) async throws {
             scratch = try ScratchDirectory()
             broker = try MosquittoBroker(in: scratch)
             gps = withGPS ? try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: gpsCycleS) : nil
             unit = try UnitUnderTest(
                 mqttPort: broker.port, gpsdPort: try gps?.port ?? Loopback.freePort(), in: scratch, extraTOML: extraTOML,
-                reportingIntervalS: reportingIntervalS)
+                reportingIntervalS: reportingIntervalS, mqttTOML: mqttTOML)
             recorder = try await MQTTRecorder(port: broker.port, subscribe: [unit.topicBase + "#"])
             try await unit.start()
             try await unit.waitForStatus("broker connected") { $0.broker.connected }
