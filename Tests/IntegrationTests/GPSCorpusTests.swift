@@ -8,8 +8,8 @@ import UnitCore
 /// Real receivers' logs through real gpsd (gpsfake) into the daemon, compared with what gpsd itself
 /// says to another client (gpspipe) about the same replay.
 @Suite(.serialized) struct GPSCorpusTests {
-    /// Replays at once: each spends most of its time waiting (gpsfake sleeps 1.4 s before it feeds,
-    /// the unit and gpspipe wait for gpsd), about a third of a second of CPU in three.
+    /// Replays at once: a replay takes about 0.3 s of CPU in 3 s, mostly waiting (gpsfake sleeps
+    /// 1.4 s before it feeds, the unit and gpspipe wait for gpsd).
     static let parallelReplays = 12
     /// Seconds between sentences: fast, yet gpsd sees whole cycles.
     static let cycleS = 0.002
