@@ -124,8 +124,10 @@ DEB_OUT ?= build
 DEB_MAINTAINER ?= taxiunitd maintainers <taxiunitd@example.org>
 # What dpkg-shlibdeps cannot see in the binaries: gpsd is a daemon the unit talks to, not a library.
 DEB_EXTRA_DEPENDS := gpsd
-# xz for boards; the tests package uncompressed.
+# xz for boards; the tests package with gzip at level 1 (lintian refuses none; gzip's default
+# level takes most of a package's build).
 DEB_COMPRESS ?= xz
+DEB_COMPRESS_LEVEL ?=
 # The toolchain's llvm-objcopy strips any architecture the toolchain builds for; the host's strip
 # reads only the host's.
 OBJCOPY ?= $(dir $(realpath $(shell command -v $(SWIFT))))llvm-objcopy
@@ -197,7 +199,7 @@ define finish-deb
 		-e "s/@DEPENDS@/$$depends/" \
 		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_OUT)/$(2) | cut -f1)/" packaging/$(1).control > $(DEB_OUT)/$(2)/DEBIAN/control
 	rm -rf $(DEB_OUT)/shlibdeps
-	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_OUT)/$(2) $(DEB_OUT)/$(1)_$(DEB_VERSION)_$(DEB_ARCH).deb
+	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) $(if $(DEB_COMPRESS_LEVEL),-z$(DEB_COMPRESS_LEVEL)) --build $(DEB_OUT)/$(2) $(DEB_OUT)/$(1)_$(DEB_VERSION)_$(DEB_ARCH).deb
 endef
 
 # Fleet managers without Debian: the console installed by hand, with its man page.

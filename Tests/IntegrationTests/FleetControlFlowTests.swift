@@ -203,7 +203,8 @@ import UnitCore
                 if Task.isCancelled { return }
             }
         }
-        try await Task.sleep(for: .seconds(2))
+        // The commands go out once the flood is over the dispatcher's budget, however fast it started.
+        try await setup.unit.waitForStatus("the flood over the budget") { ($0.refused?["inbound_over_rate"] ?? 0) > 0 }
         for command in commands {
             try setup.recorder.publish(setup.commandTopic, command)
             try await Task.sleep(for: .milliseconds(200))

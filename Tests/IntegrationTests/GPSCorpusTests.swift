@@ -1,3 +1,4 @@
+import ControlSocket
 import Foundation
 import LocalCache
 import TestHarness
@@ -7,8 +8,9 @@ import UnitCore
 /// Real receivers' logs through real gpsd (gpsfake) into the daemon, compared with what gpsd itself
 /// says to another client (gpspipe) about the same replay.
 @Suite(.serialized) struct GPSCorpusTests {
-    /// Replays at once: gpsfake and gpsd are mostly waiting, the machine has 2 cores.
-    static let parallelReplays = 4
+    /// Replays at once: a replay takes about 0.3 s of CPU in 3 s, mostly waiting (gpsfake sleeps
+    /// 1.4 s before it feeds, the unit and gpspipe wait for gpsd).
+    static let parallelReplays = 12
     /// Seconds between sentences: fast, yet gpsd sees whole cycles.
     static let cycleS = 0.002
 
@@ -23,8 +25,10 @@ import UnitCore
         let logs = try Corpus.allLogs()
         #expect(logs.count >= 100, "the corpus at \(Corpus.gpsdLogs) looks incomplete")
         let started = ContinuousClock.now
+        // Longest replays first, so that no long one starts near the end with the other slots idle.
+        let bySize = try logs.sorted { try Corpus.size(of: $0) > Corpus.size(of: $1) }
         let outcomes = await withTaskGroup(of: Outcome.self, returning: [Outcome].self) { group in
-            var pending = logs[...]
+            var pending = bySize[...]
             var outcomes: [Outcome] = []
             for _ in 0..<Self.parallelReplays {
                 guard let log = pending.popFirst() else { break }
@@ -53,9 +57,9 @@ import UnitCore
     }
 
     /// A replay whose start failed is tried once more from scratch (a new gpsfake, gpsd and unit):
-    /// once, on a loaded 2-core CI machine, gpspipe had no answer to its WATCH within 10 s, which six
-    /// local runs beside two busy loops did not reproduce. The first failure is printed with what
-    /// gpspipe and gpsfake had said, so it stays visible.
+    /// once, on a loaded 2-core CI machine, gpspipe had no answer to its WATCH within 10 s, and once,
+    /// beside `stress-ng --cpu 2`, the unit was not watching gpsd after 20 s. The first failure is
+    /// printed with what the unit, gpspipe and gpsfake had said, so it stays visible.
     static func replay(_ log: String) async -> Outcome {
         var problems: [String] = []
         var fixes = 0
@@ -82,13 +86,22 @@ import UnitCore
         let unit = try UnitUnderTest(mqttPort: try Loopback.freePort(), gpsdPort: fake.port, in: scratch, trustSystemClock: false)
         defer { unit.process?.signal(SIGKILL) }
         try await unit.start()
-        let before = try await unit.waitForStatus("the unit watching gpsd") { $0.gps.connected }
+        let before: ControlStatus
+        do {
+            before = try await unit.waitForStatus("the unit watching gpsd", timeoutS: 30) { $0.gps.connected }
+        } catch {
+            throw ReplayDidNotStart(description: """
+                \(error)
+                taxiunitd: \(unit.log.suffix(1500))
+                gpsfake: \(fake.process.log.suffix(1500))
+                """)
+        }
         let pipeOutput = scratch.file("gpspipe.json")
         let gpspipe = try ChildProcess("gpspipe", ["-w", "127.0.0.1:\(fake.port)"], logPath: pipeOutput)
         defer { gpspipe.signal(SIGKILL) }
         // gpsd answers gpspipe's WATCH after handling the unit's, which was sent earlier.
         do {
-            try await waitUntil("gpspipe watching", timeoutS: 10) { gpspipe.log.contains(#""class":"WATCH""#) }
+            try await waitUntil("gpspipe watching", timeoutS: 30) { gpspipe.log.contains(#""class":"WATCH""#) }
         } catch {
             throw ReplayDidNotStart(description: """
                 \(error)

@@ -133,13 +133,15 @@ import Testing
         try await screen.waitFor("available again") { $0.rows[0].hasPrefix("AVAILABLE") }
 
         // The unit is down when the next reminder falls due: it rings as soon as it is back.
-        try recorder.publish(unit.topicBase + "job/offer", #"{"job":"R2","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"meeting_time":\#(TestClock.milliseconds() + 64_000)}"#)
+        let meeting = TestClock.milliseconds() + 64_000
+        try recorder.publish(unit.topicBase + "job/offer", #"{"job":"R2","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"meeting_time":\#(meeting)}"#)
         try await screen.waitFor("the second offer") { $0.rows[0].hasPrefix("NEW JOB") }
         try await screen.press("a")
         try await screen.waitFor("on the way again") { $0.rows[0].hasPrefix("TO PICKUP") && !$0.rows[3].hasPrefix("REMINDER") }
         try await unit.waitForStatus("R2 accepted") { $0.state == "en_route" }
         unit.stop()
-        try await Task.sleep(for: .seconds(6))
+        // Until the reminder, 60 s before the meeting, has fallen due.
+        try await Task.sleep(for: .milliseconds(max(0, meeting - 60_000 - TestClock.milliseconds()) + 500))
         let before = screen.refresh().bells
         try await unit.start()
         let afterRestart = try await screen.waitFor("the reminder after the restart", timeoutS: 15) { $0.rows[3].hasPrefix("REMINDER ") }

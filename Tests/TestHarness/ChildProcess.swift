@@ -88,8 +88,8 @@ public final class ChildProcess: @unchecked Sendable {
     public func killHard() {
         signal(SIGKILL)
         waitForExit()
-        // Children of the group (gpsd under gpsfake) may still be dying; give them a moment.
-        usleep(50_000)
+        // Children of the group (gpsd under gpsfake) may still be dying; give them a moment, if any.
+        for _ in 0..<10 where kill(-pid, 0) == 0 { usleep(5_000) }
     }
 
     @discardableResult

@@ -23,12 +23,16 @@ public final class MQTTRecorder: @unchecked Sendable {
                 host: "127.0.0.1", port: port, keepaliveS: 10, clientID: clientID, cleanSession: !persistentSession,
                 protocolVersion: protocolVersion, receiveMaximum: receiveMaximum),
             will: nil, backoff: ReconnectBackoff(minimumS: 0.1, maximumS: 0.5), logger: Logger(label: "recorder"))
+        // Outside taxi/, where only a "#" subscriber would see it (an ACL's "#" does not match "$" topics).
+        let probeTopic = "recorder-probe/" + clientID
         pump = Task { [connection, weak self] in
             for await event in connection.events {
                 switch event {
                 case .connected:
-                    for pattern in patterns { try? connection.subscribe(pattern, qos: 1) }
+                    for pattern in patterns + [probeTopic] { try? connection.subscribe(pattern, qos: 1) }
                     self?.lock.withLock { self?.connections += 1 }
+                case .message(let message) where message.topic == probeTopic:
+                    self?.lock.withLock { self?.probed = true }
                 case .message(let message):
                     self?.lock.withLock {
                         self?.received.append(message)
@@ -41,11 +45,16 @@ public final class MQTTRecorder: @unchecked Sendable {
         }
         connection.start()
         try await waitUntil("recorder connected to :\(port)", timeoutS: 10) { lock.withLock { connections > 0 } }
-        // SUBACK is not reported; give the broker a moment to register the subscriptions.
-        try await Task.sleep(for: .milliseconds(200))
+        // SUBACK is not reported, but the broker handles a client's packets in order: the probe,
+        // published after the subscriptions were sent, comes back once all of them are in place.
+        try publish(probeTopic, "")
+        try await waitUntil("the recorder's probe back from :\(port) (an ACL may deny \(probeTopic))", timeoutS: 20) {
+            lock.withLock { probed }
+        }
     }
 
     private var connections = 0
+    private var probed = false
 
     public var messages: [MQTTMessage] { lock.withLock { received } }
 

@@ -226,6 +226,10 @@ public enum Corpus {
         try FileManager.default.contentsOfDirectory(atPath: gpsdLogs).filter { $0.hasSuffix(".log") }.sorted()
     }
 
+    public static func size(of log: String) throws -> Int {
+        try (FileManager.default.attributesOfItem(atPath: self.log(log))[.size] as? Int) ?? 0
+    }
+
     /// Where `swift build` put the daemon: beside the test bundle, or TAXIUNITD_BIN_DIR.
     public static let binaryDirectory: String = {
         if let path = ProcessInfo.processInfo.environment["TAXIUNITD_BIN_DIR"] { return path }
