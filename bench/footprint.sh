@@ -135,7 +135,7 @@ if [ -n "${OCLI_BIN:-}" ]; then
     GPSD_HOST=127.0.0.1 GPSD_PORT=$gps_port MQTT_HOST=127.0.0.1 MQTT_PORT=$mqtt_port OCLI_INTERVAL=0 \
         BASE_TOPIC=owntracks/bench/ocli setsid "$OCLI_BIN" >"$work/ocli.log" 2>&1 & ocli=$!; pids+=($ocli)
 fi
-stored() { "$1/taxiunitctl" status --json --socket "$work/$2.sock" | python3 -c 'import json,sys; print(json.load(sys.stdin)["storedPositions"])'; }
+stored() { "$1/taxiunitctl" status --json --socket "$work/$2.sock" | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d.get("stored_positions", d.get("storedPositions")))'; }
 for label in baseline new; do for _ in $(seq 1 600); do [ -S "$work/$label.sock" ] && break; sleep 0.05; done; done
 sleep "$warmup"
 alive() { kill -0 "$1" 2>/dev/null || { echo "$2 ended early:" >&2; cat "$work/$2.log" >&2; exit 1; }; }

@@ -34,7 +34,7 @@ wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Times its threads went to sleep waiting (all threads so far): wakeups, which cost CPU on any machine.
 wakeups() { awk '/^voluntary_ctxt_switches/ {s += $2} END {print s}' /proc/"$1"/task/*/status; }
-stored() { "$bin/taxiunitctl" status --json --socket "$work/control.sock" | python3 -c 'import json,sys; print(json.load(sys.stdin)["storedPositions"])'; }
+stored() { "$bin/taxiunitctl" status --json --socket "$work/control.sock" | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d.get("stored_positions", d.get("storedPositions")))'; }
 
 mqtt_port=$(free_port); gps_port=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\n%s\n' "$mqtt_port" "$([ "$(id -u)" = 0 ] && echo 'user root')" > "$work/mosquitto.conf"
