@@ -24,9 +24,19 @@ extension UnitEngine {
 
     var fleetTopic: String { "\(configuration.mqtt.topicPrefix)/\(configuration.unit.fleet)/\(UnitTopic.config.rawValue)" }
 
-    func subscribeToFleet() {
+    /// The fleet's three topics for this unit, and what each carries: the one place they are named.
+    enum FleetTopic {
+        case config(ConfigScope)
+        case command
+    }
+
+    var fleetTopics: [(topic: String, carries: FleetTopic)] {
         let base = configuration.unitTopicBase
-        for topic in [fleetTopic, base + UnitTopic.config.rawValue, base + UnitTopic.cmd.rawValue] {
+        return [(fleetTopic, .config(.fleet)), (base + UnitTopic.config.rawValue, .config(.unit)), (base + UnitTopic.cmd.rawValue, .command)]
+    }
+
+    func subscribeToFleet() {
+        for (topic, _) in fleetTopics {
             do {
                 try mqtt.subscribe(topic, qos: 1)
             } catch {
@@ -37,16 +47,12 @@ extension UnitEngine {
 
     /// True when the message was the fleet's (handled, answered where there is someone to answer).
     func handleFleetMessage(_ message: MQTTMessage) -> Bool {
-        let base = configuration.unitTopicBase
-        switch message.topic {
-        case fleetTopic:
-            perform(fleetConfig.handle(.received(.fleet, topic: message.topic, payload: message.payload, retained: message.retained, at: clockMs())))
-        case base + UnitTopic.config.rawValue:
-            perform(fleetConfig.handle(.received(.unit, topic: message.topic, payload: message.payload, retained: message.retained, at: clockMs())))
-        case base + UnitTopic.cmd.rawValue:
+        guard let carried = fleetTopics.first(where: { $0.topic == message.topic })?.carries else { return false }
+        switch carried {
+        case .config(let scope):
+            perform(fleetConfig.handle(.received(scope, topic: message.topic, payload: message.payload, retained: message.retained, at: clockMs())))
+        case .command:
             handleCommand(message)
-        default:
-            return false
         }
         return true
     }
@@ -54,16 +60,12 @@ extension UnitEngine {
     /// True when the topic was the fleet's: a message refused unread (over the size limit, or
     /// poison), answered with `rejection`.
     func refuseFleetMessage(topic: String, _ rejection: FleetRejection) -> Bool {
-        let base = configuration.unitTopicBase
-        switch topic {
-        case fleetTopic:
-            perform(fleetConfig.handle(.refusedUnread(.fleet, rejection)))
-        case base + UnitTopic.config.rawValue:
-            perform(fleetConfig.handle(.refusedUnread(.unit, rejection)))
-        case base + UnitTopic.cmd.rawValue:
+        guard let carried = fleetTopics.first(where: { $0.topic == topic })?.carries else { return false }
+        switch carried {
+        case .config(let scope):
+            perform(fleetConfig.handle(.refusedUnread(scope, rejection)))
+        case .command:
             answerCommand(CommandGate.refuseUnread(rejection), at: clockMs())
-        default:
-            return false
         }
         return true
     }
