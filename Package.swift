@@ -75,6 +75,8 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
+        // The one core above the machines: every input, one step (UnitCoordinator.swift). Pure.
+        .target(name: "UnitCoordination", dependencies: ["UnitCore", "UnitConfig", "FleetControl"]),
         .target(name: "FleetControl", dependencies: [
             "UnitCore", "UnitConfig", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -124,8 +126,8 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices", "StrictJSON",
-            "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
+            "UnitCore", "UnitCoordination", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
+            "StrictJSON", "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -205,7 +207,7 @@ let package = Package(
         .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: [
-            "FleetControl", "UnitConfig", "UnitCore", "StrictJSON",
+            "FleetControl", "UnitConfig", "UnitCore", "UnitCoordination", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "FleetConsoleTests", dependencies: [

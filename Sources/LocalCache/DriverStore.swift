@@ -19,14 +19,7 @@ extension LocalCache {
     }
 
     public func saveDriverSession(_ record: DriverSessionRecord) throws {
-        try write(.full) { transaction in
-            try transaction.db.execute(
-                sql: """
-                    INSERT INTO driver_session (id, driver, failures, locked_until) VALUES (1, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET driver = excluded.driver, failures = excluded.failures, locked_until = excluded.locked_until
-                    """,
-                arguments: [record.driver, record.failures, record.lockedUntil])
-        }
+        try write(.full) { try $0.saveDriverSession(record) }
     }
 
     public func driverPreferences(_ driver: String) throws -> DriverPreferences {
@@ -42,13 +35,26 @@ extension LocalCache {
     }
 
     public func saveDriverPreferences(_ preferences: DriverPreferences, for driver: String) throws {
-        try write(.full) { transaction in
-            try transaction.db.execute(
-                sql: """
-                    INSERT INTO driver_preferences (driver, language, alert) VALUES (?, ?, ?)
-                    ON CONFLICT(driver) DO UPDATE SET language = excluded.language, alert = excluded.alert
-                    """,
-                arguments: [driver, preferences.language, preferences.alert?.rawValue])
-        }
+        try write(.full) { try $0.saveDriverPreferences(preferences, for: driver) }
+    }
+}
+
+extension LocalCache.Transaction {
+    public func saveDriverSession(_ record: DriverSessionRecord) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO driver_session (id, driver, failures, locked_until) VALUES (1, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET driver = excluded.driver, failures = excluded.failures, locked_until = excluded.locked_until
+                """,
+            arguments: [record.driver, record.failures, record.lockedUntil])
+    }
+
+    public func saveDriverPreferences(_ preferences: DriverPreferences, for driver: String) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO driver_preferences (driver, language, alert) VALUES (?, ?, ?)
+                ON CONFLICT(driver) DO UPDATE SET language = excluded.language, alert = excluded.alert
+                """,
+            arguments: [driver, preferences.language, preferences.alert?.rawValue])
     }
 }

@@ -258,8 +258,6 @@ public enum UnitEvent: Sendable, Equatable {
     case timerFired(TimerID, at: Int64)
     /// The daemon (re)started with the restored snapshot: pending deadlines are re-armed or due.
     case resumed(at: Int64)
-    /// A fleet document changed the settings: they are in force from this step on.
-    case settingsChanged(UnitSettings)
     /// A crash loop was broken by setting the snapshot aside, and with it the job the unit had in
     /// `state`: the dispatcher and the driver must hear that the unit no longer has it.
     case jobDropped(job: String, state: StateName, at: Int64)
@@ -269,7 +267,7 @@ public enum UnitEvent: Sendable, Equatable {
 /// `Step` each `handle` returns: the complete set of effects of one event.
 public struct UnitStateMachine: Sendable {
     public private(set) var snapshot: UnitSnapshot
-    /// The settings in force; a fleet document changes them through `.settingsChanged`.
+    /// The settings in force; a fleet document changes them through `use(_:)`.
     public private(set) var settings: UnitSettings
     public private(set) var positions: PositionPipeline
     public private(set) var lastFix: Fix?
@@ -300,6 +298,19 @@ public struct UnitStateMachine: Sendable {
     /// writes the snapshot), so that acknowledgements can be matched to it.
     public mutating func alarmStored(messageID id: String) {
         snapshot.panic?.messageID = id
+    }
+
+    /// A fleet document changed the settings: they are in force from this step on, and what
+    /// derives from them (the position pipeline, reporting, zones, the offers remembered) with them.
+    public mutating func use(_ next: UnitSettings) -> Step {
+        settings = next
+        var step = positions.reconfigure(next.positions, state: reportingState)
+        let remembered = snapshot.answeredOffers.count
+        trimMemory()
+        if snapshot.answeredOffers.count != remembered { step.snapshot = snapshot }
+        // The seats shown and offered follow a new seat count at once.
+        step.status = status
+        return step
     }
 
     /// The driver's canned messages changed (a fleet document); one being chosen is put away.
@@ -364,15 +375,6 @@ public struct UnitStateMachine: Sendable {
                 return .note("offer deadline for \(job) no longer pending")
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
-        case .settingsChanged(let next):
-            settings = next
-            var step = positions.reconfigure(next.positions, state: reportingState)
-            let remembered = snapshot.answeredOffers.count
-            trimMemory()
-            if snapshot.answeredOffers.count != remembered { step.snapshot = snapshot }
-            // The seats shown and offered follow a new seat count at once.
-            step.status = status
-            return step
         case .jobDropped(let job, let from, let now):
             return Step(
                 messages: [.event(Transition(t: now, from: from, to: state.name, job: job, reason: "crash_loop"))],

@@ -22,21 +22,21 @@ struct PositionFeeds {
     }
 }
 
-extension UnitEngine {
+extension EngineLoop {
     /// After a step: its newest reported fix, to OwnTracks (every one, over the feed's own
     /// connection) and `pos/last` (when due).
     func publishPositionFeeds(_ fixes: [RecordedFix]) {
         guard let fix = fixes.last(where: \.report)?.fix else { return }
         let ownTracks = configuration.ownTracks
         if ownTracks.enabled {
-            mqtt.publishOwnTracks(OwnTracksLocation(fix, tid: ownTracks.tid), clock: machine.positions.clock, trustSystemClock: clock.trustSystemClock)
+            mqtt.publishOwnTracks(OwnTracksLocation(fix, tid: ownTracks.tid), clock: core.machine.positions.clock, trustSystemClock: clock.trustSystemClock)
         }
         if broker.connected, positionFeeds.lastPositionDue(fix) { publishLastPosition(fix) }
     }
 
     /// On every connection: the newest fix the unit has, also one stored before a restart.
     func publishLastPositionOnConnect() {
-        guard let fix = machine.lastFix else { return }
+        guard let fix = core.machine.lastFix else { return }
         publishLastPosition(fix)
     }
 

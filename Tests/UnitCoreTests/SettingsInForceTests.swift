@@ -19,7 +19,7 @@ import UnitCore
         var machine = Scenario.machine(in: .available, settings: UnitSettings(reportingIntervalS: 60))
         _ = machine.handle(fix(0))
         #expect(reported(&machine, from: 1, to: 21) <= 1, "one in a minute")
-        _ = machine.handle(.settingsChanged(UnitSettings(reportingIntervalS: 1)))
+        _ = machine.use(UnitSettings(reportingIntervalS: 1))
         #expect(reported(&machine, from: 21, to: 41) == 20, "one a second from the next fix on")
     }
 
@@ -31,7 +31,7 @@ import UnitCore
         #expect(!machine.handle(fix(1)).fixes.isEmpty, "off duty and public: the fix is recorded")
         var closed = open
         closed.positions.offDutyPositions = false
-        _ = machine.handle(.settingsChanged(closed))
+        _ = machine.use(closed)
         for second in 2..<30 {
             let step = machine.handle(fix(Double(second)))
             #expect(step.fixes.isEmpty && step.messages.isEmpty, "nothing recorded, reported or zone-matched")
@@ -51,18 +51,18 @@ import UnitCore
         _ = machine.handle(fix(1))
         #expect(machine.positions.zones.current == "North")
         // The same zones again: no change is reported for the zone the taxi is still in.
-        _ = machine.handle(.settingsChanged(settings))
+        _ = machine.use(settings)
         #expect(!machine.handle(fix(2)).messages.contains { if case .zone = $0 { true } else { false } })
         // North is gone, Centre covers the taxi: the next fix says it moved from North to Centre.
         settings.positions.zones = [square("Centre", lat: 46.509)]
-        _ = machine.handle(.settingsChanged(settings))
+        _ = machine.use(settings)
         let moved = machine.handle(fix(3))
         #expect(moved.messages.contains { if case .zone(let change, _) = $0 { change == ZoneChange(from: "North", to: "Centre") } else { false } })
     }
 
     @Test func jobTimingsAndSeatsFollowAtOnce() {
         var machine = Scenario.machine(in: .available, settings: UnitSettings(offerTimeoutS: 60, seats: 4))
-        let changed = machine.handle(.settingsChanged(UnitSettings(offerTimeoutS: 15, seats: 2)))
+        let changed = machine.use(UnitSettings(offerTimeoutS: 15, seats: 2))
         #expect(changed.status?.seatsLeft == 2)
         let offered = machine.handle(.inbound(.offer(Scenario.offer("J9")), receivedAt: t))
         #expect(offered.timers.contains(.start(.offerDeadline(job: "J9"), fireAt: t + 15_000)))

@@ -1,17 +1,55 @@
+import ControlSocket
 import Foundation
 import Platform
 import UnitCore
 
-/// The periodic telemetry: gauges read now, then every metric published retained on `telemetry`
-/// and, if configured, written for node_exporter's textfile collector.
-extension UnitEngine {
+/// What the unit says of itself: the status `taxiunitctl` reads, the retained status' birth
+/// facts, and the periodic telemetry.
+extension EngineLoop {
+    func currentStatus() -> ControlStatus {
+        let depth = performer.depth()
+        let stored = (try? store.positionCount()) ?? -1
+        let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
+        let machine = core.machine
+        let status = machine.status
+        return ControlStatus(
+            unit: configuration.unit.id,
+            state: status.state.rawValue,
+            gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
+            broker: ControlStatus.Broker(
+                connected: broker.connected, since: broker.since, lastError: broker.lastError,
+                downForS: brokerDownSince.map { (ContinuousClock.now - $0) / .seconds(1) }),
+            outbox: .init(
+                depth: depth.total, inFlight: performer.inFlight, alarm: depth.alarm, reply: depth.reply, event: depth.event,
+                position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
+            storedPositions: stored,
+            pauseReason: status.pauseReason?.rawValue,
+            job: ControlDesk.jobStatus(machine.state, now: clockMs()),
+            seatsLeft: status.seatsLeft,
+            sosPending: machine.snapshot.panic != nil,
+            config: fleetConfigStatus,
+            clock: machine.positions.clock.reading(at: clock.sample()).source.rawValue,
+            zone: zone,
+            aside: asideCounts(),
+            refused: [
+                "fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart,
+                "inbox_full": inbox.droppedInputs,
+            ],
+            runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
+            volatileStore: options.volatileStore,
+            store: performer.diskStatus
+        )
+    }
+
+    /// The periodic telemetry: gauges read now, then every metric published retained on
+    /// `telemetry` and, if configured, written for node_exporter's textfile collector.
     func publishTelemetry() {
         guard let registry = options.telemetry else { return }
-        let depth = performer.upkeep.refreshDepth(outbox.depth)
+        let depth = performer.depth()
         metrics.carryOver(
-            fixesRefused: machine.positions.fixesOutOfRange, inboundOverRate: inboundFlow.droppedSinceStart, inboxFull: inbox.droppedInputs)
+            fixesRefused: core.machine.positions.fixesOutOfRange, inboundOverRate: inboundFlow.droppedSinceStart, inboxFull: inbox.droppedInputs)
         metrics.outboxDepth.record(depth.total)
-        metrics.outboxInFlight.record(outbox.inFlight)
+        metrics.outboxInFlight.record(performer.inFlight)
         metrics.gpsdConnected.record(gpsConnected ? 1 : 0)
         metrics.brokerConnected.record(broker.connected ? 1 : 0)
         // -1 before the first fix: a gauge has no "none", and an age is never negative.
@@ -51,7 +89,7 @@ extension UnitEngine {
     func addBirthFacts(to status: inout StatusMessage) {
         status.wireProtocol = SoftwareVersion.wireProtocol
         status.software = SoftwareVersion.software
-        status.configVersions = Dictionary(uniqueKeysWithValues: fleetConfig.versions.map { ($0.key.rawValue, $0.value) })
+        status.configVersions = Dictionary(uniqueKeysWithValues: core.fleetConfig.versions.map { ($0.key.rawValue, $0.value) })
         status.uptimeS = Self.wholeUnits(ContinuousClock.now - startedAt, of: .seconds(1))
         status.fixAgeMs = lastFix.map { Self.wholeUnits(ContinuousClock.now - $0.receivedAt, of: .milliseconds(1)) }
         status.store = options.volatileStore == nil ? .persistent : .volatile

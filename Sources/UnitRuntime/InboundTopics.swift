@@ -4,7 +4,7 @@ import UnitCore
 
 /// The dispatcher's messages to this unit: subscribing to them, and turning each into one event
 /// for the state machine (or an `invalid` answer).
-extension UnitEngine {
+extension EngineLoop {
     /// QoS 1 on a persistent session: offers sent while we were away are queued by the broker.
     func subscribeInbound() {
         for topic in InboundTopic.allCases {
@@ -25,7 +25,7 @@ extension UnitEngine {
             return
         }
         logger.warning("message refused unread", metadata: ["topic": "\(inbound.rawValue)", "why": "\(why)"])
-        step(.malformed(problem(inbound), at: clockMs()))
+        step(.job(.malformed(problem(inbound), at: clockMs())))
     }
 
     func receive(_ message: MQTTMessage) {
@@ -40,11 +40,11 @@ extension UnitEngine {
             // Payloads hold addresses, names and message texts: their contents only at debug.
             logger.info("received", metadata: ["topic": "\(topic.rawValue)", "bytes": "\(message.payload.count)"])
             logger.debug("received payload", metadata: ["topic": "\(topic.rawValue)", "payload": "\(LogExcerpt.of(message.payload))"])
-            step(.inbound(inbound, receivedAt: now))
+            step(.job(.inbound(inbound, receivedAt: now)))
         case .failure(let problem):
             logger.warning("malformed message", metadata: ["topic": "\(topic.rawValue)", "reason": "\(LogExcerpt.of(problem.reason))"])
             logger.debug("malformed payload", metadata: ["topic": "\(topic.rawValue)", "payload": "\(LogExcerpt.of(message.payload))"])
-            step(.malformed(problem, at: now))
+            step(.job(.malformed(problem, at: now)))
         }
     }
 }

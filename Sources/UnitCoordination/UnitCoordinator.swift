@@ -1,0 +1,238 @@
+import FleetControl
+import UnitConfig
+import UnitCore
+
+/// An input to the unit, in the one order the engine sees them.
+public enum UnitInput: Sendable {
+    /// What the job machine takes: fixes, the dispatcher's messages, its timers, a restart.
+    case job(UnitEvent)
+    /// A button, a terminal key or `taxiunitctl press`. `key`: a terminal key, which a login
+    /// being typed takes first; `command`: what the key or word means otherwise.
+    case driver(DriverCommand?, key: LoginEntry.Key?, context: SessionContext, at: Int64)
+    /// A badge reader read this number.
+    case badge(String, context: SessionContext, at: Int64)
+    case fleetConfig(FleetConfigEvent)
+    /// A message on the unit's `cmd` topic; `at`: the unit clock, ms.
+    case fleetCommand(payload: [UInt8], topic: String, at: Int64)
+    /// A message on `cmd` refused unread (over the size limit, or poison).
+    case fleetCommandRefusedUnread(FleetRejection)
+}
+
+/// What the shell knows about the driver's surroundings when an input arrives: read from the
+/// store and the file system, which the core does not touch.
+public struct SessionContext: Sendable, Equatable {
+    /// The logged-in driver's stored preferences.
+    public var preferences: DriverPreferences
+    /// The catalogues that load, for `lang`.
+    public var installedLanguages: [String]
+    /// A terminal with keys is fitted: a login can be typed on it.
+    public var hasTerminal: Bool
+
+    public init(preferences: DriverPreferences = DriverPreferences(), installedLanguages: [String] = [], hasTerminal: Bool = false) {
+        self.preferences = preferences
+        self.installedLanguages = installedLanguages
+        self.hasTerminal = hasTerminal
+    }
+}
+
+/// The one core above the unit's machines: it owns the job machine, the driver session, the fleet
+/// configuration machine and the command gate, takes every input and returns one `UnitStep`.
+/// Settings in force are its state: a document applied here rebuilds what derives from them
+/// (position pipeline, reporting, zones, seats, lockout, canned messages) in the same step.
+/// Pure: no IO, clock, threads or logging.
+public struct UnitCoordinator: Sendable {
+    public private(set) var machine: UnitStateMachine
+    public private(set) var session: DriverSession
+    public private(set) var fleetConfig: FleetConfigMachine
+    public private(set) var commands: CommandGate
+    /// The id and PIN being typed on the terminal, while it asks for them.
+    public private(set) var loginEntry: LoginEntry?
+
+    public init(machine: UnitStateMachine, session: DriverSession, fleetConfig: FleetConfigMachine, commands: CommandGate) {
+        self.machine = machine
+        self.session = session
+        self.fleetConfig = fleetConfig
+        self.commands = commands
+        self.machine.driverLoggedIn = session.driver != nil
+    }
+
+    /// The configuration in force: the local file with the fleet's documents laid over it.
+    public var configuration: UnitConfiguration { fleetConfig.configuration }
+
+    /// Right after the start: re-arm what the restored state promised, resume a rollback trial.
+    public mutating func start(at now: Int64) -> UnitStep {
+        var step = handle(.job(.resumed(at: now)))
+        append(fleetConfig.startupActions(now: now), to: &step)
+        return step
+    }
+
+    /// The store gave the open alarm's `sos` message this id, so acknowledgements can be matched.
+    public mutating func alarmStored(messageID id: String) {
+        machine.alarmStored(messageID: id)
+    }
+
+    public mutating func handle(_ input: UnitInput) -> UnitStep {
+        switch input {
+        case .job(let event):
+            return UnitStep(job: machine.handle(event), driver: session.driver)
+        case .driver(let command, let key, let context, let now):
+            if let key, let step = typeLogin(key, context: context, at: now) { return step }
+            switch command?.action {
+            case .session(let input)?:
+                return sessionStep(input, context: context, at: now)
+            case .job(let input)?:
+                return UnitStep(job: machine.handle(.driver(input, at: now)), driver: session.driver)
+            case nil:
+                return UnitStep(driver: session.driver)
+            }
+        case .badge(let number, let context, let now):
+            let badges = configuration.driver.badges
+            let outcome = session.badge(
+                state: machine.state.name, now: now, pinRequired: configuration.input.badge?.pin ?? false,
+                identify: { DriverRoster.identify(badge: number, in: badges) })
+            return sessionStep(outcome, context: context, alertChosen: false, at: now)
+        case .fleetConfig(let event):
+            var step = UnitStep(driver: session.driver)
+            append(fleetConfig.handle(event), to: &step)
+            return step
+        case .fleetCommand(let payload, let topic, let now):
+            var step = UnitStep(driver: session.driver)
+            step.command = command(commands.admit(payload, topic: topic, now: now), at: now)
+            return step
+        case .fleetCommandRefusedUnread(let rejection):
+            var step = UnitStep(driver: session.driver)
+            step.command = command(CommandGate.refuseUnread(rejection), at: 0)
+            return step
+        }
+    }
+
+    // MARK: The driver's session
+
+    /// A key while a login is typed; nil when no login takes it (none is typed, it timed out, or
+    /// the unit is no longer off duty).
+    private mutating func typeLogin(_ key: LoginEntry.Key, context: SessionContext, at now: Int64) -> UnitStep? {
+        guard var entry = loginEntry else { return nil }
+        guard !entry.expired(at: now), machine.state.name == .offDuty else {
+            loginEntry = nil
+            return nil
+        }
+        switch entry.type(key, at: now) {
+        case .typing:
+            loginEntry = entry
+            return UnitStep(driver: session.driver)
+        case .cancelled:
+            loginEntry = nil
+            return UnitStep(driver: session.driver)
+        case .submit(let input):
+            loginEntry = nil
+            return sessionStep(input, context: context, at: now)
+        }
+    }
+
+    private mutating func sessionStep(_ input: SessionInput, context: SessionContext, at now: Int64) -> UnitStep {
+        if case .language(let name) = input, !context.installedLanguages.contains(name) {
+            return sessionStep(.refused(.unknownLanguage), context: context, alertChosen: false, at: now)
+        }
+        let drivers = configuration.driver.drivers
+        let outcome = session.handle(
+            input, state: machine.state.name, now: now, verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
+            preferences: { _ in context.preferences }, installed: input == .nextLanguage ? context.installedLanguages : [],
+            unitLanguage: configuration.unit.language)
+        let alertChosen = if case .alert = input { true } else { input == .nextAlert }
+        return sessionStep(outcome, context: context, alertChosen: alertChosen, at: now)
+    }
+
+    private mutating func sessionStep(_ outcome: DriverSession.Outcome, context: SessionContext, alertChosen: Bool, at now: Int64) -> UnitStep {
+        var step = UnitStep()
+        if outcome.changesSession { step.session = session.record }
+        switch outcome {
+        case .loggedIn(let driver):
+            driverChanged(&step)
+            step.sessionEvent = .loggedIn(driver)
+            step.job.driver = [.told("Logged in: \(driver)")]
+        case .loggedOut(let driver):
+            driverChanged(&step)
+            step.sessionEvent = .loggedOut(driver)
+            step.job.driver = [.told("Logged out: \(driver)")]
+        case .preferences(let driver, let preferences):
+            step.preferences = .init(driver: driver, preferences: preferences)
+            step.sessionEvent = .preferences(driver: driver, preferences, alertChosen: alertChosen)
+            step.job.driver = [
+                .told("Preferences of \(driver): language \(preferences.language ?? "-"), alert \(preferences.alert?.rawValue ?? "-")")
+            ]
+        case .promptLogin:
+            // Only a terminal has keys to type on; `taxiunitctl press` gives `login <id> <pin>`.
+            guard context.hasTerminal else {
+                step.job.driver = [.told("login needs a driver id and a PIN: login <id> <pin>")]
+                break
+            }
+            loginEntry = LoginEntry(at: now)
+            step.sessionEvent = .loginPrompted
+            step.job.driver = [.told("Type the driver id, ENTER, the PIN, ENTER")]
+        case .promptPIN(let driver):
+            // `[input.badge] pin` requires a terminal (UnitConfig): its login screen asks.
+            loginEntry = LoginEntry(pinOf: driver, at: now)
+            step.sessionEvent = .loginPrompted
+            step.job.driver = [.told("Badge of \(driver): type the PIN, ENTER")]
+        case .refused(let refusal):
+            step.sessionEvent = .refused(refusal)
+            step.job.driver = [.refused(refusal)]
+        }
+        step.driver = session.driver
+        return step
+    }
+
+    private mutating func driverChanged(_ step: inout UnitStep) {
+        loginEntry = nil
+        machine.driverLoggedIn = session.driver != nil
+        step.job.status = machine.status
+    }
+
+    // MARK: Fleet documents
+
+    private mutating func append(_ actions: [FleetConfigAction], to step: inout UnitStep) {
+        for action in actions {
+            switch action {
+            case .commit(let scope, let record, let ack):
+                step.fleetRecords.append(.init(scope: scope, record: record))
+                if let ack { step.acks.append(ack) }
+            case .acknowledge(let ack):
+                step.acks.append(ack)
+            case .use(let next, let reconnect):
+                step.job += machine.use(next.unitSettings)
+                machine.useCannedMessages(next.messages.canned)
+                session.configure(lockout: next.driver.lockout)
+                step.configuration = .init(configuration: next, reconnect: reconnect)
+            case .startRollbackTimer(let seconds):
+                step.rollbackTimer = .start(seconds: seconds)
+            case .cancelRollbackTimer:
+                step.rollbackTimer = .cancel
+            case .ignore(let scope, let why):
+                step.debugNotes.append("fleet config ignored (\(scope.rawValue)): \(why)")
+            }
+        }
+    }
+
+    // MARK: Commands
+
+    private func command(_ decision: CommandDecision, at now: Int64) -> CommandOutcome {
+        switch decision {
+        case .ignore(let id):
+            return .ignore(id: id)
+        case .refuse(let refusal):
+            return .refuse(refusal)
+        case .execute(let command):
+            switch command.action {
+            case .report:
+                // The machine's last fix: off duty and private it is in no other place.
+                return .execute(command, machine.lastFix.map { .report(PositionPoint($0)) } ?? .noFixToReport)
+            case .status:
+                return .execute(command, .status)
+            case .purge(let days):
+                return .execute(command, .purge(before: now.saturatingSubtract(Int64(days) * 86_400_000)))
+            case .reconnect:
+                return .execute(command, .reconnect)
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import FleetControl
+import Testing
+import UnitConfig
+import UnitCoordination
+import UnitCore
+
+/// The one core: a fleet document, a login and a command are each one input and one step, and
+/// what the step announces is already in force in the core when the shell gets it.
+@Suite struct UnitCoordinatorTests {
+    let fleet = FleetFixture()
+    let now: Int64 = 1_800_000_000_000
+
+    func coordinator() throws -> UnitCoordinator {
+        let fleetConfig = try fleet.machine()
+        let trust = fleetConfig.trust
+        return UnitCoordinator(
+            machine: UnitStateMachine(settings: fleetConfig.configuration.unitSettings), session: DriverSession(), fleetConfig: fleetConfig,
+            commands: CommandGate(trust: trust))
+    }
+
+    func key(_ typed: LoginEntry.Key, terminal: Bool = true) -> UnitInput {
+        .driver(nil, key: typed, context: SessionContext(hasTerminal: terminal), at: now)
+    }
+
+    @Test func aDocumentIsInForceInTheStepThatAcknowledgesIt() throws {
+        var core = try coordinator()
+        #expect(core.machine.settings.positions.offDutyPositions)
+        let step = core.handle(.fleetConfig(try fleet.config(4, #"{"reporting":{"interval_s":1},"privacy":{"off_duty_positions":false}}"#, at: now)))
+        #expect(step.acks == [ConfigAck(scope: .fleet, version: 4, result: .applied)])
+        #expect(step.fleetRecords.map(\.scope) == [.fleet])
+        #expect(step.configuration?.configuration == core.configuration)
+        // The ack and the settings it announces are one step: the machine already runs on them.
+        #expect(core.machine.settings == core.configuration.unitSettings)
+        #expect(!core.machine.settings.positions.offDutyPositions)
+        #expect(core.configuration.reporting.rule(for: "available").intervalS == 1)
+        #expect(step.durability == .promised)
+    }
+
+    @Test func aRejectedDocumentChangesNothingAndIsStillAnswered() throws {
+        var core = try coordinator()
+        let before = core.machine.settings
+        let step = core.handle(.fleetConfig(try fleet.config(4, #"{"reporting":{"interval_s":"fast"}}"#, at: now)))
+        #expect(step.acks.map(\.result) == [.rejected])
+        #expect(step.configuration == nil && step.fleetRecords.isEmpty)
+        #expect(core.machine.settings == before)
+        #expect(step.durability == .stored)
+    }
+
+    @Test func aLoginTypedOnTheTerminalIsTakenKeyByKeyAndAWrongOneIsCountedOnce() throws {
+        var core = try coordinator()
+        let prompt = core.handle(.driver(DriverCommand(text: "login", action: .session(.loginPrompt)), key: nil, context: SessionContext(hasTerminal: true), at: now))
+        #expect(prompt.sessionEvent == .loginPrompted)
+        #expect(core.loginEntry != nil)
+        for typed: LoginEntry.Key in [.character("D"), .character("7"), .enter, .character("1"), .character("2")] {
+            let step = core.handle(key(typed))
+            #expect(step == UnitStep(), "a key typed into the login changes nothing else")
+        }
+        // A key lost on the line empties the PIN: it is never submitted short.
+        _ = core.handle(key(.lost))
+        #expect(core.loginEntry?.pin == "")
+        for digit in "2468" { _ = core.handle(key(.character(digit))) }
+        let submitted = core.handle(key(.enter))
+        #expect(submitted.sessionEvent == .refused(.wrongLogin))
+        #expect(submitted.session == DriverSessionRecord(driver: nil, failures: 1, lockedUntil: nil))
+        #expect(submitted.durability == .promised)
+        #expect(core.loginEntry == nil)
+    }
+
+    @Test func withoutATerminalALoginMustBeGivenWhole() throws {
+        var core = try coordinator()
+        let step = core.handle(.driver(DriverCommand(text: "login", action: .session(.loginPrompt)), key: nil, context: SessionContext(), at: now))
+        #expect(step.job.told == ["login needs a driver id and a PIN: login <id> <pin>"])
+        #expect(core.loginEntry == nil && step.session == nil)
+    }
+
+    @Test func anExecutedCommandCarriesWhatItDoesAndIsStoredWithItsReply() throws {
+        var core = try coordinator()
+        let purge = try fleet.signed(#"{"id":"c1","cmd":"purge","days":2,"expires_at":\#(now + 60_000)}"#, topic: fleet.commandTopic)
+        let step = core.handle(.fleetCommand(payload: purge, topic: fleet.commandTopic, at: now))
+        #expect(step.command == .execute(FleetCommand(id: "c1", name: "purge", action: .purge(days: 2), expiresAt: now + 60_000), .purge(before: now - 2 * 86_400_000)))
+        #expect(step.durability == .promised)
+        #expect(core.handle(.fleetCommand(payload: purge, topic: fleet.commandTopic, at: now + 1)).command == .ignore(id: "c1"))
+
+        let report = try fleet.signed(#"{"id":"c2","cmd":"report","expires_at":\#(now + 60_000)}"#, topic: fleet.commandTopic)
+        let reported = core.handle(.fleetCommand(payload: report, topic: fleet.commandTopic, at: now))
+        #expect(reported.command == .execute(FleetCommand(id: "c2", name: "report", action: .report, expiresAt: now + 60_000), .noFixToReport))
+
+        let refused = core.handle(.fleetCommand(payload: Array("{}".utf8), topic: fleet.commandTopic, at: now))
+        guard case .refuse = refused.command else {
+            Issue.record("an unsigned command is refused: \(String(describing: refused.command))")
+            return
+        }
+        #expect(refused.durability == .stored)
+    }
+}
