@@ -195,7 +195,7 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: [
-            "UnitConfig", "UnitCore",
+            "UnitConfig", "UnitCore", "DriverKeys",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),

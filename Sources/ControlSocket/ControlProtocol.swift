@@ -173,6 +173,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var clock: String?
     /// The zone the taxi is in, if any.
     public var zone: String?
+    /// `on` or `off`, as the ignition input last said; absent without one (or while off duty and private).
+    public var ignition: String?
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
@@ -195,8 +197,9 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
         job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil,
         aside: [String: Int]? = nil, refused: [String: Int]? = nil, runningForS: Double? = nil, volatileStore: String? = nil,
-        store: Store? = nil
+        store: Store? = nil, ignition: String? = nil
     ) {
+        self.ignition = ignition
         self.store = store
         self.runningForS = runningForS
         self.volatileStore = volatileStore

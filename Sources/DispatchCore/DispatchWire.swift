@@ -14,6 +14,8 @@ public enum UnitReport: Sendable, Equatable {
     case event(id: String, Transition)
     /// A zone change on `event` (`"type":"zone"`).
     case zone(id: String, ZoneEventMessage)
+    /// The ignition went on or off, on `event` (`"type":"ignition"`).
+    case ignition(id: String, IgnitionEventMessage)
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(ReceivedPosition)
@@ -51,7 +53,8 @@ extension UnitReport {
     /// The topics a dispatcher reads (the fleet configuration ones are not its business).
     public static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos, .posLast]
 
-    /// `event` carries transitions (no `type`) and zone changes (`"type":"zone"`).
+    /// `event` carries transitions (no `type`), zone changes (`"type":"zone"`) and ignition changes
+    /// (`"type":"ignition"`).
     private struct EventKind: Decodable {
         var type: String?
     }
@@ -87,9 +90,15 @@ extension UnitReport {
                 return .offline(conn: will.conn)
             }
         case .event:
-            if try decoder.decode(EventKind.self, from: data).type == "zone" {
+            switch try decoder.decode(EventKind.self, from: data).type {
+            case "zone"?:
                 let change = try decoder.decode(ZoneEventMessage.self, from: data)
                 return .zone(id: change.id, change)
+            case "ignition"?:
+                let change = try decoder.decode(IgnitionEventMessage.self, from: data)
+                return .ignition(id: change.id, change)
+            default:
+                break
             }
             return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
         case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))

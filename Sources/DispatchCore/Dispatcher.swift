@@ -315,6 +315,11 @@ public struct Dispatcher: Sendable {
             taxi.zone = zone
             taxis[unit] = taxi
             return [.log(.init(level: .info, text: "\(unit) entered zone \(zone)"))] + reconcile(unit)
+        case .ignition(let id, let change):
+            // A taxi at a rank may wait with its engine off: it stays in the queue; the driver
+            // (or the unit's [ignition] rule) takes it off duty if that is meant.
+            guard firstArrival(id, from: unit) else { return [] }
+            return [.log(.init(level: .info, text: "\(unit) ignition \(change.ignition) while \(change.state.rawValue)"))]
         case .event(let id, let transition):
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {

@@ -14,7 +14,7 @@ import Glibc
 /// A driver input from a button or the terminal: what its key is mapped to (`accept`, `pob 2`,
 /// `sos`), parsed when the configuration was read.
 public struct DriverPress: Sendable, Equatable {
-    /// nil for an unmapped key, a badge and a dropped burst.
+    /// nil for an unmapped key, a badge, an ignition change and a dropped burst.
     public var command: DriverCommand?
     /// Where it came from, for the log: `button KEY_F1`, `terminal a`.
     public var source: String
@@ -26,8 +26,13 @@ public struct DriverPress: Sendable, Equatable {
     /// The serial terminal dropped a burst of line noise here, with any keys in it (`command` is then
     /// nil): the driver is told, and a login being typed starts its field again.
     public var discarded: Bool
+    /// The ignition input says the ignition is on (true) or off (`command` is then nil).
+    public var ignition: Bool?
 
-    public init(command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false) {
+    public init(
+        command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false, ignition: Bool? = nil
+    ) {
+        self.ignition = ignition
         self.command = command
         self.source = source
         self.typed = typed
@@ -215,6 +220,19 @@ final class DeviceLine: Sendable {
 
     /// `EVIOCGRAB`: _IOW('E', 0x90, int).
     static let evdevGrabRequest: UInt = 0x4004_4590
+
+    /// Whether `code` is set in the device's switch state (`EVIOCGSW`) or key state (`EVIOCGKEY`)
+    /// now; nil where the file is no evdev device (a FIFO in tests): its next event says.
+    static func inputState(_ fd: Int32, switches: Bool, code: UInt16) -> Bool? {
+        // KEY_MAX is 0x2ff: 96 bytes hold every key's bit, and every switch's.
+        var bits = [UInt8](repeating: 0, count: 96)
+        // _IOC(_IOC_READ, 'E', 0x1b or 0x18, len).
+        let request: UInt = (2 << 30) | (UInt(bits.count) << 16) | (0x45 << 8) | (switches ? 0x1b : 0x18)
+        let read = bits.withUnsafeMutableBytes { buffer in try? syscall("ioctl EVIOCGSW/EVIOCGKEY") { ioctl(fd, request, buffer.baseAddress!) } }
+        guard read != nil else { return nil }
+        let index = Int(code)
+        return bits[index / 8] & (1 << (index % 8)) != 0
+    }
 
     public static let baudRates: [Int: speed_t] = [
         1200: speed_t(B1200), 2400: speed_t(B2400), 4800: speed_t(B4800), 9600: speed_t(B9600),

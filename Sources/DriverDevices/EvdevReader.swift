@@ -37,6 +37,13 @@ public final class EvdevReader: BackgroundAdapter {
         }
     }
 
+    /// The ignition line (`[input.ignition]`): its state when the device opens, then every change.
+    public convenience init(ignition path: String, signal: IgnitionSignal, layout: InputEventLayout = .native, retryIntervalS: Double = 3, logger: Logger) {
+        self.init(path: path, role: "ignition input", threadName: "ignition", layout: layout, retryIntervalS: retryIntervalS, logger: logger) {
+            IgnitionKeys(signal: signal)
+        }
+    }
+
     private init(
         path: String, role: String, threadName: String, layout: InputEventLayout, retryIntervalS: Double, logger: Logger,
         interpreter: @escaping @Sendable () -> any KeyInterpreter
@@ -66,6 +73,7 @@ public final class EvdevReader: BackgroundAdapter {
     private func serve(_ fd: Int32) -> DeviceLine.Served {
         var decoder = InputEventDecoder(layout: layout)
         var keys = interpreter()
+        for press in keys.opened(fd) { sink.yield(press) }
         var buffer = [UInt8](repeating: 0, count: layout.recordSize * 64)
         while !line.stopping {
             let now = Monotonic.milliseconds()
@@ -81,8 +89,7 @@ public final class EvdevReader: BackgroundAdapter {
                 case .bytes(let count):
                     let at = Monotonic.milliseconds()
                     for record in decoder.decode(buffer[..<count]) {
-                        guard let (code, value) = record.keyChange else { continue }
-                        for press in keys.key(code, value, at: at) { sink.yield(press) }
+                        for press in keys.record(record, at: at) { sink.yield(press) }
                     }
                 }
             }
@@ -95,8 +102,44 @@ public final class EvdevReader: BackgroundAdapter {
 /// What a reader makes of its device's key changes (the pure work is in DriverKeys).
 protocol KeyInterpreter: Sendable {
     var nextDeadline: Int64? { get }
+    /// The device was (re)opened as `fd`: what it says before any event.
+    mutating func opened(_ fd: Int32) -> [DriverPress]
+    mutating func record(_ record: InputEventRecord, at now: Int64) -> [DriverPress]
     mutating func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress]
     mutating func tick(at now: Int64) -> [DriverPress]
+}
+
+extension KeyInterpreter {
+    func opened(_ fd: Int32) -> [DriverPress] { [] }
+
+    /// Keys only, by default.
+    mutating func record(_ record: InputEventRecord, at now: Int64) -> [DriverPress] {
+        guard let (code, value) = record.keyChange else { return [] }
+        return key(code, value, at: now)
+    }
+}
+
+/// The ignition: every change, and its state when the device opens (unknown on a FIFO).
+private struct IgnitionKeys: KeyInterpreter {
+    let signal: IgnitionSignal
+    var nextDeadline: Int64? { nil }
+
+    func opened(_ fd: Int32) -> [DriverPress] {
+        guard let set = DeviceLine.inputState(fd, switches: signal.kind == .switch, code: signal.code) else { return [] }
+        return [press(on: set != signal.inverted)]
+    }
+
+    mutating func record(_ record: InputEventRecord, at now: Int64) -> [DriverPress] {
+        signal.reading(record).map { [press(on: $0)] } ?? []
+    }
+
+    func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress] { [] }
+
+    func tick(at now: Int64) -> [DriverPress] { [] }
+
+    private func press(on: Bool) -> DriverPress {
+        DriverPress(command: nil, source: "ignition", ignition: on)
+    }
 }
 
 /// Buttons: mapped keys only, debounced; the `sos` key acts when held.

@@ -105,11 +105,13 @@ public struct DriverView: Sendable, Equatable {
         case inputDiscarded
         /// The driver chose how alerts get attention.
         case alertStyle(AlertStyle)
+        /// The ignition went off while available: the driver may go off duty.
+        case ignitionOff
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

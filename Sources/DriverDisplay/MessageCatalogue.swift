@@ -72,6 +72,8 @@ public enum MessageKey: String, Sendable, CaseIterable {
     /// The driver chose the bell, or blinking, for alerts.
     case noticeAlertBell = "notice.alert_bell"
     case noticeAlertBlink = "notice.alert_blink"
+    /// The ignition went off while available: off duty?
+    case noticeIgnitionOff = "notice.ignition_off"
     /// `{time}`: an accepted reservation's meeting time.
     case noticeReminder = "notice.reminder"
     case noticeNewMessage = "notice.new_message"

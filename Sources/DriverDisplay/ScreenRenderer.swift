@@ -257,6 +257,7 @@ public struct ScreenRenderer: Sendable {
         case .alertStyle(.blink): catalogue.text(.noticeAlertBlink)
         case .refused(let refusal): catalogue.text(refusal)
         case .newMessage: catalogue.text(.noticeNewMessage)
+        case .ignitionOff: catalogue.text(.noticeIgnitionOff)
         }
     }
 }

@@ -169,3 +169,31 @@ public struct PrivacyConfiguration: Sendable, Equatable {
         return privacy
     }
 }
+
+/// `[ignition]`: what an ignition input (`[input.ignition]`) changes on the unit.
+public struct IgnitionConfiguration: Sendable, Equatable {
+    public static let policies = ["ask", "off_duty", "ignore"]
+    /// The ignition went off while the driver is available: `ask` the driver to go off duty, take
+    /// the driver `off_duty` after `off_duty_after_min`, or `ignore` it.
+    public var offWhileAvailable = "ask"
+    public var offDutyAfterMin = 5.0
+
+    public init() {}
+
+    public var policy: IgnitionOffPolicy {
+        switch offWhileAvailable {
+        case "off_duty": .offDuty(afterMs: Int64(millisecondsOf: offDutyAfterMin * 60) ?? .max)
+        case "ignore": .ignore
+        default: .ask
+        }
+    }
+
+    static func read(_ value: ConfigValue?, problems: inout [String]) -> IgnitionConfiguration {
+        var section = SectionReader(path: "ignition", value: value, problems: &problems)
+        var ignition = IgnitionConfiguration()
+        ignition.offWhileAvailable = section.oneOf("off_while_available", default: "ask", allowed: policies)
+        ignition.offDutyAfterMin = section.number("off_duty_after_min", default: 5, in: 0...1440)
+        section.finish(into: &problems)
+        return ignition
+    }
+}

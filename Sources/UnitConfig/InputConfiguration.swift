@@ -39,6 +39,13 @@ public struct InputConfiguration: Sendable, Equatable {
     public var buttons: Buttons?
     public var badge: Badge?
     public var serial: Serial?
+    /// `[input.ignition]`: the ignition line, as an evdev switch or key.
+    public var ignition: Ignition?
+
+    public struct Ignition: Sendable, Equatable {
+        public var device: String
+        public var signal: IgnitionSignal
+    }
 
     public static let defaultButtonKeys = [
         "KEY_F1": "accept", "KEY_F2": "reject", "KEY_F3": "arrived", "KEY_F4": "pob", "KEY_F5": "clear",
@@ -64,6 +71,7 @@ public struct InputConfiguration: Sendable, Equatable {
         let buttonsValue = section.table("buttons")
         let badgeValue = section.table("badge")
         let serialValue = section.table("serial")
+        let ignitionValue = section.table("ignition")
         section.finish(into: &problems)
 
         if let buttonsValue {
@@ -95,6 +103,20 @@ public struct InputConfiguration: Sendable, Equatable {
                                    problems: &problems)
             reader.finish(into: &problems)
             serial = Serial(device: device, baud: baud, columns: columns, rows: rows, charset: charset, noiseGuardCharacters: noiseGuardCharacters, keys: keys)
+        }
+
+        if let ignitionValue {
+            var reader = SectionReader(path: "input.ignition", value: .table(ignitionValue), problems: &problems)
+            let device = reader.requiredString("device")
+            let kind = IgnitionSignal.Kind(rawValue: reader.oneOf("type", default: "switch", allowed: IgnitionSignal.Kind.allCases.map(\.rawValue))) ?? .switch
+            let name = reader.requiredString("code")
+            let inverted = reader.bool("invert", default: false)
+            let code = IgnitionSignal.code(named: name, kind: kind)
+            if code == nil, !name.isEmpty {
+                reader.reject("code must name a \(kind == .switch ? "switch (SW_DOCK, ...)" : "key (KEY_F12, ...)") or be its decimal code, found \"\(name)\"")
+            }
+            reader.finish(into: &problems)
+            ignition = Ignition(device: device, signal: IgnitionSignal(kind: kind, code: code ?? 0, inverted: inverted))
         }
 
         if let badgeValue {

@@ -190,6 +190,7 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var job: JobRules
     public var driver = DriverConfiguration()
     public var privacy = PrivacyConfiguration()
+    public var ignition = IgnitionConfiguration()
     public var messages: Messages
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -200,7 +201,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy", "messages"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy", "ignition", "messages"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -390,6 +391,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         jobSection.finish(into: &problems)
         let driver = DriverConfiguration.read(root["driver"], problems: &problems)
         let privacy = PrivacyConfiguration.read(root["privacy"], problems: &problems)
+        let ignition = IgnitionConfiguration.read(root["ignition"], problems: &problems)
         var messagesSection = SectionReader(path: "messages", value: root["messages"], problems: &problems)
         let cannedGiven = root["messages"].flatMap { if case .table(let table) = $0 { table["canned"] } else { nil } } != nil
         var canned = cannedGiven ? messagesSection.strings("canned") : Messages.defaultCanned
@@ -422,6 +424,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.job = job
         self.driver = driver
         self.privacy = privacy
+        self.ignition = ignition
         self.messages = messages
     }
 
@@ -446,6 +449,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         // Who may drive the taxi is the fleet's; so is what the taxi keeps to itself.
         "driver": .everyKey,
         "privacy": .everyKey,
+        "ignition": .everyKey,
         // The inbox's capacity stays local: lowering it would drop kept messages.
         "messages": .only(["canned"]),
     ]
@@ -657,7 +661,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM,
                 offDutyPositions: privacy.offDutyPositions),
             offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
-            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, requireLogin: driver.requireLogin)
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, requireLogin: driver.requireLogin,
+            ignitionOff: ignition.policy)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -31,6 +31,8 @@ public struct PositionPipeline: Sendable {
     /// The last valid fix and the unit clock (ms) when it arrived.
     private var lastValid: (fix: Fix, arrivedAt: Int64)?
     private var heartbeatScheduled = false
+    /// The ignition is off: positions follow the `ignition_off` rule (except in panic).
+    public var ignitionOff = false
     /// Reports refused because the receiver said something impossible (`FixValidator.Rejection.isOutOfRange`), since start.
     public private(set) var fixesOutOfRange = 0
 
@@ -57,7 +59,7 @@ public struct PositionPipeline: Sendable {
         // the heartbeat later.
         if isPrivate(state) { return (fix, Step()) }
         lastValid = (fix, now)
-        let report = settings.reporting.shouldReport(fix, lastReported: lastReported, state: state)
+        let report = settings.reporting.shouldReport(fix, lastReported: lastReported, state: ruleName(state))
         if report { lastReported = fix }
         var step = Step(fixes: [RecordedFix(fix, report: report)])
         if !heartbeatScheduled {
@@ -111,6 +113,12 @@ public struct PositionPipeline: Sendable {
     }
 
     private func intervalMs(_ state: String) -> Int64 {
-        Int64(millisecondsOf: settings.reporting.heartbeatIntervalS(for: state)) ?? .max
+        Int64(millisecondsOf: settings.reporting.heartbeatIntervalS(for: ruleName(state))) ?? .max
+    }
+
+    /// The reporting rule a state follows: a parked taxi's while the ignition is off, but never
+    /// in panic.
+    private func ruleName(_ state: String) -> String {
+        ignitionOff && state != ReportingPolicy.panic ? ReportingPolicy.ignitionOff : state
     }
 }

@@ -31,6 +31,10 @@ public struct ReportingRule: Sendable, Equatable {
 public struct ReportingPolicy: Sendable, Equatable {
     public var rules: [String: ReportingRule]
 
+    /// The rule of an open SOS alarm, and of a taxi whose ignition is off (none of them a driver's state).
+    public static let panic = "panic"
+    public static let ignitionOff = "ignition_off"
+
     /// The heartbeat never fires more often than this, even with `interval_s = 0`.
     public static let shortestHeartbeatS: Double = 1
 
@@ -48,7 +52,9 @@ public struct ReportingPolicy: Sendable, Equatable {
             "at_pickup": onJob,
             "on_board": onJob,
             // While an SOS alarm is unacknowledged: every fix, and the last one every second without one.
-            "panic": ReportingRule(intervalS: 1, everyFix: true),
+            panic: ReportingRule(intervalS: 1, everyFix: true),
+            // Parked with the engine off, in any state but panic: it barely moves.
+            ignitionOff: ReportingRule(intervalS: 600, distanceM: 200),
         ]
     }()
 

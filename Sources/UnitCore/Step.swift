@@ -72,6 +72,7 @@ public struct Step: Sendable, Equatable {
     public var replies: [JobReply] { messages.compactMap { if case .reply(let reply) = $0 { reply } else { nil } } }
     public var told: [String] { driver.compactMap { if case .told(let text) = $0 { text } else { nil } } }
     public var reminded: Bool { driver.contains { if case .reminder = $0 { true } else { false } } }
+    public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
 
@@ -95,6 +96,8 @@ public enum OutgoingMessage: Sendable, Equatable {
     case sos(SOSAlarm)
     /// The taxi entered or left a zone at `at` (unit clock, ms); on `event`.
     case zone(ZoneChange, at: Int64)
+    /// The ignition went on or off at `at` (unit clock, ms); on `event`.
+    case ignition(IgnitionChange, at: Int64)
     /// The last valid fix again, flagged stale, `ageMs` old by the unit clock; on `pos`.
     case stalePosition(Fix, ageMs: Int64)
     /// A finished ride, on `ride`; the shell adds the distance it measured over the stored fixes.
@@ -108,7 +111,7 @@ public enum OutgoingMessage: Sendable, Equatable {
     var isPromise: Bool {
         switch self {
         case .reply, .event, .sos, .ride, .messageReply, .messageRead: true
-        case .zone, .stalePosition: false
+        case .zone, .ignition, .stalePosition: false
         }
     }
 }
@@ -135,4 +138,6 @@ public enum DriverNotice: Sendable, Equatable {
     case refused(DriverRefusal)
     /// An accepted reservation's meeting is near: rings, unlike what the driver is merely told.
     case reminder(String)
+    /// The unit suggests going off duty (the ignition went off while available); the driver decides.
+    case offDutySuggested(String)
 }

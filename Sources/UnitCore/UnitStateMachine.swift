@@ -206,12 +206,16 @@ public struct UnitSettings: Sendable, Equatable {
     public var reminderMin: Int
     /// `[driver] require_login`: on duty only with a driver logged in (`UnitStateMachine.driverLoggedIn`).
     public var requireLogin: Bool
+    /// `[ignition] off_while_available`.
+    public var ignitionOff: IgnitionOffPolicy
 
     public init(
         positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
-        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, requireLogin: Bool = false
+        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, requireLogin: Bool = false,
+        ignitionOff: IgnitionOffPolicy = .ask
     ) {
         self.requireLogin = requireLogin
+        self.ignitionOff = ignitionOff
         self.positions = positions
         self.offerTimeoutS = offerTimeoutS
         self.arrivalRadiusM = arrivalRadiusM
@@ -230,6 +234,8 @@ public enum TimerID: Sendable, Hashable, Codable {
     case heartbeat
     /// Rings the driver before an accepted reservation's meeting time.
     case reminder(job: String)
+    /// The ignition has been off long enough: an available driver goes off duty.
+    case ignitionOffDuty
 }
 
 /// What the retained `status` says, minus what only the shell knows (online, zone, clock).
@@ -238,12 +244,15 @@ public struct UnitStatus: Sendable, Equatable {
     public var pauseReason: PauseReason?
     public var job: String?
     public var seatsLeft: Int
+    /// nil while the unit has no ignition input, or has not heard from it since the start.
+    public var ignitionOn: Bool?
 
-    public init(state: StateName, pauseReason: PauseReason? = nil, job: String? = nil, seatsLeft: Int) {
+    public init(state: StateName, pauseReason: PauseReason? = nil, job: String? = nil, seatsLeft: Int, ignitionOn: Bool? = nil) {
         self.state = state
         self.pauseReason = pauseReason
         self.job = job
         self.seatsLeft = seatsLeft
+        self.ignitionOn = ignitionOn
     }
 }
 
@@ -258,6 +267,8 @@ public enum UnitEvent: Sendable, Equatable {
     case timerFired(TimerID, at: Int64)
     /// The daemon (re)started with the restored snapshot: pending deadlines are re-armed or due.
     case resumed(at: Int64)
+    /// The ignition input changed (or told its state at the start); `at`: unit clock, ms.
+    case ignition(on: Bool, at: Int64)
     /// A crash loop was broken by setting the snapshot aside, and with it the job the unit had in
     /// `state`: the dispatcher and the driver must hear that the unit no longer has it.
     case jobDropped(job: String, state: StateName, at: Int64)
@@ -275,6 +286,8 @@ public struct UnitStateMachine: Sendable {
     public var driverLoggedIn = false
     /// The driver's messages and the zone queue position (DriverMessages.swift).
     public private(set) var driverMessages: DriverMessages
+    /// The ignition as its input last said; nil without one. Not stored: the input says it again.
+    public private(set) var ignitionOn: Bool?
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
     /// `messages`: the inbox as stored.
@@ -321,7 +334,9 @@ public struct UnitStateMachine: Sendable {
     public var status: UnitStatus {
         var pauseReason: PauseReason?
         if case .paused(let reason) = state { pauseReason = reason }
-        return UnitStatus(state: state.name, pauseReason: pauseReason, job: state.job?.id, seatsLeft: seatsLeft)
+        // Off duty and private, the taxi's use is the driver's own business too.
+        let ignition = positions.isPrivate(reportingState) ? nil : ignitionOn
+        return UnitStatus(state: state.name, pauseReason: pauseReason, job: state.job?.id, seatsLeft: seatsLeft, ignitionOn: ignition)
     }
 
     /// The seats jobs may fill: the driver's count when set by hand, never more than configured.
@@ -375,6 +390,11 @@ public struct UnitStateMachine: Sendable {
                 return .note("offer deadline for \(job) no longer pending")
             }
             return answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(job): no answer, refused (timeout)")
+        case .ignition(let on, let now):
+            return ignitionChanged(on: on, now: now)
+        case .timerFired(.ignitionOffDuty, let now):
+            guard ignitionOn == false, state == .available else { return .note("ignition off-duty timer no longer applies") }
+            return transition(to: .offDuty, now: now, reason: "ignition_off", tell: "Ignition off: off duty")
         case .jobDropped(let job, let from, let now):
             return Step(
                 messages: [.event(Transition(t: now, from: from, to: state.name, job: job, reason: "crash_loop"))],
@@ -396,7 +416,32 @@ public struct UnitStateMachine: Sendable {
     // MARK: GPS
 
     /// The reporting policy's key: the state, or `panic` while an alarm is open.
-    var reportingState: String { snapshot.panic == nil ? state.name.rawValue : "panic" }
+    var reportingState: String { snapshot.panic == nil ? state.name.rawValue : ReportingPolicy.panic }
+
+    /// The ignition input said `on`: the dispatcher hears of a change, the status shows it,
+    /// positions follow the `ignition_off` rule while it is off, and an available driver is asked
+    /// to go off duty, or is taken off duty after a while (`[ignition] off_while_available`).
+    private mutating func ignitionChanged(on: Bool, now: Int64) -> Step {
+        guard ignitionOn != on else { return Step() }
+        ignitionOn = on
+        positions.ignitionOff = !on
+        // Off duty and private, the taxi's use is the driver's own business: nothing is said.
+        let told: [OutgoingMessage] = positions.isPrivate(reportingState) ? [] : [.ignition(IgnitionChange(on: on, state: state.name), at: now)]
+        var step = Step(messages: told, status: status)
+        // On again: the taxi moves; its next fix is reported at once.
+        step += positions.stateChanged(to: reportingState, reportNextFix: on)
+        guard !on else { return step + Step(timers: [.cancel(.ignitionOffDuty)]) }
+        guard state == .available else { return step }
+        switch settings.ignitionOff {
+        case .ask:
+            step.driver.append(.offDutySuggested("Ignition off: go off duty?"))
+        case .offDuty(let afterMs):
+            step.timers.append(.start(.ignitionOffDuty, fireAt: now.saturatingAdd(afterMs)))
+        case .ignore:
+            break
+        }
+        return step
+    }
 
     private mutating func handleGPS(_ report: GPSSample, at sample: ClockSample) -> Step {
         guard case (let fix, var step)? = positions.handle(report, at: sample, state: reportingState) else { return Step() }

@@ -195,6 +195,8 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var job: String?
     /// The zone the taxi is in; omitted outside every zone.
     public var zone: String?
+    /// `on` or `off`; omitted without an ignition input, before it said anything, and off duty while private.
+    public var ignition: String?
     public var seatsLeft: Int
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64?
@@ -227,7 +229,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, t, outbox, aside, driver, conn, software, store
+        case online, unit, state, reason, job, zone, ignition, t, outbox, aside, driver, conn, software, store
         case seatsLeft = "seats_left"
         case wireProtocol = "protocol"
         case configVersions = "config_versions"
@@ -248,6 +250,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
         job = status.job
         self.zone = zone
         seatsLeft = status.seatsLeft
+        ignition = status.ignitionOn.map { $0 ? "on" : "off" }
         self.t = t
         self.outbox = outbox
     }

@@ -8,6 +8,7 @@ public struct DriverDeviceSet: Sendable {
     public let buttons: EvdevReader?
     public let badgeReader: EvdevReader?
     public let terminal: SerialTerminal?
+    public let ignition: EvdevReader?
 
     private let logger: Logger
 
@@ -17,6 +18,7 @@ public struct DriverDeviceSet: Sendable {
             EvdevReader(path: buttons.device, keys: buttons.keys, debounceMs: buttons.debounceMs, holdMs: buttons.sosHoldMs, logger: logger)
         }
         badgeReader = configuration.input.badge.map { EvdevReader(badgeReader: $0.device, logger: logger) }
+        ignition = configuration.input.ignition.map { EvdevReader(ignition: $0.device, signal: $0.signal, logger: logger) }
         terminal = configuration.input.serial.map { serial in
             let catalogue: MessageCatalogue
             do {
@@ -60,6 +62,6 @@ public struct DriverDeviceSet: Sendable {
     }
 
     public var presses: [AsyncStream<DriverPress>] {
-        [buttons?.presses, badgeReader?.presses, terminal?.presses].compactMap { $0 }
+        [buttons?.presses, badgeReader?.presses, terminal?.presses, ignition?.presses].compactMap { $0 }
     }
 }

@@ -49,7 +49,7 @@ struct DriverPanel {
                 // The added pickup's address is what the driver must act on; else the note.
                 raise(.updated, detail: update.addPickup.map { "+ " + $0.place.label } ?? update.note)
             }
-        case .timerFired, .resumed:
+        case .timerFired(.heartbeat, _), .timerFired(.reminder, _), .timerFired(.offerDeadline, _), .resumed:
             if step.reminded, let meeting = after.job?.meetingTime {
                 raise(.reminder(meetingTime: meeting))
             } else if step.replies.contains(where: { $0.reply == .timeout }) {
@@ -57,6 +57,13 @@ struct DriverPanel {
             }
         case .inbound(.message, _):
             if !step.inbox.isEmpty { raise(.newMessage) }
+        case .ignition(on: false, _):
+            if step.suggestsOffDuty { raise(.ignitionOff) }
+        case .ignition(on: true, _):
+            // The question is moot once the engine runs again.
+            if notice == .ignitionOff { clearNotice() }
+        case .timerFired(.ignitionOffDuty, _):
+            break
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
             raise(.cancelled, detail: "Crash: call dispatch")
@@ -78,6 +85,11 @@ struct DriverPanel {
     /// The serial terminal dropped keys with a burst of line noise.
     mutating func inputDiscarded() {
         raise(.inputDiscarded)
+    }
+
+    private mutating func clearNotice() {
+        notice = nil
+        noticeDetail = nil
     }
 
     private mutating func raise(_ notice: DriverView.Notice, detail: String? = nil) {

@@ -478,6 +478,10 @@ final class EngineLoop {
     /// A button, the terminal or a badge reader. A login being typed takes the terminal's keys;
     /// other keys only mean something mapped. The PIN and the badge number are passed on, never logged.
     private func driverPressed(_ press: DriverPress) {
+        if let on = press.ignition {
+            step(.job(.ignition(on: on, at: clockMs())))
+            return
+        }
         if let badge = press.badge {
             for line in step(.badge(badge, context: sessionContext(), at: clockMs())).told { logger.info("badge read: \(line)") }
             return

@@ -37,7 +37,8 @@ extension EngineLoop {
             ],
             runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
             volatileStore: options.volatileStore,
-            store: performer.diskStatus
+            store: performer.diskStatus,
+            ignition: status.ignitionOn.map { $0 ? "on" : "off" }
         )
     }
 

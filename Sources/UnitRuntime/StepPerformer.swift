@@ -138,7 +138,7 @@ final class StepPerformer {
         }
         for notice in job.driver {
             switch notice {
-            case .told(let text), .reminder(let text):
+            case .told(let text), .reminder(let text), .offDutySuggested(let text):
                 // Nothing of this step is stored: what the core says of it (a "sent") is not true yet.
                 guard !performed.unstored else { continue }
                 // What the driver reads holds pickup addresses and the dispatcher's texts: debug only.
@@ -173,6 +173,8 @@ final class StepPerformer {
                 logger.info("zone changed", metadata: ["from": "\(change.from ?? "-")", "to": "\(change.to ?? "-")"])
             case .messageReply(let reply) where reply.invalid != nil:
                 logger.notice("msg refused", metadata: ["msg": "\(reply.msg ?? "-")", "reason": "\(reply.invalid ?? "")"])
+            case .ignition(let change, _):
+                logger.info("ignition \(change.on ? "on" : "off")")
             case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead:
                 break
             }
@@ -416,6 +418,10 @@ final class StepPerformer {
         case .zone(let change, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
                 try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change, driver: driver)))
+            }
+        case .ignition(let change, let at):
+            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(IgnitionEventMessage(unit: unit, seq: seq, id: id, t: at, change: change, driver: driver)))
             }
         case .ride(let ride):
             // Kept in memory only when the commit failed; the retry has no ride row to measure on.

@@ -336,6 +336,19 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(h.dispatcher.queue(of: "A") == ["T1"])
     }
 
+    @Test func anIgnitionEventIsToldAndTheTaxiKeepsItsPlace() throws {
+        var h = Harness()
+        h.queue("T1", "T2")
+        let payload = #"{"id":"i-1","ignition":"off","seq":4,"state":"available","t":1795258104124,"type":"ignition","unit":"T1"}"#
+        guard case .ignition(let id, let change)? = try UnitReport.decode(.event, Data(payload.utf8)) else {
+            Issue.record("an ignition event must decode as one")
+            return
+        }
+        #expect(id == "i-1" && change.ignition == "off" && change.state == .available)
+        h.feed(.report(unit: "T1", .ignition(id: id, change)))
+        #expect(h.dispatcher.queue(of: "A") == ["T1", "T2"], "a taxi waiting at a rank may turn its engine off")
+    }
+
     @Test func duplicatesAreDroppedByID() {
         var h = Harness()
         h.queue("T1", "T2")

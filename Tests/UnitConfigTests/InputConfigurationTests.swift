@@ -1,5 +1,7 @@
+import DriverKeys
 import Testing
 import UnitConfig
+import UnitCore
 
 @Suite struct InputConfigurationTests {
     let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
@@ -100,5 +102,29 @@ import UnitConfig
         for bad in ["EN", "../etc/passwd", "e", "english", "en_US", ""] {
             #expect(languageProblems(bad).count == 1, "\(bad)")
         }
+    }
+
+    @Test func anIgnitionInputAndWhatItChanges() throws {
+        let config = try parse("""
+            [input.ignition]
+            device = "/dev/input/event5"
+            code = "SW_DOCK"
+            invert = true
+            [ignition]
+            off_while_available = "off_duty"
+            off_duty_after_min = 2.5
+            """)
+        #expect(config.input.ignition?.signal == IgnitionSignal(kind: .switch, code: 5, inverted: true))
+        #expect(config.unitSettings.ignitionOff == .offDuty(afterMs: 150_000))
+        #expect(try parse("").unitSettings.ignitionOff == .ask)
+        let key = try parse("[input.ignition]\ndevice = \"/dev/input/event5\"\ntype = \"key\"\ncode = \"KEY_F12\"\n")
+        #expect(key.input.ignition?.signal == IgnitionSignal(kind: .key, code: 88))
+    }
+
+    @Test func aWrongIgnitionInputIsRefusedWithItsReason() {
+        #expect(problems("[input.ignition]\ndevice = \"/dev/input/event5\"\ncode = \"KEY_F12\"\n")
+            == [#"input.ignition.code must name a switch (SW_DOCK, ...) or be its decimal code, found "KEY_F12""#])
+        #expect(problems("[input.ignition]\ncode = \"SW_DOCK\"\n") == ["input.ignition.device is missing"])
+        #expect(!problems("[ignition]\noff_while_available = \"sometimes\"\n").isEmpty)
     }
 }

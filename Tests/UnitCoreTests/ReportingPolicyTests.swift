@@ -70,6 +70,6 @@ import UnitCore
     }
 
     @Test func everyJobStateHasARule() {
-        #expect(Set(ReportingPolicy.stateNames) == ["off_duty", "available", "paused", "offered", "en_route", "at_pickup", "on_board", "panic"])
+        #expect(Set(ReportingPolicy.stateNames) == ["off_duty", "available", "paused", "offered", "en_route", "at_pickup", "on_board", "panic", "ignition_off"])
     }
 }

@@ -72,4 +72,17 @@ import UnitCore
         restarted.stepped(.resumed(at: t), before: state, after: state, step: Step(driver: [.reminder("r")]), seatsLeft: 4)
         #expect(view(restarted, state).notice == .reminder(meetingTime: t + 600_000))
     }
+
+    @Test func theIgnitionOffAsksUntilItComesBackOn() {
+        var panel = DriverPanel()
+        var machine = UnitStateMachine()
+        _ = machine.handle(.driver(.duty, at: t))
+        let off = machine.handle(.ignition(on: false, at: t))
+        panel.stepped(.ignition(on: false, at: t), before: .available, after: .available, step: off, seatsLeft: 4)
+        #expect(view(panel, .available).notice == .ignitionOff)
+        #expect(DriverView.Notice.ignitionOff.alerts)
+        let on = machine.handle(.ignition(on: true, at: t + 1000))
+        panel.stepped(.ignition(on: true, at: t + 1000), before: .available, after: .available, step: on, seatsLeft: 4)
+        #expect(view(panel, .available).notice == nil)
+    }
 }
