@@ -16,6 +16,8 @@ public enum UnitReport: Sendable, Equatable {
     case zone(id: String, ZoneEventMessage)
     /// The ignition went on or off, on `event` (`"type":"ignition"`).
     case ignition(id: String, IgnitionEventMessage)
+    /// The driver says the taxi is clear soon, on `event` (`"type":"soon_clear"`).
+    case soonClear(id: String, SoonClearEventMessage)
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(ReceivedPosition)
@@ -53,8 +55,8 @@ extension UnitReport {
     /// The topics a dispatcher reads (the fleet configuration ones are not its business).
     public static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos, .posLast]
 
-    /// `event` carries transitions (no `type`), zone changes (`"type":"zone"`) and ignition changes
-    /// (`"type":"ignition"`).
+    /// `event` carries transitions (no `type`), zone changes (`"type":"zone"`), ignition changes
+    /// (`"type":"ignition"`) and soon-clear announcements (`"type":"soon_clear"`).
     private struct EventKind: Decodable {
         var type: String?
     }
@@ -97,6 +99,9 @@ extension UnitReport {
             case "ignition"?:
                 let change = try decoder.decode(IgnitionEventMessage.self, from: data)
                 return .ignition(id: change.id, change)
+            case "soon_clear"?:
+                let soon = try decoder.decode(SoonClearEventMessage.self, from: data)
+                return .soonClear(id: soon.id, soon)
             default:
                 break
             }

@@ -320,6 +320,10 @@ public struct Dispatcher: Sendable {
             // (or the unit's [ignition] rule) takes it off duty if that is meant.
             guard firstArrival(id, from: unit) else { return [] }
             return [.log(.init(level: .info, text: "\(unit) ignition \(change.ignition) while \(change.state.rawValue)"))]
+        case .soonClear(let id, let soon):
+            // Told, not planned on: the reference dispatcher stacks no next job (yet).
+            guard firstArrival(id, from: unit) else { return [] }
+            return [.log(.init(level: .info, text: "\(unit) clear in \(soon.clearInMin) min (\(soon.job))"))]
         case .event(let id, let transition):
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {

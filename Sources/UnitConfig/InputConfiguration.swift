@@ -56,7 +56,7 @@ public struct InputConfiguration: Sendable, Equatable {
         var keys = [
             "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
             "d": "duty", "p": "pause", "u": "resume", "i": "info", "s": "seats", "l": "login", "o": "logout",
-            "g": "lang next", "b": "alert next", "m": "msg", "y": "reply", "t": "send",
+            "g": "lang next", "b": "alert next", "m": "msg", "y": "reply", "t": "send", "e": "soon",
         ]
         for count in 1...8 { keys["\(count)"] = "pob \(count)" }
         return keys

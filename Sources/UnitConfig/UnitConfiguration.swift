@@ -162,6 +162,8 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var noShowRadiusM: Double
         /// An accepted reservation rings this many minutes before its meeting time; 0: never.
         public var reminderMin: Int
+        /// What the driver's `soon` announces without a number: clear in this many minutes.
+        public var soonClearMin: Int
     }
 
     /// The driver's messages (docs/protocol.md, "Messages").
@@ -386,7 +388,8 @@ public struct UnitConfiguration: Sendable, Equatable {
             arrivalRadiusM: jobSection.number("arrival_radius_m", default: 20, in: 1...10_000),
             noShowWaitS: jobSection.number("no_show_wait_s", default: 300, in: 0...86400),
             noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000),
-            reminderMin: jobSection.integer("reminder_min", default: 10, in: 0...1440)
+            reminderMin: jobSection.integer("reminder_min", default: 10, in: 0...1440),
+            soonClearMin: jobSection.integer("soon_clear_min", default: 5, in: DriverInput.soonClearMinutes)
         )
         jobSection.finish(into: &problems)
         let driver = DriverConfiguration.read(root["driver"], problems: &problems)
@@ -661,7 +664,7 @@ public struct UnitConfiguration: Sendable, Equatable {
             positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM,
                 offDutyPositions: privacy.offDutyPositions),
             offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
-            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, requireLogin: driver.requireLogin,
+            noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, soonClearMin: job.soonClearMin, requireLogin: driver.requireLogin,
             ignitionOff: ignition.policy)
     }
 

@@ -27,10 +27,15 @@ public enum DriverInput: Sendable, Equatable, Codable {
 
     /// `msg`, `reply [N]`, `send`: the driver's messages (DriverMessages.swift).
     case message(MessageInput)
+    /// On board: the taxi will be clear in this many minutes (nil: `[job] soon_clear_min`).
+    case soonClear(minutes: Int?)
+
+    /// What `soon N` may announce.
+    public static let soonClearMinutes = 1...120
 
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -87,6 +92,13 @@ public enum DriverInput: Sendable, Equatable, Codable {
                 return .failure(.badArgument(input: word, problem: "reply must be a whole number from 1 to \(MessageLimits.cannedCount.upperBound), found \"\(rest)\""))
             }
             return .success(.message(.choose(number)))
+        case "soon":
+            guard !rest.isEmpty else { return .success(.soonClear(minutes: nil)) }
+            guard let minutes = Int(rest), soonClearMinutes.contains(minutes) else {
+                return .failure(.badArgument(
+                    input: word, problem: "minutes must be a whole number from \(soonClearMinutes.lowerBound) to \(soonClearMinutes.upperBound), found \"\(rest)\""))
+            }
+            return .success(.soonClear(minutes: minutes))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
             guard let reason = PauseReason(rawValue: rest.lowercased()) else {

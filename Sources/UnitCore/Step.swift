@@ -98,6 +98,8 @@ public enum OutgoingMessage: Sendable, Equatable {
     case zone(ZoneChange, at: Int64)
     /// The ignition went on or off at `at` (unit clock, ms); on `event`.
     case ignition(IgnitionChange, at: Int64)
+    /// The driver announced the taxi clear soon, at `at` (unit clock, ms); on `event`.
+    case soonClear(SoonClear, at: Int64)
     /// The last valid fix again, flagged stale, `ageMs` old by the unit clock; on `pos`.
     case stalePosition(Fix, ageMs: Int64)
     /// A finished ride, on `ride`; the shell adds the distance it measured over the stored fixes.
@@ -107,10 +109,18 @@ public enum OutgoingMessage: Sendable, Equatable {
     /// The driver opened a message; on `msg/read`.
     case messageRead(MessageRead)
 
+    /// The driver's own word to the dispatcher beside a job reply: the terminal says "Sent".
+    public var isAnswer: Bool {
+        switch self {
+        case .messageReply, .soonClear: true
+        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead: false
+        }
+    }
+
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos, .ride, .messageReply, .messageRead: true
+        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear: true
         case .zone, .ignition, .stalePosition: false
         }
     }

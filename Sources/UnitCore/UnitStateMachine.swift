@@ -204,6 +204,8 @@ public struct UnitSettings: Sendable, Equatable {
     public var answeredOfferMemory: Int
     /// An accepted reservation rings this long before its meeting time; 0: never.
     public var reminderMin: Int
+    /// `soon` without a number announces the taxi clear in this many minutes.
+    public var soonClearMin: Int
     /// `[driver] require_login`: on duty only with a driver logged in (`UnitStateMachine.driverLoggedIn`).
     public var requireLogin: Bool
     /// `[ignition] off_while_available`.
@@ -211,9 +213,10 @@ public struct UnitSettings: Sendable, Equatable {
 
     public init(
         positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
-        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, requireLogin: Bool = false,
-        ignitionOff: IgnitionOffPolicy = .ask
+        noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, soonClearMin: Int = 5,
+        requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask
     ) {
+        self.soonClearMin = soonClearMin
         self.requireLogin = requireLogin
         self.ignitionOff = ignitionOff
         self.positions = positions
@@ -541,6 +544,14 @@ public struct UnitStateMachine: Sendable {
             step.messages.append(.ride(ride))
             return step
         case (.clear, _):
+            return refuse(.noPassenger)
+
+        case (.soonClear(let minutes), .onBoard(let job, _)):
+            let clearIn = minutes ?? settings.soonClearMin
+            return Step(
+                messages: [.soonClear(SoonClear(job: job.id, minutes: clearIn), at: now)],
+                driver: [.told("Clear in \(clearIn) min: sent")])
+        case (.soonClear, _):
             return refuse(.noPassenger)
 
         case (.pause(let reason), .available):

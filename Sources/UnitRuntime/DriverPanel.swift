@@ -33,7 +33,7 @@ struct DriverPanel {
                 return
             }
             page = nil
-            if !step.replies.isEmpty || step.messages.contains(where: { if case .messageReply = $0 { true } else { false } }) {
+            if !step.replies.isEmpty || step.messages.contains(where: \.isAnswer) {
                 raise(stored ? .sent : .notStored)
             } else if let refusal = step.refusals.first {
                 raise(.refused(refusal))

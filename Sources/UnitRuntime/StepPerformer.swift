@@ -175,7 +175,7 @@ final class StepPerformer {
                 logger.notice("msg refused", metadata: ["msg": "\(reply.msg ?? "-")", "reason": "\(reply.invalid ?? "")"])
             case .ignition(let change, _):
                 logger.info("ignition \(change.on ? "on" : "off")")
-            case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead:
+            case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead, .soonClear:
                 break
             }
         }
@@ -418,6 +418,10 @@ final class StepPerformer {
         case .zone(let change, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
                 try Array(JSONEncoder.wire.encode(ZoneEventMessage(unit: unit, seq: seq, id: id, t: at, change: change, driver: driver)))
+            }
+        case .soonClear(let soonClear, let at):
+            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(SoonClearEventMessage(unit: unit, seq: seq, id: id, t: at, soonClear: soonClear, driver: driver)))
             }
         case .ignition(let change, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in

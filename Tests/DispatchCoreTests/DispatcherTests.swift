@@ -349,6 +349,15 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(h.dispatcher.queue(of: "A") == ["T1", "T2"], "a taxi waiting at a rank may turn its engine off")
     }
 
+    @Test func aSoonClearEventDecodes() throws {
+        let payload = #"{"clear_in_min":5,"id":"s-1","job":"R1","seq":5,"t":1795258104124,"type":"soon_clear","unit":"T1"}"#
+        guard case .soonClear(let id, let soon)? = try UnitReport.decode(.event, Data(payload.utf8)) else {
+            Issue.record("a soon-clear event must decode as one")
+            return
+        }
+        #expect(id == "s-1" && soon.job == "R1" && soon.clearInMin == 5)
+    }
+
     @Test func duplicatesAreDroppedByID() {
         var h = Harness()
         h.queue("T1", "T2")

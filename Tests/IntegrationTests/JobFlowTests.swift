@@ -398,6 +398,12 @@ import UnitCore
         #expect(try rig.press("pob 2") == "2 on board")
         let onBoard = try await rig.unit.waitForStatus("on board") { $0.state == "on_board" }
         #expect(onBoard.seatsLeft == 2)
+        // On board the driver tells the dispatcher when the taxi will be clear; the job stands.
+        #expect(try rig.press("soon") == "Clear in 5 min: sent")
+        try await rig.recorder.waitFor("soon_clear on event") { _ in
+            rig.events().contains { $0["type"] as? String == "soon_clear" && $0["job"] as? String == "J1" && $0["clear_in_min"] as? Int == 5 }
+        }
+        #expect(try rig.unit.status().state == "on_board")
         let pickupFix = try #require(onBoard.gps.lastFixTime)
         try await rig.unit.waitForStatus("driving on") { ($0.gps.lastFixTime ?? 0) > pickupFix + 5000 }
         #expect(try rig.press("clear") == "Ride complete, available")

@@ -113,6 +113,7 @@ enum Scenario {
         ("clear", .driver(.clear, at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .to(.available)]),
         // The setup's last fix is 1 km from the pickup: a no-show is refused there (see NoShowTests).
         ("noshow", .driver(.noShow, at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
+        ("soon", .driver(.soonClear(minutes: 5), at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .stays()]),
         ("pause", .driver(.pause(.break), at: t), [.refused, .to(.paused), .refused, .refused, .refused, .refused, .refused]),
         ("resume", .driver(.resume, at: t), [.refused, .refused, .to(.available), .refused, .refused, .refused, .refused]),
         ("sos", .driver(.sos, at: t), [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
