@@ -55,7 +55,7 @@ public struct InputConfiguration: Sendable, Equatable {
     public static let defaultSerialKeys: [String: String] = {
         var keys = [
             "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
-            "d": "duty", "p": "pause", "u": "resume", "i": "info", "s": "seats", "l": "login", "o": "logout",
+            "d": "duty", "p": "pause next", "u": "resume", "i": "info", "s": "seats", "l": "login", "o": "logout",
             "g": "lang next", "b": "alert next", "m": "msg", "y": "reply", "t": "send", "e": "soon",
         ]
         for count in 1...8 { keys["\(count)"] = "pob \(count)" }

@@ -4,6 +4,12 @@ public enum PauseReason: String, Sendable, Codable, CaseIterable {
     case refuel
     case personal
     case other
+
+    /// The reason `pause next` moves on to.
+    public var next: PauseReason {
+        let all = Self.allCases
+        return all[(all.firstIndex(of: self)! + 1) % all.count]
+    }
 }
 
 /// What the driver can do. Buttons, the serial terminal and `taxiunitctl press` all parse their
@@ -18,6 +24,9 @@ public enum DriverInput: Sendable, Equatable, Codable {
     case clear
     case noShow
     case pause(PauseReason)
+    /// `pause next`, one key for every reason: from available, a break; while paused, the next
+    /// reason (break, refuel, personal, other, break, …).
+    case pauseNext
     case resume
     case sos
     /// Free seats set by hand (`seats 3`); nil: one fewer than now (a passenger got in).
@@ -101,6 +110,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
             return .success(.soonClear(minutes: minutes))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
+            if rest.lowercased() == "next" { return .success(.pauseNext) }
             guard let reason = PauseReason(rawValue: rest.lowercased()) else {
                 let known = PauseReason.allCases.map(\.rawValue).joined(separator: ", ")
                 return .failure(.badArgument(input: word, problem: "reason must be one of \(known), found \"\(rest)\""))

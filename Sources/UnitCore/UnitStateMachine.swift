@@ -556,8 +556,17 @@ public struct UnitStateMachine: Sendable {
 
         case (.pause(let reason), .available):
             return transition(to: .paused(reason), now: now, reason: reason.rawValue, tell: "Paused (\(reason.rawValue))")
+        case (.pause(let reason), .paused(let current)) where reason != current:
+            // The reason changes while paused: the dispatcher hears the new one.
+            return transition(to: .paused(reason), now: now, reason: reason.rawValue, tell: "Paused (\(reason.rawValue))")
         case (.pause, .paused):
             return refuse(.alreadyPaused)
+        case (.pauseNext, .available):
+            return transition(to: .paused(.break), now: now, reason: PauseReason.break.rawValue, tell: "Paused (break)")
+        case (.pauseNext, .paused(let current)):
+            return transition(to: .paused(current.next), now: now, reason: current.next.rawValue, tell: "Paused (\(current.next.rawValue))")
+        case (.pauseNext, _):
+            return refuse(.pauseOnlyWhenAvailable)
         case (.pause, _):
             return refuse(.pauseOnlyWhenAvailable)
 

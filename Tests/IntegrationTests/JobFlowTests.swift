@@ -316,6 +316,12 @@ import UnitCore
         let (refused, code) = try runCommand(Corpus.binary("taxiunitctl"), ["press", "pause", "nap", "--socket", rig.unit.controlSocket])
         #expect(code != 0)
         #expect(refused.contains("reason must be one of break, refuel, personal, other"))
+        // The reason changes while paused, by name or by the terminal's one key; the dispatcher hears each.
+        #expect(try rig.press("pause", "next") == "Paused (personal)")
+        try await rig.recorder.waitFor("the changed reason on event and status") { messages in
+            rig.events().contains { $0["from"] as? String == "paused" && $0["to"] as? String == "paused" && $0["reason"] as? String == "personal" }
+                && messages.last { $0.topic == rig.unit.topicBase + "status" }?.json?["reason"] as? String == "personal"
+        }
         #expect(try rig.press("resume") == "Available")
 
         try rig.offer("J1", extra: #","shared":true"#)

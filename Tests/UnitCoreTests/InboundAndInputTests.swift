@@ -11,7 +11,8 @@ import UnitCore
             ("resume", .resume), ("sos", .sos), ("  Accept ", .accept), ("seats", .seats(nil)), ("seats 3", .seats(3)),
             ("info", .details),
             ("msg", .message(.read)), ("reply", .message(.choose(nil))),
-            ("reply 3", .message(.choose(3))), ("send", .message(.send)),
+            ("reply 3", .message(.choose(3))), ("send", .message(.send)), ("soon", .soonClear(minutes: nil)), ("soon 3", .soonClear(minutes: 3)),
+            ("pause next", .pauseNext),
         ]
         for (text, input) in cases { #expect(DriverInput.parse(text) == .success(input), "\(text)") }
         #expect(Set(cases.map { $0.0.split(separator: " ").first!.lowercased() }) == Set(DriverInput.words))

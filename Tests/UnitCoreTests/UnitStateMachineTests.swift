@@ -114,7 +114,10 @@ enum Scenario {
         // The setup's last fix is 1 km from the pickup: a no-show is refused there (see NoShowTests).
         ("noshow", .driver(.noShow, at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
         ("soon", .driver(.soonClear(minutes: 5), at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .stays()]),
-        ("pause", .driver(.pause(.break), at: t), [.refused, .to(.paused), .refused, .refused, .refused, .refused, .refused]),
+        // The setup pauses for `refuel`: another reason is a change the dispatcher hears, the same one is refused.
+        ("pause", .driver(.pause(.break), at: t), [.refused, .to(.paused), .stays(), .refused, .refused, .refused, .refused]),
+        ("pause refuel", .driver(.pause(.refuel), at: t), [.refused, .to(.paused), .refused, .refused, .refused, .refused, .refused]),
+        ("pause next", .driver(.pauseNext, at: t), [.refused, .to(.paused), .stays(), .refused, .refused, .refused, .refused]),
         ("resume", .driver(.resume, at: t), [.refused, .refused, .to(.available), .refused, .refused, .refused, .refused]),
         ("sos", .driver(.sos, at: t), [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
         ("seats 2", .driver(.seats(2), at: t), [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
