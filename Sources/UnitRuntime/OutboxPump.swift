@@ -447,6 +447,13 @@ final class OutboxPump {
             guard transaction.newestRowID(in: lane) > cursor else { continue }
             next += try pending(transaction, in: lane, after: cursor, limit: limit - next.count)
         }
+        // Live rows made earlier in this session that are not in flight: publish failed, or
+        // enqueued whole by someone else (a requested report, perhaps in this very transaction).
+        // Before the fix packed now: handing that newer row first would move the lane's cursor
+        // past them.
+        if next.count < limit, transaction.newestRowID(in: .livePosition) > cursors[.livePosition] ?? 0 {
+            next += try pending(transaction, in: .livePosition, after: cursors[.livePosition] ?? 0, limit: limit - next.count)
+        }
         if packing, next.count < limit, transaction.hasFreshFix, let live = try packer.live(in: transaction, at: time) {
             next.append(live)
         }
@@ -456,13 +463,10 @@ final class OutboxPump {
         let ahead = packedAhead.prefix(limit - next.count)
         next += ahead
         taken.ahead = ahead.count
-        // Rows made earlier in this session that are not in flight: publish failed, or enqueued
-        // whole by someone else (a requested report). Rows packed just now are in `next` already.
-        for lane in [OutboxLane.livePosition, .backfill] where next.count < limit {
-            var cursor = max(cursors[lane] ?? 0, next.last { $0.lane == lane }?.rowID ?? 0)
-            if lane == .backfill { cursor = max(cursor, backfillCursor) }
-            guard transaction.newestRowID(in: lane) > cursor else { continue }
-            next += try pending(transaction, in: lane, after: cursor, limit: limit - next.count)
+        // Backfill rows made earlier in this session that are not in flight (publish failed).
+        let backfillAfter = max(cursors[.backfill] ?? 0, backfillCursor, next.last { $0.lane == .backfill }?.rowID ?? 0)
+        if next.count < limit, transaction.newestRowID(in: .backfill) > backfillAfter {
+            next += try pending(transaction, in: .backfill, after: backfillAfter, limit: limit - next.count)
         }
         // Two windows ahead, refilled once one is gone: packing reads and inserts a window or more
         // at a time. Only while sending, and never while the newest fix waits for the live lane or

@@ -166,6 +166,28 @@ import UnitCore
         await unit.stop()
     }
 
+    /// A report the fleet asks for is committed with the fixes the commit window held, whose live
+    /// message is packed after it: the report's older row still goes out, in this session.
+    @Test func aRequestedReportGoesOutBesideTheLiveFixPackedWithIt() async throws {
+        let unit = try EngineUnderTest("[fleet]\nrequire_signed = false\n[store]\nposition_commit_ms = 60000\n")
+        try await unit.start()
+        unit.broker.acceptConnection()
+        try await unit.press("duty")
+        unit.fixes.fix(latitude: 46.5, longitude: 7.5)
+        try await unit.eventually("the fix is the unit's last") { try await unit.status().gps.lastFixTime != nil }
+        unit.fixes.fix(latitude: 46.501, longitude: 7.5)
+        let expires = TestClock.milliseconds() + 60_000
+        unit.broker.receive(unit.topicBase + "cmd", #"{"id":"c1","cmd":"report","expires_at":\#(expires)}"#)
+        try await unit.eventually("the reply") { unit.published(on: "cmd/reply").contains { $0.json["cmd_id"] as? String == "c1" } }
+        let reply = try #require(unit.published(on: "cmd/reply").first { $0.json["cmd_id"] as? String == "c1" }?.json)
+        let reported = try #require((reply["position"] as? [String: Any])?["t"] as? Int)
+        // The report's own row, beside the live message of the same (newest) fix.
+        try await unit.eventually("the report's row on pos") {
+            unit.published(on: "pos").count { (try? JSONDecoder().decode(LivePositionMessage.self, from: Data($0.payload)))?.point.t == Int64(reported) } == 2
+        }
+        await unit.stop()
+    }
+
     /// A message handed over but not acknowledged is sent again, with the same id, in the next session.
     @Test func unacknowledgedMessagesAreSentAgainInANewSession() async throws {
         let unit = try EngineUnderTest()
