@@ -54,8 +54,11 @@ struct StoreUpkeep {
     static let retentionEveryMs: Int64 = 10 * 60 * 1000
 
     private let store: LocalCache
-    /// `max_mb` and `retention_days`; the fleet may change them.
-    var limits: UnitConfiguration.Store
+    /// `max_mb` and `retention_days`; the fleet may change them. A new retention is applied at the
+    /// next tick, not at the next of the rare retention passes: it is in force once acknowledged.
+    var limits: UnitConfiguration.Store {
+        didSet { if limits.retentionDays != oldValue.retentionDays { lastRetentionRun = 0 } }
+    }
     private let logger: Logger
     /// Positions lost while the store was not writable, not yet added to its counter.
     private var uncountedLostPositions = 0
