@@ -372,10 +372,8 @@ import UnitCore
                 #expect(try await rig.unit.status().storedPositions == 5, "two days old, within a week")
             },
             after: { rig async throws in
-                try await withKnownIssue("a lowered retention waits for the next ten-minute retention pass") {
-                    // Three upkeep ticks: the store's chores run every two seconds.
-                    try await rig.eventually("the positions past a day are removed", within: 6) { try await rig.unit.status().storedPositions == 0 }
-                }
+                // Three upkeep ticks: the store's chores run every two seconds.
+                try await rig.eventually("the positions past a day are removed", within: 6) { try await rig.unit.status().storedPositions == 0 }
             }),
         "store.position_commit_ms": Probe(
             local: "[store]\nposition_commit_ms = 60000\n",
