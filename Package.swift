@@ -175,7 +175,7 @@ let package = Package(
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
-            "MQTTLink", "ControlSocket", "UnitCore", "LocalCache",
+            "MQTTLink", "ControlSocket", "UnitCore", "UnitConfig", "LocalCache", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 
@@ -195,7 +195,7 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: [
-            "UnitConfig", "UnitCore", "DriverKeys",
+            "UnitConfig", "UnitCore", "DriverKeys", "TestHarness",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),

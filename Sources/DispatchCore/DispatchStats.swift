@@ -2,6 +2,8 @@
 public struct DispatchStats: Sendable, Equatable {
     public var requests = 0
     public var offers = 0
+    /// Offers sent again because their unit reconnected without having shown them.
+    public var offersResent = 0
     public var accepted = 0
     public var rejected = 0
     /// The unit answered `timeout` (the driver did not answer in time).
@@ -43,7 +45,7 @@ public struct DispatchStats: Sendable, Equatable {
 
     public var summary: String {
         """
-        requests \(requests)  offers \(offers)  accepted \(accepted)  rejected \(rejected)  \
+        requests \(requests)  offers \(offers) (again after a reconnect \(offersResent))  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
         completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \

@@ -131,6 +131,8 @@ public struct Dispatcher: Sendable {
         /// When allocation began: the request time, or the reservation's allocation time.
         var allocationStart: Int64 = 0
         var tried: Set<String> = []
+        /// The unit offered to said it shows the offer (its `offered` event): it reached the unit.
+        var offerShown = false
         /// How long this request's offers sat on units waiting for a driver, and how many offers'
         /// wait is not known yet: request → assignment without it is the system's own share.
         var driverThinkMs: Int64 = 0
@@ -221,27 +223,47 @@ public struct Dispatcher: Sendable {
             open.tried.insert(unit)
             open.phase = .offering(unit: unit, sentAt: now)
             open.offersWithUnknownThink += 1
+            open.offerShown = false
             requests[id] = open
             stats.offers += 1
-            replyProbes[ProbeKey(job: id, unit: unit)] = ReplyProbe(offerSentAt: now)
-            let offer = JobOffer(
-                job: id, pickup: Place(lat: open.request.pickup.lat, lon: open.request.pickup.lon, address: open.request.address),
-                respondWithinS: Double(settings.respondWithinS), passengers: open.request.passengers,
-                meetingTime: open.request.meetingTime, shared: open.request.sharesRideOf != nil, note: open.request.note,
-                dropoff: open.request.dropoff, passenger: open.request.passenger, t: now)
-            let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
-            return [
-                .send(unit: unit, .offer(offer)),
-                .startTimer(.offerDeadline(job: id, unit: unit), at: deadline),
-                .log(.init(level: .info, text: "\(id) offered to \(unit) (\(via), try \(open.tried.count))")),
-            ]
+            return send(offerOf: id, to: unit, now: now)
+                + [.log(.init(level: .info, text: "\(id) offered to \(unit) (\(via), try \(open.tried.count))"))]
         }
         open.phase = .closed
         requests[id] = open
         stats.unserved += 1
         let why = home == nil ? "pickup outside every zone" : "no available taxi in \(home!) or its neighbours"
         return [.log(.init(level: .warning, text: "\(id) UNSERVED: \(why)"))]
+    }
+
+    /// The offer of request `id` to `unit`, sent at `now` with a full answer window, and the
+    /// deadline after which no reply counts as a timeout.
+    private mutating func send(offerOf id: String, to unit: String, now: Int64) -> [DispatchAction] {
+        guard let request = requests[id]?.request else { return [] }
+        replyProbes[ProbeKey(job: id, unit: unit)] = ReplyProbe(offerSentAt: now)
+        let offer = JobOffer(
+            job: id, pickup: Place(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address),
+            respondWithinS: Double(settings.respondWithinS), passengers: request.passengers,
+            meetingTime: request.meetingTime, shared: request.sharesRideOf != nil, note: request.note,
+            dropoff: request.dropoff, passenger: request.passenger, t: now)
+        let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
+        return [.send(unit: unit, .offer(offer)), .startTimer(.offerDeadline(job: id, unit: unit), at: deadline)]
+    }
+
+    /// A unit that connected again (a newer `conn`) while an offer to it is outstanding, and has
+    /// shown it neither by its `offered` event nor in this status, may never have got it: a broker
+    /// node that dies takes the messages queued on it along. The offer goes again at once, with a
+    /// new answer window, instead of the passenger waiting out the old one; a unit that has it
+    /// already ignores the copy.
+    private mutating func resendLostOffer(to unit: String, after status: StatusMessage, previousConn: Int64?, now: Int64) -> [DispatchAction] {
+        guard status.online, let conn = status.conn, let previousConn, conn > previousConn,
+              let job = taxis[unit]?.offeredJob, let open = requests[job], case .offering(unit, _) = open.phase,
+              !open.offerShown, !(status.state == .offered && status.job == job) else { return [] }
+        requests[job]?.phase = .offering(unit: unit, sentAt: now)
+        stats.offersResent += 1
+        return send(offerOf: job, to: unit, now: now)
+            + [.log(.init(level: .warning, text: "\(job) offered again to \(unit): it reconnected (connection \(conn)) without showing the offer"))]
     }
 
     private mutating func withdraw(_ id: String, now: Int64) -> [DispatchAction] {
@@ -295,10 +317,11 @@ public struct Dispatcher: Sendable {
     private mutating func handle(_ report: UnitReport, from unit: String, now: Int64) -> [DispatchAction] {
         switch report {
         case .status(let status):
+            let previousConn = taxis[unit]?.conn
             taxis[unit, default: Taxi()].online = status.online
             if let conn = status.conn { taxis[unit, default: Taxi()].conn = conn }
             let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit, live: true) } ?? []
-            return actions + reconcile(unit)
+            return actions + reconcile(unit) + resendLostOffer(to: unit, after: status, previousConn: previousConn, now: now)
         case .offline(let conn):
             // A will set for an older connection than the status seen last is stale: the broker
             // published it after the unit had already come back on a new connection.
@@ -327,6 +350,7 @@ public struct Dispatcher: Sendable {
         case .event(let id, let transition):
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {
+                if case .offering(unit, _) = requests[job]?.phase { requests[job]?.offerShown = true }
                 replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t
                 completeProbe(ProbeKey(job: job, unit: unit))
             }

@@ -301,7 +301,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         printLine("----- dispatchsim summary (\((nowMs() - startMs) / 1000) s) -----\n\(stats.summary)")
         guard let path = options.statsPath else { return }
         let numbers: [String: Any] = [
-            "requests": stats.requests, "offers": stats.offers, "accepted": stats.accepted, "rejected": stats.rejected,
+            "requests": stats.requests, "offers": stats.offers, "offers_resent": stats.offersResent, "accepted": stats.accepted, "rejected": stats.rejected,
             "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
             "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "sos": stats.sos,
             "messages_read": stats.messagesRead, "message_replies": stats.messageReplies, "updates_shown": stats.updatesShown,

@@ -31,10 +31,13 @@ struct Harness {
     mutating func feed(_ input: DispatchInput) -> [DispatchAction] { dispatcher.handle(input, now: now) }
 
     @discardableResult
-    mutating func status(_ unit: String, _ state: String, zone: String?) -> [DispatchAction] {
+    mutating func status(_ unit: String, _ state: String, zone: String?, conn: Int? = nil, job: String? = nil) -> [DispatchAction] {
         now += 1
         let zoneField = zone.map { #","zone":"\#($0)""# } ?? ""
-        let status: StatusMessage = decoded(#"{"online":true,"unit":"\#(unit)","state":"\#(state)","seats_left":4,"t":\#(now)\#(zoneField)}"#)
+        let connField = conn.map { #","conn":\#($0)"# } ?? ""
+        let jobField = job.map { #","job":"\#($0)""# } ?? ""
+        let status: StatusMessage = decoded(
+            #"{"online":true,"unit":"\#(unit)","state":"\#(state)","seats_left":4,"t":\#(now)\#(zoneField)\#(connField)\#(jobField)}"#)
         return feed(.report(unit: unit, .status(status)))
     }
 
@@ -165,6 +168,51 @@ func logs(_ actions: [DispatchAction]) -> String {
         // The offline taxi's late answer changes nothing.
         #expect(offers(h.reply("T1", "R1", .reject)).isEmpty)
         #expect(h.dispatcher.stats.rejected == 0)
+    }
+
+    /// A broker node that dies takes the offer queued on it along: the unit comes back on a new
+    /// connection without having shown it, and gets it again at once with a new answer window.
+    @Test func anOfferTheUnitReconnectedWithoutShowingIsSentAgainAtOnce() throws {
+        var h = Harness()
+        h.status("T1", "available", zone: "A", conn: 3)
+        h.request("R1", at: inA)
+        h.now += 20_000
+        let back = h.status("T1", "available", zone: "A", conn: 4)
+        #expect(offers(back) == ["R1→T1"])
+        let offer = try #require(back.compactMap { if case .send(_, .offer(let o)) = $0 { o } else { nil } }.first)
+        #expect(offer.t == h.now && offer.respondWithinS == 30)
+        #expect(back.contains(.startTimer(.offerDeadline(job: "R1", unit: "T1"), at: h.now + 35_000)))
+        #expect(h.dispatcher.stats.offersResent == 1 && h.dispatcher.stats.offers == 1)
+        // Shown this time: a further reconnect changes nothing, and the answer counts from the new offer.
+        h.event("T1", .available, .offered, job: "R1")
+        #expect(offers(h.status("T1", "offered", zone: "A", conn: 5, job: "R1")).isEmpty)
+        h.reply("T1", "R1", .accept)
+        #expect(h.dispatcher.stats.offerToReplyMs == [11])
+    }
+
+    /// The offer reached the unit, or the unit did not reconnect: nothing is sent again.
+    @Test(arguments: ["offered event", "status shows it", "same connection", "unknown connection", "offline"])
+    func anOfferThatReachedTheUnitIsNotSentAgain(evidence: String) {
+        var h = Harness()
+        h.status("T1", "available", zone: "A", conn: evidence == "unknown connection" ? nil : 3)
+        h.request("R1", at: inA)
+        let again: [DispatchAction]
+        switch evidence {
+        case "offered event":
+            h.event("T1", .available, .offered, job: "R1")
+            again = h.status("T1", "available", zone: "A", conn: 4)
+        case "status shows it":
+            again = h.status("T1", "offered", zone: "A", conn: 4, job: "R1")
+        case "same connection":
+            again = h.status("T1", "available", zone: "A", conn: 3)
+        case "unknown connection":
+            again = h.status("T1", "available", zone: "A", conn: 4)
+        default:
+            let offline: StatusMessage = decoded(#"{"conn":4,"online":false,"unit":"T1","state":"available","seats_left":4}"#)
+            again = h.feed(.report(unit: "T1", .status(offline)))
+        }
+        #expect(offers(again).isEmpty)
+        #expect(h.dispatcher.stats.offersResent == 0)
     }
 
     @Test func aRepeatedAnswerToARedeliveredOfferChangesNothing() {

@@ -197,6 +197,35 @@ final class Fleet {
         #expect(stats["completed"] as? Int == 1)
     }
 
+    /// A broker node that dies takes what was queued on it along: here the broker dies and comes
+    /// back without its sessions while T1 is frozen, so the offer to T1 reaches nobody. T1 reconnects
+    /// (a newer `conn`) without having shown it, and dispatchsim sends it again at once instead of
+    /// waiting out the minute's answer window.
+    @Test func anOfferLostWithTheBrokerIsSentAgainWhenTheUnitReconnects() async throws {
+        let fleet = try await Fleet(respondWithinS: 60)
+        let t1 = fleet.unit("T1")
+        let frozen = try #require(t1.process)
+        frozen.signalLeader(SIGSTOP)
+        fleet.broker.killHard()
+        try fleet.broker.start()
+        // T2 back on the new broker and seen by the recorder: the booking can go through.
+        let statuses = fleet.messages("T2", "status").count
+        try await fleet.recorder.waitFor("T2 back") { _ in fleet.messages("T2", "status").count > statuses }
+        try await waitUntil("dispatchsim back", timeoutS: 20) { fleet.dispatcher.lines.count { $0.contains("connected to the broker") } >= 2 }
+        try fleet.book("R1")
+        try await fleet.dispatcher.waitForLog("R1 offered to T1", "R1 offered to T1")
+
+        frozen.signalLeader(SIGCONT)
+        let thawed = ContinuousClock.now
+        try await t1.waitForStatus("T1 shows R1", timeoutS: 30) { $0.state == "offered" && $0.job?.id == "R1" }
+        #expect(ContinuousClock.now - thawed < .seconds(30), "well within the 65 s of the answer window and its grace")
+        #expect(fleet.dispatcher.lines.contains { $0.contains("R1 offered again to T1") })
+        try fleet.press("T1", "accept")
+        try await fleet.waitForReply("R1", from: "T1", "accept")
+        let stats = try fleet.stop()
+        #expect(stats["offers_resent"] as? Int == 1 && stats["accepted"] as? Int == 1)
+    }
+
     @Test func sosIsAcknowledged() async throws {
         let fleet = try await Fleet()
         try fleet.press("T2", "sos")

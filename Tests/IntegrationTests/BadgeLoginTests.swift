@@ -1,5 +1,4 @@
 import ControlSocket
-import DriverKeys
 import FleetControl
 import Foundation
 import MQTTLink
@@ -10,17 +9,6 @@ import Testing
 /// device, the badge list comes as a signed fleet configuration hashed by `taxiunitctl hash-pin`.
 @Suite(.serialized) struct BadgeLoginTests {
     static let badge = "0004279"
-
-    /// The reader types `number` and ENTER: key down and up, framed as a keyboard frames them.
-    static func typed(_ number: String) -> [UInt8] {
-        (number.map { "KEY_\($0)" } + ["KEY_ENTER"]).flatMap { name -> [UInt8] in
-            let code = EvdevKeyNames.code(named: name)!
-            return [1, 0].flatMap { value -> [UInt8] in
-                InputEventDecoder.encode(InputEventRecord(type: 1, code: code, value: value))
-                    + InputEventDecoder.encode(InputEventRecord(type: 0, code: 0, value: 0))
-            }
-        }
-    }
 
     @Test func aKnownBadgeLogsItsDriverInAndAnUnknownOneIsRefused() async throws {
         let scratch = try ScratchDirectory()
@@ -53,15 +41,15 @@ import Testing
         }
 
         // A badge not on the list: refused, counted, nobody logged in.
-        try fifo.send(Self.typed("0004278"))
+        try fifo.send(EvdevFIFO.badgeTyped("0004278"))
         try await waitUntil("the unknown badge refused", timeoutS: 10) { unit.log.contains("badge read: Wrong driver or PIN") }
         #expect(try unit.request(ControlRequest(cmd: .press, input: "duty")).message == "Log in first")
 
-        try fifo.send(Self.typed(Self.badge))
+        try fifo.send(EvdevFIFO.badgeTyped(Self.badge))
         try await recorder.waitFor("the status names the badge's driver") { _ in statuses().last?["driver"] as? String == "D-42" }
         #expect(try unit.request(ControlRequest(cmd: .press, input: "duty")).message?.hasPrefix("On duty") == true)
         // On duty, a badge changes nothing.
-        try fifo.send(Self.typed(Self.badge))
+        try fifo.send(EvdevFIFO.badgeTyped(Self.badge))
         try await waitUntil("the badge refused on duty", timeoutS: 10) { unit.log.contains("badge read: A driver is logged in") }
         #expect(try unit.status().state == "available")
         #expect(!unit.log.contains(Self.badge) && !unit.log.contains("0004278"), "badge numbers are never logged")
@@ -84,7 +72,7 @@ import Testing
             """)
         try await fifo.connect()
         try await rig.screen.waitFor("off duty") { $0.rows[0].hasPrefix("OFF DUTY") }
-        try fifo.send(Self.typed(Self.badge))
+        try fifo.send(EvdevFIFO.badgeTyped(Self.badge))
         try await rig.screen.waitFor("the PIN of the badge's driver asked") {
             $0.rows[0].hasPrefix("LOGIN") && $0.rows[1].hasPrefix("Driver D-42 ") && $0.rows[2].hasPrefix("PIN _")
         }

@@ -6,10 +6,10 @@ import Testing
 import UnitCore
 
 /// A fleet document acknowledged `applied` is in force without a restart, on the real parts: a
-/// replayed receiver, mosquitto, the daemon. Each key below once was acknowledged and then ignored
+/// replayed receiver, mosquitto, the daemon and its status (`taxiunitctl status`). Each key below once was acknowledged and then ignored
 /// until the next start.
 @Suite(.serialized) struct SettingsInForceFlowTests {
-    @Test func reportingPrivacyZonesAndJobTimingsChangeOnTheSpot() async throws {
+    @Test func reportingPrivacyZonesJobTimingsAndTheStoreBoundChangeOnTheSpot() async throws {
         let gpsScratch = try ScratchDirectory()
         let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: gpsScratch, cycleS: 0.05)
         let setup = try await FleetControlFlowTests.Setup(gpsdPort: gps.port)
@@ -68,6 +68,16 @@ import UnitCore
         try await feed.waitFor("the timeout reply", timeoutS: 30) { messages in
             messages.contains { $0.topic == unit.topicBase + "job/reply" && $0.json?["job"] as? String == "J-T" && $0.json?["reply"] as? String == "timeout" }
         }
+
+        // The store held to a tenth of a megabyte: the bound the status names, and the stored
+        // history, which the receiver keeps filling, cut down to it.
+        let unbounded = try unit.status()
+        #expect(try #require(unbounded.store?.limitBytes) > 1 << 20, "the default 64 MB, or the filesystem's share")
+        try setup.push(5, #"{"reporting":{"interval_s":1},"store":{"max_mb":0.1}}"#)
+        try await setup.waitForAck("v5 applied", FleetControlFlowTests.ack(5, "applied"))
+        let bounded = try await unit.waitForStatus("the bound of 0.1 MB") { $0.store.map { $0.limitBytes <= 104_858 } ?? false }
+        #expect(bounded.runningForS ?? 0 > unbounded.runningForS ?? .infinity, "no restart")
+        try await unit.waitForStatus("history removed to the bound") { $0.storedPositions < unbounded.storedPositions }
         unit.stop()
         feed.stop()
         gps.stop()

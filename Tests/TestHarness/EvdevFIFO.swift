@@ -1,3 +1,4 @@
+import DriverKeys
 import Foundation
 import Logging
 
@@ -44,6 +45,19 @@ public final class EvdevFIFO: @unchecked Sendable {
     }
 
     deinit { remove() }
+}
+
+extension EvdevFIFO {
+    /// A badge reader typing `number` and ENTER: key down and up, framed as a keyboard frames them.
+    public static func badgeTyped(_ number: String) -> [UInt8] {
+        (number.map { "KEY_\($0)" } + ["KEY_ENTER"]).flatMap { name -> [UInt8] in
+            let code = EvdevKeyNames.code(named: name)!
+            return [1, 0].flatMap { value -> [UInt8] in
+                InputEventDecoder.encode(InputEventRecord(type: 1, code: code, value: value))
+                    + InputEventDecoder.encode(InputEventRecord(type: 0, code: 0, value: 0))
+            }
+        }
+    }
 }
 
 /// Keeps every log message, so tests can count what an adapter reported.

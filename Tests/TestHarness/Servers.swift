@@ -61,6 +61,13 @@ public final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
+    /// SIGKILL: the node dies. It publishes no last will and saves nothing, so what it held in
+    /// memory (sessions, queued messages) is gone when it comes back.
+    public func killHard() {
+        process?.killHard()
+        process = nil
+    }
+
     /// SIGHUP: mosquitto reads its ACL file again and keeps every connection, as `systemctl reload`
     /// does after an operator fixed an ACL. (After a restart, mosquitto 2.0.11 delivers nothing to a
     /// session restored from disk under anonymous `topic` lines until its client reconnects: a test

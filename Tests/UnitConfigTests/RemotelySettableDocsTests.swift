@@ -1,4 +1,5 @@
 import Foundation
+import TestHarness
 import Testing
 import UnitConfig
 
@@ -6,30 +7,6 @@ import UnitConfig
 /// what dispatchers and fleet managers go by: both are checked against the one table the unit
 /// enforces (`UnitConfiguration.remotelySettable`) and every key the shipped etc/taxiunitd.toml names.
 @Suite struct RemotelySettableDocsTests {
-    static let root: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url
-    }()
-
-    /// Keys by top-level section, as the shipped file names them (set or commented out);
-    /// `[reporting.available]` counts as `reporting`, `[[zones]]` as `zones`.
-    static func shippedKeys() throws -> [String: Set<String>] {
-        let text = try String(contentsOf: root.appendingPathComponent("etc/taxiunitd.toml"), encoding: .utf8)
-        let header = #/^#?\s?\[\[?([a-z_.]+)\]\]?\s*$/#
-        let key = #/^#? ?([a-z_]+) = /#
-        var section: String?
-        var keys: [String: Set<String>] = [:]
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if let match = line.wholeMatch(of: header) {
-                section = String(match.1.split(separator: ".")[0])
-            } else if let section, let match = line.prefixMatch(of: key) {
-                keys[section, default: []].insert(String(match.1))
-            }
-        }
-        return keys
-    }
-
     /// Every backticked word of `text` that is a plain key name.
     static func keyNames(in text: Substring) -> Set<String> {
         Set(text.matches(of: /`([a-z_]+)`/).map { String($0.1) })
@@ -41,7 +18,7 @@ import UnitConfig
     }
 
     static func documented() throws -> Documented {
-        let text = try String(contentsOf: root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let text = try String(contentsOf: URL(fileURLWithPath: Corpus.packageRoot + "/docs/protocol.md"), encoding: .utf8)
         let start = try #require(text.range(of: "**Remotely settable**"))
         let never = try #require(text.range(of: "Never remotely settable:", range: start.upperBound..<text.endIndex))
         var documented = Documented()
@@ -59,23 +36,15 @@ import UnitConfig
     }
 
     @Test func eachRowNamesExactlyTheKeysTheFleetMaySet() throws {
-        let shipped = try Self.shippedKeys()
         let rows = try Self.documented().rows
-        for (section, access) in UnitConfiguration.remotelySettable {
-            let all = try #require(shipped[section], "etc/taxiunitd.toml has no [\(section)]")
-            let settable: Set<String>
-            switch access {
-            case .everyKey: settable = all
-            case .only(let keys): settable = keys
-            case .everyKeyExcept(let local): settable = all.subtracting(local)
-            }
+        for (section, settable) in try ShippedConfiguration.remotelySettable() {
             let row = try #require(rows[section])
             #expect(Self.keyNames(in: row) == settable, "[\(section)]: the row names \(Self.keyNames(in: row).sorted()), the unit takes \(settable.sorted())")
         }
     }
 
     @Test func everythingElseIsNamedAsNeverSettable() throws {
-        let shipped = try Self.shippedKeys()
+        let shipped = try ShippedConfiguration.keys()
         let never = try Self.documented().never
         let named = Self.keyNames(in: never)
         for (section, keys) in shipped {

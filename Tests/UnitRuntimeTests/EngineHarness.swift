@@ -26,12 +26,18 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
     private let lock = NSLock()
     private var deliver: @Sendable (BrokerLink.Event) -> Void = { _ in }
     private var generation = 0
+    private var acceptedGeneration = 0
     private var session: MQTTSessionID = 0
     private var connected = false
     private var nextMessageID: Int32 = 0
     private var recorded: [Publish] = []
+    private var connectedWith: [UnitConfiguration] = []
 
     var published: [Publish] { lock.withLock { recorded } }
+    /// The configuration of every connection the engine asked for, oldest first.
+    var connections: [UnitConfiguration] { lock.withLock { connectedWith } }
+    /// The engine asked for a connection the test has not accepted yet.
+    var connectionPending: Bool { lock.withLock { acceptedGeneration != generation } }
 
     func deliverEvents(to handler: @escaping @Sendable (BrokerLink.Event) -> Void) {
         lock.withLock { deliver = handler }
@@ -41,6 +47,7 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
         lock.withLock {
             generation += 1
             connected = false
+            connectedWith.append(configuration)
             return generation
         }
     }
@@ -68,6 +75,7 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
         let (event, deliver) = lock.withLock {
             session += 1
             connected = true
+            acceptedGeneration = generation
             return (BrokerLink.Event(generation: generation, event: .connected(session)), self.deliver)
         }
         deliver(event)
@@ -104,7 +112,10 @@ final class ScriptedFixes: FixSource, @unchecked Sendable {
 
     /// A 3D fix at the current time.
     func fix(latitude: Double, longitude: Double) {
-        let sample = GPSSample(mode: 3, time: Date().timeIntervalSince1970, latitude: latitude, longitude: longitude, speed: 5, track: 90, horizontalError: 3)
+        send(GPSSample(mode: 3, time: Date().timeIntervalSince1970, latitude: latitude, longitude: longitude, speed: 5, track: 90, horizontalError: 3))
+    }
+
+    func send(_ sample: GPSSample) {
         let deliver = lock.withLock { self.deliver }
         deliver(.sample(sample))
     }
@@ -117,23 +128,28 @@ final class EngineUnderTest {
     let broker = RecordingBroker()
     let fixes = ScriptedFixes()
     let engine: UnitEngine
+    let devices: DriverDeviceSet?
     let topicBase: String
     private var running: Task<Void, Never>?
 
     /// `settings`: TOML laid under `[unit] id = "T1"`, `fleet = "f"` (sections of their own).
-    init(_ settings: String = "", prepare: (LocalCache) throws -> Void = { _ in }) throws {
+    /// `logs`: where the engine logs, at every level; `devices`: the driver's devices the settings name.
+    init(_ settings: String = "", logs: LogRecorder? = nil, devices: Bool = false, prepare: (LocalCache) throws -> Void = { _ in }) throws {
         scratch = try ScratchDirectory("engine")
         store = try LocalCache(path: scratch.file("unit.sqlite"))
         try prepare(store)
         let local = try ConfigValue.parseTOML("[unit]\nid = \"T1\"\nfleet = \"f\"\n" + settings)
-        topicBase = try UnitConfiguration(document: local).unitTopicBase
-        var logger = Logger(label: "engine-test")
-        logger.logLevel = .critical
-        engine = try UnitEngine(local: local, store: store, broker: broker, fixes: fixes, logger: logger)
+        let configuration = try UnitConfiguration(document: local)
+        topicBase = configuration.unitTopicBase
+        var logger = logs?.logger ?? Logger(label: "engine-test")
+        logger.logLevel = logs == nil ? .critical : .trace
+        self.devices = devices ? DriverDeviceSet(configuration: configuration, logger: logger) : nil
+        engine = try UnitEngine(local: local, store: store, broker: broker, fixes: fixes, logger: logger, devices: self.devices)
     }
 
     func start() async throws {
         let engine = self.engine
+        devices?.badgeReader?.start()
         running = Task { try? await engine.run() }
         try await eventually("the engine loop waits for input", within: 60) { engine.inbox.hasParkedConsumer }
     }
@@ -143,6 +159,7 @@ final class EngineUnderTest {
         broker.loseConnection()
         engine.inbox.post(.shutdownRequested)
         await running?.value
+        devices?.badgeReader?.stop()
     }
 
     func control(_ request: ControlRequest) async throws -> ControlResponse {
