@@ -229,7 +229,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "UnitRuntimeTests", dependencies: [
-            "UnitRuntime", "UnitCore", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "DriverDisplay",
+            "UnitRuntime", "UnitCore", "DriverKeys", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "DriverDisplay",
             "TestHarness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

@@ -150,6 +150,7 @@ final class EngineUnderTest {
     func start() async throws {
         let engine = self.engine
         devices?.badgeReader?.start()
+        devices?.ignition?.start()
         running = Task { try? await engine.run() }
         try await eventually("the engine loop waits for input", within: 60) { engine.inbox.hasParkedConsumer }
     }
@@ -160,6 +161,7 @@ final class EngineUnderTest {
         engine.inbox.post(.shutdownRequested)
         await running?.value
         devices?.badgeReader?.stop()
+        devices?.ignition?.stop()
     }
 
     func control(_ request: ControlRequest) async throws -> ControlResponse {

@@ -1,4 +1,5 @@
 import ControlSocket
+import DriverKeys
 import Foundation
 import GPSReader
 import LocalCache
@@ -40,6 +41,8 @@ import UnitCore
         var rollbackAfterS: Double = 120
         /// A badge reader (`[input.badge]`) on a FIFO the test types into.
         var badgeReader = false
+        /// An ignition input (`[input.ignition]`, a switch) on a FIFO the test switches.
+        var ignitionInput = false
         /// The store before the engine opens it.
         var prepare: @Sendable (LocalCache) throws -> Void = { _ in }
         /// The document's `settings`: this key alone, changed.
@@ -310,6 +313,18 @@ import UnitCore
             after: { rig async throws in
                 #expect(try await rig.press("noshow").hasPrefix("No-show recorded"))
             }),
+        "job.soon_clear_min": Probe(
+            local: "[job]\nsoon_clear_min = 5\n",
+            settings: #"{"job":{"soon_clear_min":9}}"#,
+            before: { rig async throws in
+                try await rig.onTheWay()
+                for input in ["arrived", "pob"] { try await rig.press(input) }
+                #expect(try await rig.press("soon") == "Clear in 5 min: sent")
+            },
+            after: { rig async throws in
+                #expect(try await rig.press("soon") == "Clear in 9 min: sent")
+                #expect(rig.unit.published(on: "event").last?.json["clear_in_min"] as? Int == 9)
+            }),
         "job.reminder_min": Probe(
             local: "[job]\nreminder_min = 1\n",
             settings: #"{"job":{"reminder_min":10}}"#,
@@ -323,6 +338,34 @@ import UnitCore
             after: { rig async throws in
                 try await rig.acceptReservation("J2", meetingInS: 602)
                 try await rig.eventually("the reminder of J2, 10 min before") { rig.logs.count(containing: "Reminder: job J2") > 0 }
+            }),
+
+        // [ignition]: the ignition goes off while the driver is available.
+        "ignition.off_while_available": Probe(
+            local: "[ignition]\noff_while_available = \"ignore\"\noff_duty_after_min = 0\n", ignitionInput: true,
+            settings: #"{"ignition":{"off_while_available":"off_duty"}}"#,
+            before: { rig async throws in
+                try await rig.press("duty")
+                try await rig.ignition(false)
+                #expect(try await rig.unit.status().state == "available")
+                try await rig.ignition(true)
+            },
+            after: { rig async throws in
+                try await rig.ignition(false)
+                try await rig.eventually("off duty with the ignition off") { try await rig.unit.status().state == "off_duty" }
+            }),
+        "ignition.off_duty_after_min": Probe(
+            local: "[ignition]\noff_while_available = \"off_duty\"\noff_duty_after_min = 60\n", ignitionInput: true,
+            settings: #"{"ignition":{"off_duty_after_min":0}}"#,
+            before: { rig async throws in
+                try await rig.press("duty")
+                try await rig.ignition(false)
+                #expect(try await rig.unit.status().state == "available", "an hour to go")
+                try await rig.ignition(true)
+            },
+            after: { rig async throws in
+                try await rig.ignition(false)
+                try await rig.eventually("off duty at once") { try await rig.unit.status().state == "off_duty" }
             }),
 
         // [unit]
@@ -518,6 +561,7 @@ final class SettingRig {
     private let scratch: ScratchDirectory
     private let signer: FleetSigner
     private let badgeReader: EvdevFIFO?
+    private let ignitionSwitch: EvdevFIFO?
     private var versions: [String: Int] = [:]
     /// The GPS time of the next fix, whole seconds: an hour back, so the fixes never run ahead of the clock.
     private var fixTimeS = TestClock.seconds() - 3600
@@ -527,13 +571,17 @@ final class SettingRig {
         signer = try FleetSigner(in: scratch)
         let reader = probe.badgeReader ? try EvdevFIFO(path: scratch.file("badge")) : nil
         badgeReader = reader
+        let ignition = probe.ignitionInput ? try EvdevFIFO(path: scratch.file("ignition")) : nil
+        ignitionSwitch = ignition
         let device = reader.map { "[input.badge]\ndevice = \"\($0.path)\"\n" } ?? ""
+        let ignitionDevice = ignition.map { "[input.ignition]\ndevice = \"\($0.path)\"\ncode = \"SW_DOCK\"\n" } ?? ""
         unit = try EngineUnderTest(
-            probe.local + device + signer.fleetSection(rollbackAfterS: probe.rollbackAfterS), logs: logs, devices: reader != nil,
-            prepare: probe.prepare)
+            probe.local + device + ignitionDevice + signer.fleetSection(rollbackAfterS: probe.rollbackAfterS), logs: logs,
+            devices: reader != nil || ignition != nil, prepare: probe.prepare)
         try await unit.start()
         unit.broker.acceptConnection()
         try await reader?.connect()
+        try await ignition?.connect()
     }
 
     /// Polls `condition`, accepting every connection the engine asks for on the way.
@@ -659,6 +707,17 @@ final class SettingRig {
         try await press("send")
         try await eventually("the canned message sent") { unit.published(on: "msg/reply").count == sent + 1 }
         return unit.published(on: "msg/reply").last?.json["text"] as? String ?? ""
+    }
+
+    /// Switches the ignition and waits until the unit has told the dispatcher.
+    func ignition(_ on: Bool) async throws {
+        let told = unit.published(on: "event").count { $0.json["type"] as? String == "ignition" }
+        try #require(ignitionSwitch).send(
+            InputEventDecoder.encode(InputEventRecord(type: IgnitionSignal.switchType, code: 5, value: on ? 1 : 0))
+                + InputEventDecoder.encode(InputEventRecord(type: 0, code: 0, value: 0)))
+        try await eventually("the ignition \(on ? "on" : "off") told") {
+            unit.published(on: "event").count { $0.json["type"] as? String == "ignition" } == told + 1
+        }
     }
 
     func readBadge() async throws {
