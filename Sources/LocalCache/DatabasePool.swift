@@ -12,6 +12,9 @@ final class DatabasePool: Sendable {
     /// Tests and tools may read or write the file from another process: a statement waits this long
     /// for their locks before it fails with `SQLITE_BUSY`.
     static let busyTimeoutMs: Int32 = 5000
+    /// A WAL reader waits for a lock only in SQLite's rare cases (another process recovering the
+    /// file, or the last connection closing it), and those may take a while.
+    static let readerBusyTimeoutMs: Int32 = 10_000
 
     /// `prepare` runs on every connection as it opens.
     init(path: String, prepare: @escaping @Sendable (Database) throws -> Void) throws {
@@ -66,7 +69,7 @@ final class DatabasePool: Sendable {
     }
 
     private func openReader() throws -> Database {
-        let reader = try Database(path: path, busyTimeoutMs: Self.busyTimeoutMs)
+        let reader = try Database(path: path, busyTimeoutMs: Self.readerBusyTimeoutMs)
         try reader.execute(sql: "PRAGMA query_only = 1")
         try prepare(reader)
         return reader

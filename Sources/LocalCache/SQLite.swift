@@ -239,13 +239,14 @@ struct StatementColumns {
         case SQLITE_NULL: return .null
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
+        // The pointer first, then its length (SQLite's documented order).
         case SQLITE_TEXT:
-            let count = Int(sqlite3_column_bytes(handle, column))
             guard let text = sqlite3_column_text(handle, column) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(handle, column))
             return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
         default:
+            guard let blob = sqlite3_column_blob(handle, column) else { return .blob([]) }
             let count = Int(sqlite3_column_bytes(handle, column))
-            guard count > 0, let blob = sqlite3_column_blob(handle, column) else { return .blob([]) }
             return .blob([UInt8](UnsafeRawBufferPointer(start: blob, count: count)))
         }
     }
