@@ -29,7 +29,7 @@ DEMO_PACKAGES := tmux
 # Foundation.Data`) and swift-crypto 3 autolink -lFoundation ahead of FoundationEssentials, and lld then
 # takes a generic specialisation both define from Foundation, which brings CoreFoundation and ICU's
 # 34 MB of data: taxiunitctl 63.1 MB stripped, 19.8 MB without (bench/README.md, "Footprint"). The
-# programs that do use Foundation (taxiunitd, taxifleet, dispatchsim) name it in Package.swift (fullFoundation).
+# programs that do use Foundation (taxifleet, dispatchsim) name it in Package.swift (fullFoundation).
 NO_FOUNDATION_AUTOLINK := $(foreach library,Foundation FoundationInternationalization CoreFoundation _FoundationICU,\
 	-Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc $(library))
 RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \

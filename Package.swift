@@ -19,8 +19,8 @@ let compactRelease: [LinkerSetting] = [
 ]
 
 // The release build does not autolink full Foundation (Makefile, NO_FOUNDATION_AUTOLINK: taxiunitctl is
-// 19.8 MB without it and its ICU data, 63.1 MB with): the programs that use it (taxiunitd, taxifleet,
-// dispatchsim, the test harness) link it by name, with the libraries its import would have brought along.
+// 19.8 MB without it and its ICU data, 63.1 MB with): the programs that use it (taxifleet, dispatchsim,
+// the test harness) link it by name, with the libraries its import would have brought along.
 let fullFoundation: [LinkerSetting] = [
     "Foundation", "FoundationInternationalization", "CoreFoundation", "_FoundationICU",
     "FoundationEssentials", "_FoundationCollections", "_FoundationCShims", "swiftDispatch", "dispatch", "BlocksRuntime",
@@ -136,7 +136,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], linkerSettings: compactRelease + fullFoundation),
+        ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform", "StrictJSON",
             .product(name: "Logging", package: "swift-log"),
