@@ -19,7 +19,7 @@ let compactRelease: [LinkerSetting] = [
 ]
 
 // The release build does not autolink full Foundation (Makefile, NO_FOUNDATION_AUTOLINK: taxiunitctl is
-// 19.8 MB without it and its ICU data, 63.1 MB with): the programs that use it (taxifleet, dispatchsim,
+// 20.1 MB without it and its ICU data, 63.1 MB with): the programs that use it (taxifleet, dispatchsim,
 // the test harness) link it by name, with the libraries its import would have brought along.
 let fullFoundation: [LinkerSetting] = [
     "Foundation", "FoundationInternationalization", "CoreFoundation", "_FoundationICU",
