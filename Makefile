@@ -20,16 +20,16 @@ TEST_TOOLS := .build/test-tools
 APT_PACKAGES := $(APT_RUN) $(APT_BUILD) $(APT_TEST)
 # The demo's screen is split by tmux.
 DEMO_PACKAGES := tmux
-# What a taxi runs, and what bench/ measures: the Swift runtime and Foundation linked in statically,
+# What a taxi runs, and what bench/ measures: the Swift runtime and FoundationEssentials linked in statically,
 # and one section per function in every module, ours and the dependencies' (Swift, C, C++), so that
 # the link (Package.swift) can place the code a taxi runs together (bench/README.md, "Memory").
-# Product by product: a static runtime cannot link GRDB's dynamic library product.
+# Product by product: SwiftPM builds one product or all of them, and a taxi runs two.
 # SWIFT_BUILD_FLAGS: e.g. --swift-sdk aarch64-unknown-linux-gnu to cross-build (docs/boards.md).
-# Full Foundation is not autolinked: taxiunitctl uses none of it, but TOMLKit (`import struct
+# Full Foundation is not autolinked: taxiunitd and taxiunitctl use none of it, but TOMLKit (`import struct
 # Foundation.Data`) and swift-crypto 3 autolink -lFoundation ahead of FoundationEssentials, and lld then
 # takes a generic specialisation both define from Foundation, which brings CoreFoundation and ICU's
-# 34 MB of data: taxiunitctl 63.1 MB stripped, 19.8 MB without (bench/README.md, "Footprint"). The
-# programs that do use Foundation (GRDB) name it in Package.swift (fullFoundation).
+# 34 MB of data: taxiunitctl 63.1 MB stripped, 20.1 MB without (bench/README.md, "Footprint"). The
+# programs that do use Foundation (taxifleet, dispatchsim) name it in Package.swift (fullFoundation).
 NO_FOUNDATION_AUTOLINK := $(foreach library,Foundation FoundationInternationalization CoreFoundation _FoundationICU,\
 	-Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc $(library))
 RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_BUILD_FLAGS) \

@@ -19,8 +19,8 @@ let compactRelease: [LinkerSetting] = [
 ]
 
 // The release build does not autolink full Foundation (Makefile, NO_FOUNDATION_AUTOLINK: taxiunitctl is
-// 19.8 MB without it and its ICU data, 63.1 MB with): the programs that use it, through GRDB and the
-// test harness, link it by name, with the libraries its import would have brought along.
+// 20.1 MB without it and its ICU data, 63.1 MB with): the programs that use it (taxifleet, dispatchsim,
+// the test harness) link it by name, with the libraries its import would have brought along.
 let fullFoundation: [LinkerSetting] = [
     "Foundation", "FoundationInternationalization", "CoreFoundation", "_FoundationICU",
     "FoundationEssentials", "_FoundationCollections", "_FoundationCShims", "swiftDispatch", "dispatch", "BlocksRuntime",
@@ -39,7 +39,6 @@ let package = Package(
         .executable(name: "terminal-latency-bench", targets: ["TerminalLatencyBench"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -58,6 +57,7 @@ let package = Package(
         .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The one C shim: the Linux and glibc calls Swift's Glibc module leaves out (adjtimex,
         // mallopt, pthread_setname_np).
         .target(name: "CTaxiUnitLinux"),
@@ -110,10 +110,7 @@ let package = Package(
             "CMosquitto", "Liveness", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "LocalCache", dependencies: [
-            "UnitCore",
-            .product(name: "GRDB", package: "GRDB.swift"),
-        ]),
+        .target(name: "LocalCache", dependencies: ["CSQLite", "UnitCore"]),
         .target(name: "ControlSocket", dependencies: ["Platform"]),
 
         // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
@@ -141,7 +138,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], linkerSettings: compactRelease + fullFoundation),
+        ], linkerSettings: compactRelease),
         .executableTarget(name: "taxiunitctl", dependencies: [
             "ControlSocket", "FleetControl", "UnitConfig", "UnitCore", "Platform", "StrictJSON",
             .product(name: "Logging", package: "swift-log"),
@@ -221,8 +218,8 @@ let package = Package(
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "UnitCore", "TestHarness"]),
         .testTarget(name: "LocalCacheTests", dependencies: [
             "LocalCache", "UnitCore", "TestHarness", "UnitRuntime",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            // sqlite3_db_status: what a connection's page cache holds.
+            "CSQLite",
         ]),
         .testTarget(name: "MQTTLinkTests", dependencies: [
             "MQTTLink", "TestHarness",
@@ -234,7 +231,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             // A second connection that holds the write lock: a store that refuses writes, without root.
-            .product(name: "GRDB", package: "GRDB.swift"),
+            "CSQLite",
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",

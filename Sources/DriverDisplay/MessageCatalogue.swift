@@ -238,7 +238,7 @@ public struct MessageCatalogue: Sendable, Equatable {
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            throw ConfigError(problems: ["cannot read catalogue \(file): \(error.localizedDescription)"])
+            throw ConfigError(problems: ["cannot read catalogue \(file): \(error)"])
         }
         do {
             return try parse(text, language: language, fallback: fallback)

@@ -138,10 +138,45 @@ public struct TerminalPresenter: Sendable {
         }
     }
 
+    /// The printable ASCII a character stands for with its diacritics and width dropped (`Città` →
+    /// `Citta`, fullwidth `Ａ` → `A`), `?` for anything else.
     public static func asciiByte(_ character: Character) -> UInt8 {
         if let ascii = character.asciiValue, ascii >= 0x20, ascii < 0x7f { return ascii }
-        let folded = String(character).folding(options: [.diacriticInsensitive, .widthInsensitive], locale: nil)
-        if folded.count == 1, let ascii = folded.first?.asciiValue, ascii >= 0x20, ascii < 0x7f { return ascii }
-        return UInt8(ascii: "?")
+        let scalars = character.unicodeScalars
+        guard let base = scalars.first, scalars.dropFirst().allSatisfy({ $0.properties.generalCategory == .nonspacingMark }),
+              let ascii = asciiFold(base)
+        else { return UInt8(ascii: "?") }
+        return ascii
     }
+
+    private static func asciiFold(_ scalar: Unicode.Scalar) -> UInt8? {
+        let fold: UInt8?
+        switch scalar.value {
+        case 0x20..<0x7F: fold = UInt8(scalar.value)
+        case 0xC0...0x24F: fold = latinFolds[Int(scalar.value - 0xC0)]
+        case 0x1E00...0x1EFF: fold = latinExtendedAdditionalFolds[Int(scalar.value - 0x1E00)]
+        // Fullwidth forms of ASCII, and the ideographic space.
+        case 0xFF01...0xFF5E: fold = UInt8(scalar.value - 0xFEE0)
+        case 0x3000: fold = UInt8(ascii: " ")
+        default: fold = nil
+        }
+        return fold == UInt8(ascii: "?") ? nil : fold
+    }
+
+    /// U+00C0 to U+024F, one byte each: the first scalar of the canonical decomposition when it is
+    /// ASCII and only non-spacing marks follow it, else `?` (Ø, Æ, ß, Đ, Ł… do not decompose).
+    private static let latinFolds: [UInt8] = Array([
+        "AAAAAA?CEEEEIIII?NOOOOO??UUUUY??aaaaaa?ceeeeiiii?nooooo??uuuuy?yAaAaAaCcCcCcCcDd??EeEeEeEeEeGgGg",
+        "GgGgHh??IiIiIiIiI???JjKk?LlLlLl????NnNnNn???OoOoOo??RrRrRrSsSsSsSsTtTt??UuUuUuUuUuUuWwYyYZzZzZz?",
+        "????????????????????????????????Oo?????????????Uu????????????????????????????AaIiOoUuUuUuUuUu?Aa",
+        "Aa????GgKkOoOo??j???Gg??NnAa????AaAaEeEeIiIiOoOoRrRrUuUuSsTt??Hh??????AaEeOoOoOoOoYy????????????",
+        "????????????????"
+    ].joined().utf8)
+
+    /// U+1E00 to U+1EFF (Latin Extended Additional: Vietnamese and others), as `latinFolds`.
+    private static let latinExtendedAdditionalFolds: [UInt8] = Array([
+        "AaBbBbBbCcDdDdDdDdDdEeEeEeEeEeFfGgHhHhHhHhHhIiIiKkKkKkLlLlLlLlMmMmMmNnNnNnNnOoOoOoOoPpPpRrRrRrRr",
+        "SsSsSsSsSsTtTtTtTtUuUuUuUuUuVvVvWwWwWwWwWwXxXxYyZzZzZzhtwy??????AaAaAaAaAaAaAaAaAaAaAaAaEeEeEeEe",
+        "EeEeEeEeIiIiOoOoOoOoOoOoOoOoOoOoOoOoUuUuUuUuUuUuUuYyYyYyYy??????"
+    ].joined().utf8)
 }

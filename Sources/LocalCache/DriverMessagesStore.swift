@@ -1,5 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import UnitCore
 
 /// The driver's inbox (table `driver_messages`, migration `v6-driver-messages`): written in the
@@ -41,9 +44,9 @@ extension LocalCache {
             let db = transaction.db
             var kept: [(seq: Int64, message: InboxMessage)] = []
             for row in try Row.fetchAll(db, sql: "SELECT seq, body FROM driver_messages ORDER BY seq") {
-                let seq: Int64 = row["seq"]
-                let body: String? = row["body"]
-                if let data = body?.data(using: .utf8), let message = try? JSONDecoder().decode(InboxMessage.self, from: data),
+                let seq: Int64 = try row.decode(forColumn: "seq")
+                let body = try? row.decode(String?.self, forColumn: "body")
+                if let body = body ?? nil, let message = try? JSONDecoder().decode(InboxMessage.self, from: Data(body.utf8)),
                    DriverMessages.isRestorable(message) {
                     kept.append((seq, message))
                 } else {

@@ -1,4 +1,3 @@
-import GRDB
 import UnitCore
 
 /// The logged-in driver, the lockout and the drivers' preferences (tables `driver_session` and
@@ -10,11 +9,11 @@ extension LocalCache {
             guard let row = try Row.fetchOne(db, sql: "SELECT driver, failures, locked_until FROM driver_session WHERE id = 1") else {
                 return DriverSessionRecord()
             }
-            let driver: String? = row["driver"]
-            let failures: Int64 = row["failures"] ?? 0
+            let driver: String? = try row.decode(forColumn: "driver")
+            let failures: Int64 = try row.decode(Int64?.self, forColumn: "failures") ?? 0
             return DriverSessionRecord(
                 driver: driver.flatMap { SessionInput.isDriverID($0) ? $0 : nil }, failures: Int(clamping: min(max(failures, 0), 1000)),
-                lockedUntil: row["locked_until"])
+                lockedUntil: try row.decode(forColumn: "locked_until"))
         }
     }
 
@@ -27,8 +26,8 @@ extension LocalCache {
             guard let row = try Row.fetchOne(db, sql: "SELECT language, alert FROM driver_preferences WHERE driver = ?", arguments: [driver]) else {
                 return DriverPreferences()
             }
-            let language: String? = row["language"]
-            let alert: String? = row["alert"]
+            let language: String? = try row.decode(forColumn: "language")
+            let alert: String? = try row.decode(forColumn: "alert")
             return DriverPreferences(
                 language: language.flatMap { SessionInput.isLanguage($0) ? $0 : nil }, alert: alert.flatMap(AlertStyle.init(rawValue:)))
         }

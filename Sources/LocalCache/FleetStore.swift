@@ -1,5 +1,3 @@
-import Foundation
-import GRDB
 import UnitCore
 
 /// Fleet configuration documents per scope and the ids of executed fleet commands.
@@ -7,7 +5,7 @@ extension LocalCache {
     public func fleetConfigRecords() throws -> [ConfigScope: ConfigScopeRecord] {
         try database.read { db in
             var records: [ConfigScope: ConfigScopeRecord] = [:]
-            for row in try FleetConfigRow.fetchAll(db) {
+            for row in try FleetConfigRow.fetchAll(db, sql: "SELECT * FROM fleet_config") {
                 if let scope = ConfigScope(rawValue: row.scope) { records[scope] = row.record }
             }
             return records
@@ -18,7 +16,9 @@ extension LocalCache {
     public func executedCommands(now: Int64) throws -> [String: Int64] {
         try database.read { db in
             var executed: [String: Int64] = [:]
-            for row in try ExecutedCommandRow.filter(ExecutedCommandRow.Columns.expiresAt > now).fetchAll(db) { executed[row.id] = row.expiresAt }
+            for row in try ExecutedCommandRow.fetchAll(db, sql: "SELECT * FROM executed_commands WHERE expires_at > ?", arguments: [now]) {
+                executed[row.id] = row.expiresAt
+            }
             return executed
         }
     }
@@ -31,12 +31,13 @@ extension LocalCache.Transaction {
 
     /// Remembers an executed command (and forgets those that expired).
     public func rememberCommand(_ id: String, expiresAt: Int64, now: Int64) throws {
-        try ExecutedCommandRow.filter(ExecutedCommandRow.Columns.expiresAt <= now).deleteAll(db)
+        try db.cachedStatement(sql: "DELETE FROM executed_commands WHERE expires_at <= ?").execute(arguments: [now])
         try ExecutedCommandRow(id: id, expiresAt: expiresAt).insert(db, onConflict: .replace)
     }
 
     /// Deletes positions whose fix time is before `cutoff` (ms since the Unix epoch); returns how many.
     public func deletePositions(before cutoff: Int64) throws -> Int {
-        try PositionRow.filter(PositionRow.Columns.t < cutoff).deleteAll(db)
+        try db.execute(sql: "DELETE FROM positions WHERE t < ?", arguments: [cutoff])
+        return db.changesCount
     }
 }

@@ -1,5 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import Synchronization
 import UnitCore
 
@@ -143,8 +146,8 @@ public final class LocalCache: OutboxHints, Sendable {
     }
 
     public init(path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            let directory = String(path[..<slash])
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         // A file that fails its check, is not a database at all, or was written by a newer release
@@ -162,7 +165,7 @@ public final class LocalCache: OutboxHints, Sendable {
         do {
             database = try Self.openChecked(path: path)
             fileSetAside = nil
-        } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
+        } catch let error as DatabaseError where [DatabaseError.corrupt, DatabaseError.notADatabase].contains(error.resultCode) {
             let aside = try moveAside(.corrupt, error)
             database = try Self.openChecked(path: path)
             fileSetAside = aside
@@ -180,51 +183,40 @@ public final class LocalCache: OutboxHints, Sendable {
     static let cacheSizePragma = -256
 
     private static func openChecked(path: String) throws -> DatabasePool {
-        var configuration = Configuration()
-        configuration.label = "taxiunitd.store"
-        // Tests and tools may read or write the file from another process.
-        configuration.busyMode = .timeout(5)
         // No checkpoint inside a commit: a drain would wait for its copying and fsync several
         // times. `checkpointIfDue()`, from the upkeep tick, does it instead; the WAL file is cut
         // back to `walSizeLimit` once it starts over (the upkeep lowers it to the store's budget).
-        configuration.prepareDatabase { db in
+        let pool = try DatabasePool(path: path) { db in
             try db.execute(sql: """
                 PRAGMA cache_size = \(cacheSizePragma);
                 PRAGMA wal_autocheckpoint = 0;
                 PRAGMA journal_size_limit = \(walSizeLimit)
                 """)
         }
-        let pool = try DatabasePool(path: path, configuration: configuration)
         let verdict = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
         guard verdict == ["ok"] else {
-            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))")
+            throw DatabaseError(resultCode: DatabaseError.corrupt, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))")
         }
         let migrator = Self.migrator
         let unknown = try pool.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
-        guard unknown.isEmpty else {
-            try pool.close()
-            throw NewerStore(unknownMigrations: unknown.sorted())
-        }
+        guard unknown.isEmpty else { throw NewerStore(unknownMigrations: unknown.sorted()) }
         try migrator.migrate(pool)
         // The check read every page through one reader's cache.
         pool.releaseMemory()
         return pool
     }
 
+    /// UTC, to the second: `20261127T120000Z`.
     private static func timestamp() -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        return formatter.string(from: Date())
+        Date().formatted(Date.ISO8601FormatStyle(dateSeparator: .omitted, timeSeparator: .omitted))
     }
 
     /// Runs `body` in one transaction. `.full` makes this commit fsync'd whatever the pool's default
-    /// (GRDB's WAL set-up pins synchronous=NORMAL on the writer).
+    /// (synchronous=NORMAL on the writer, `DatabasePool`).
     ///
     /// Every statement here and in `Transaction` is a cached prepared statement: the pump commits
-    /// once per fix and per PUBACK batch, and compiling the SQL again each time (parser plus GRDB's
-    /// authorizer) cost more than running it.
+    /// once per fix and per PUBACK batch, and compiling the SQL again each time cost more than
+    /// running it.
     ///
     /// A commit the filesystem has no room for (SQLITE_FULL) is tried once more after a checkpoint:
     /// the WAL then starts over inside its own file, which is the room a full disk still leaves.
@@ -232,7 +224,7 @@ public final class LocalCache: OutboxHints, Sendable {
     public func write<T>(_ durability: Durability = .normal, _ body: (Transaction) throws -> T) throws -> T {
         do {
             return try writeOnce(durability, body)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+        } catch let error as DatabaseError where error.resultCode == DatabaseError.full {
             guard (try? database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })) != nil else { throw error }
             return try writeOnce(durability, body)
         }
@@ -249,9 +241,8 @@ public final class LocalCache: OutboxHints, Sendable {
                 try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
                 return result
             } catch {
-                // SQLite may have rolled back already (disk full, I/O error); GRDB's rollback only
-                // acts while a transaction is open.
-                try? db.rollback()
+                // SQLite may have rolled back already (disk full, I/O error).
+                try? db.rollbackIfInsideTransaction()
                 throw error
             }
         }
@@ -324,11 +315,6 @@ public final class LocalCache: OutboxHints, Sendable {
 
     /// The WAL file's size: it holds every commit since it last started over.
     public func walFileBytes() -> Int64 { Self.size(of: database.path + "-wal") }
-
-    /// 0 for a file that is not there.
-    private static func size(of path: String) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
-    }
 
     /// Re-reads the hints from the file (at start, and when a new broker session starts).
     public func refreshHints() throws {
@@ -439,7 +425,7 @@ public final class LocalCache: OutboxHints, Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
             ).execute(
-                arguments: [messageID, topic, lane.messageClass.rawValue, lane.rawValue, qos, Data(payload), createdAt, pointCount, newestPoint]
+                arguments: [messageID, topic, lane.messageClass.rawValue, lane.rawValue, qos, payload, createdAt, pointCount, newestPoint]
             )
             let rowID = db.lastInsertedRowID
             notes.rows[lane] = rowID
@@ -480,7 +466,7 @@ public final class LocalCache: OutboxHints, Sendable {
             // An upsert with RETURNING always returns its row; a sequence run out of numbers is a
             // store no release wrote.
             guard let last = reserved, last >= Int64(count) else {
-                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "topic_sequence for \(topic) is \(reserved.map(String.init) ?? "missing")")
+                throw DatabaseError(resultCode: DatabaseError.corrupt, message: "topic_sequence for \(topic) is \(reserved.map(String.init) ?? "missing")")
             }
             return last - Int64(count) + 1
         }
@@ -538,15 +524,15 @@ public final class LocalCache: OutboxHints, Sendable {
 
     /// The most recently stored fix.
     public func lastPosition() throws -> Fix? {
-        try database.read { db in try PositionRow.order(PositionRow.Columns.id.desc).fetchOne(db)?.fix }
+        try database.read { db in try PositionRow.fetchOne(db, sql: "SELECT * FROM positions ORDER BY id DESC LIMIT 1")?.fix }
     }
 
     public func positionCount() throws -> Int {
-        try database.read { db in try PositionRow.fetchCount(db) }
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM positions") ?? 0 }
     }
 
     /// The position history, oldest first.
     public func storedFixes() throws -> [Fix] {
-        try database.read { db in try PositionRow.order(PositionRow.Columns.id).fetchAll(db).map(\.fix) }
+        try database.read { db in try PositionRow.fetchAll(db, sql: "SELECT * FROM positions ORDER BY id").map(\.fix) }
     }
 }

@@ -1,5 +1,3 @@
-import GRDB
-
 /// Every migration of the store, as the literal SQL it ran when it was released.
 ///
 /// Append-only: a released migration never changes, neither its identifier nor its SQL, because
@@ -158,11 +156,39 @@ extension LocalCache {
             """),
     ]
 
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        for migration in migrations {
-            migrator.registerMigration(migration.identifier) { db in try db.execute(sql: migration.sql) }
+    static var migrator: DatabaseMigrator { DatabaseMigrator(migrations: migrations) }
+}
+
+/// Runs the migrations a file has not had, in order, each in its own transaction, and records each
+/// in `grdb_migrations`: the table every store in the field has (GRDB's migrator wrote it), in
+/// GRDB's shape, so that old and new stores keep one schema.
+struct DatabaseMigrator {
+    private let steps: [(identifier: String, sql: String)]
+
+    init(migrations: [(identifier: String, sql: String)]) {
+        steps = migrations
+    }
+
+    /// The identifiers, in the order they run.
+    var migrations: [String] { steps.map(\.identifier) }
+
+    /// Every identifier the file records, also those of migrations this release does not know.
+    func appliedIdentifiers(_ db: Database) throws -> Set<String> {
+        let recorded = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations'")
+        guard recorded == 1 else { return [] }
+        return Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
+    }
+
+    func migrate(_ pool: DatabasePool) throws {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
         }
-        return migrator
+        let applied = try pool.read { db in try appliedIdentifiers(db) }
+        for step in steps where !applied.contains(step.identifier) {
+            try pool.write { db in
+                try db.execute(sql: step.sql)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [step.identifier])
+            }
+        }
     }
 }

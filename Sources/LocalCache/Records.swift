@@ -1,19 +1,19 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import UnitCore
 
-// The rows of the store's tables as GRDB records, each naming its columns once. A row that does not
+// The rows of the store's tables as records (SQLiteValues.swift), each naming its columns once. A row that does not
 // fit its record (a NULL in a required column, a value of the wrong kind) throws when it is read,
 // and the caller sets it aside; it never traps. The outbox and the position queue are read by the
 // pump's own statements (Outbox.swift), tuned for the drain.
 
 /// A row of `positions`, the local history: every valid fix, reported or not. Written by
 /// `insertPosition`'s prepared statement, once per fix.
-struct PositionRow: FetchableRecord, TableRecord {
-    static let databaseTableName = "positions"
-
+struct PositionRow: FetchableRecord {
     enum Columns {
-        static let id = Column("id")
         static let t = Column("t")
         static let lat = Column("lat")
         static let lon = Column("lon")
@@ -33,22 +33,21 @@ struct PositionRow: FetchableRecord, TableRecord {
 }
 
 extension RideRecord: FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "rides"
+    static let databaseTableName = "rides"
 
-    public enum Columns {
-        public static let id = Column("id")
-        public static let job = Column("job")
-        public static let passengers = Column("passengers")
-        public static let pickupTime = Column("pickup_time")
-        public static let pickupLat = Column("pickup_lat")
-        public static let pickupLon = Column("pickup_lon")
-        public static let dropTime = Column("drop_time")
-        public static let dropLat = Column("drop_lat")
-        public static let dropLon = Column("drop_lon")
-        public static let distanceM = Column("distance_m")
+    enum Columns {
+        static let job = Column("job")
+        static let passengers = Column("passengers")
+        static let pickupTime = Column("pickup_time")
+        static let pickupLat = Column("pickup_lat")
+        static let pickupLon = Column("pickup_lon")
+        static let dropTime = Column("drop_time")
+        static let dropLat = Column("drop_lat")
+        static let dropLon = Column("drop_lon")
+        static let distanceM = Column("distance_m")
     }
 
-    public init(row: Row) throws {
+    init(row: Row) throws {
         func coordinate(_ lat: Column, _ lon: Column) throws -> Coordinate? {
             guard let lat: Double = try row.decode(forColumn: lat), let lon: Double = try row.decode(forColumn: lon) else { return nil }
             return Coordinate(lat: lat, lon: lon)
@@ -60,7 +59,7 @@ extension RideRecord: FetchableRecord, PersistableRecord {
             distanceM: try row.decode(forColumn: Columns.distanceM))
     }
 
-    public func encode(to container: inout PersistenceContainer) throws {
+    func encode(to container: inout PersistenceContainer) throws {
         container[Columns.job] = job
         container[Columns.passengers] = passengers
         container[Columns.pickupTime] = pickupTime
@@ -168,7 +167,6 @@ struct AsideRow: FetchableRecord, PersistableRecord {
     static let databaseTableName = "aside"
 
     enum Columns {
-        static let id = Column("id")
         static let kind = Column("kind")
         static let reason = Column("reason")
         static let at = Column("at")

@@ -1,4 +1,3 @@
-import GRDB
 import UnitCore
 
 /// A finished ride as stored in the `rides` table (its columns: Records.swift).
@@ -20,12 +19,13 @@ extension LocalCache.Transaction {
     public func insertRide(_ ride: RideSummary) throws -> RideRecord {
         var distance = 0.0
         if let pickup = ride.pickupFix, let drop = ride.dropFix {
-            typealias Columns = PositionRow.Columns
             func rowOf(_ fix: Fix) throws -> Int64? {
-                try PositionRow.filter(Columns.t == fix.time).select(max(Columns.id), as: Int64.self).fetchOne(db)
+                try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM positions WHERE t = ?", arguments: [fix.time])
             }
             if let first = try rowOf(pickup), let last = try rowOf(drop) {
-                let points = try PositionRow.filter((first...last).contains(Columns.id)).order(Columns.id).fetchAll(db).map { Coordinate($0.fix) }
+                let points = try PositionRow.fetchAll(
+                    db, sql: "SELECT * FROM positions WHERE id BETWEEN ? AND ? ORDER BY id", arguments: [first, last]
+                ).map { Coordinate($0.fix) }
                 distance = Coordinate.pathLength(points)
             }
         }
@@ -40,6 +40,6 @@ extension LocalCache.Transaction {
 extension LocalCache {
     /// Every stored ride, oldest first.
     public func rides() throws -> [RideRecord] {
-        try database.read { db in try RideRecord.order(RideRecord.Columns.id).fetchAll(db) }
+        try database.read { db in try RideRecord.fetchAll(db, sql: "SELECT * FROM rides ORDER BY id") }
     }
 }

@@ -1,5 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import UnitCore
 
 /// What the unit could not use and set aside instead of failing on it at every start: kept in the

@@ -1,5 +1,3 @@
-import Foundation
-import GRDB
 import UnitCore
 
 /// Keeping the store small and free of old personal data: purging, retention and the size bound.

@@ -1,5 +1,12 @@
 import CMosquitto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Liveness
 import Logging
 import Platform
@@ -35,7 +42,7 @@ public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
 
     /// Guards `handle`, `sessionID`, `isStopping`, `worker`; the loop thread only swaps the handle
     /// while holding it, so a concurrent `publish` never sees a destroyed one.
-    private let state = NSLock()
+    private let state = POSIXMutex()
     private var handle: OpaquePointer?
     private var sessionID: MQTTSessionID = 0
     private var isStopping = false
@@ -401,7 +408,8 @@ public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
     /// The return code's text, with what libmosquitto logged (OpenSSL's reason) and a hint.
     private static func failureReason(_ rc: Int32, _ handle: OpaquePointer) -> String {
         // Without its final '.', libmosquitto's text reads on into OpenSSL's reason after a colon.
-        var reason = describe(rc).trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        var reason = describe(rc)
+        while reason.hasSuffix(".") { reason.removeLast() }
         if let context = mosquitto_userdata(handle) {
             let logged = CallbackSink.from(context).takeLibraryLog()
             if !logged.isEmpty { reason += ": " + logged.joined(separator: "; ") }

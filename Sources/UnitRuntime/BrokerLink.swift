@@ -95,7 +95,7 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         }
         // Stopping joins the old loop thread, which may sit in a TCP connect to an unreachable host
         // for minutes: not on the engine's loop.
-        if let previous { Thread.detachNewThread { previous.stop() } }
+        if let previous { detachThread { previous.stop() } }
         guard !isStopped else { return newGeneration }
         connection.deliverEvents { deliver(Event(generation: newGeneration, event: $0)) }
         connection.start()

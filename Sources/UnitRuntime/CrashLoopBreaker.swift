@@ -83,6 +83,6 @@ enum CrashLoopBreaker {
 
     /// Changes with every boot; empty where the kernel does not say (then every start counts).
     static func bootID() -> String {
-        (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?.filter { !$0.isWhitespace } ?? ""
     }
 }

@@ -65,7 +65,7 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
         }
         guard let replacing else { return }
         // Stopping joins the old loop thread, which may sit in a TCP connect for minutes: not here.
-        if let previous = replacing { Thread.detachNewThread { previous.stop(publishingWill: true) } }
+        if let previous = replacing { detachThread { previous.stop(publishingWill: true) } }
         let connection = MQTTConnection(
             endpoint: endpoint, will: nil,
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),

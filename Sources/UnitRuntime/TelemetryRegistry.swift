@@ -129,18 +129,18 @@ public struct TelemetrySnapshot: Sendable, Equatable {
     /// as Prometheus's base unit is named (`_s`, the wire's short form, is not one).
     static func metricName(_ name: String) -> String {
         let safe = String(name.unicodeScalars.map { scalar -> Character in
-            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "_") ? Character(scalar) : "_"
+            scalar.isASCII && (scalar.properties.isAlphabetic || scalar.properties.numericType != nil || scalar == "_") ? Character(scalar) : "_"
         })
         return safe.hasSuffix("_s") ? safe + "econds" : safe
     }
 
     /// Help text escapes `\` and newlines.
     static func escapedHelp(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        value.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
     }
 
     /// Label values escape `\`, `"` and newlines.
     static func escaped(_ value: String) -> String {
-        escapedHelp(value).replacingOccurrences(of: "\"", with: "\\\"")
+        escapedHelp(value).replacing("\"", with: "\\\"")
     }
 }

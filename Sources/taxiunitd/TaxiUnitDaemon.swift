@@ -2,7 +2,15 @@ import AdapterLifecycle
 import ArgumentParser
 import CTaxiUnitLinux
 import ControlSocket
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GPSReader
 import JournalLog
 import LocalCache
@@ -214,13 +222,23 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
     /// A TLS file for `--check`, read at most one byte past the limit it is held to.
     static func readFile(_ path: String) -> Result<[UInt8], TLSFileCheck.FileProblem> {
         guard FileManager.default.fileExists(atPath: path) else { return .failure(.missing) }
-        guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(.unreadable("permission denied")) }
-        defer { try? handle.close() }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(.unreadable("permission denied")) }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: TLSFileCheck.maximumFileBytes + 1)
+        var filled = 0
         do {
-            return .success(Array(try handle.read(upToCount: TLSFileCheck.maximumFileBytes + 1) ?? Data()))
+            while filled < bytes.count {
+                let count = try bytes.withUnsafeMutableBytes { buffer in
+                    try syscall("read \(path)") { read(descriptor, buffer.baseAddress! + filled, buffer.count - filled) }
+                }
+                if count == 0 { break }
+                filled += count
+            }
         } catch {
-            return .failure(.unreadable(error.localizedDescription))
+            return .failure(.unreadable("\(error)"))
         }
+        return .success(Array(bytes.prefix(filled)))
     }
 }
 
@@ -228,12 +246,13 @@ extension TaxiUnitDaemon {
     /// systemd's `RuntimeDirectory=` (/run/taxiunitd, the first if it names several), else the
     /// temporary directory (`$TMPDIR`, /tmp: private to the service under `PrivateTmp=`).
     static var runtimeDirectory: String {
-        ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? NSTemporaryDirectory()
+        ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
     }
 }
 
 func printToStandardError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    var text = line + "\n"
+    _ = text.withUTF8 { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }
 
 /// glibc gives every thread that allocates an arena of its own (up to 8 per core), each holding on to

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 @testable import LocalCache
 import TestHarness
 import Testing

@@ -1,6 +1,5 @@
+import CSQLite
 import Foundation
-import GRDB
-import GRDBSQLite
 @testable import LocalCache
 import TestHarness
 import Testing
@@ -186,23 +185,23 @@ import UnitCore
 
     @Test func aVersion1StoreKeepsItsPendingMessages() throws {
         do {
-            let v1 = try DatabaseQueue(path: path)
-            try v1.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                    INSERT INTO grdb_migrations VALUES ('v1');
-                    CREATE TABLE positions (id INTEGER PRIMARY KEY AUTOINCREMENT, t INTEGER NOT NULL, lat REAL NOT NULL,
-                        lon REAL NOT NULL, spd REAL, hdg REAL, acc REAL);
-                    CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
-                        class INTEGER NOT NULL, qos INTEGER NOT NULL, payload BLOB NOT NULL, created_at INTEGER NOT NULL, delivered_at INTEGER);
-                    CREATE INDEX outbox_pending ON outbox(class, id) WHERE delivered_at IS NULL;
-                    CREATE TABLE topic_sequence (topic TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
-                    CREATE TABLE unit_state (key TEXT PRIMARY KEY, value BLOB NOT NULL);
-                    INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('a', 'pos', 3, 1, x'7b7d', 1);
-                    INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('b', 'event', 2, 1, x'7b7d', 1);
-                    INSERT INTO outbox (message_id, topic, class, qos, payload, created_at, delivered_at) VALUES ('c', 'event', 2, 1, x'7b7d', 1, 5);
-                    """)
-            }
+            let v1 = try Database(path: path, busyTimeoutMs: 5000)
+            try v1.execute(sql: """
+                BEGIN IMMEDIATE;
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                CREATE TABLE positions (id INTEGER PRIMARY KEY AUTOINCREMENT, t INTEGER NOT NULL, lat REAL NOT NULL,
+                    lon REAL NOT NULL, spd REAL, hdg REAL, acc REAL);
+                CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
+                    class INTEGER NOT NULL, qos INTEGER NOT NULL, payload BLOB NOT NULL, created_at INTEGER NOT NULL, delivered_at INTEGER);
+                CREATE INDEX outbox_pending ON outbox(class, id) WHERE delivered_at IS NULL;
+                CREATE TABLE topic_sequence (topic TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
+                CREATE TABLE unit_state (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+                INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('a', 'pos', 3, 1, x'7b7d', 1);
+                INSERT INTO outbox (message_id, topic, class, qos, payload, created_at) VALUES ('b', 'event', 2, 1, x'7b7d', 1);
+                INSERT INTO outbox (message_id, topic, class, qos, payload, created_at, delivered_at) VALUES ('c', 'event', 2, 1, x'7b7d', 1, 5);
+                COMMIT;
+                """)
         }
         let store = try LocalCache(path: path)
         let depth = try store.outboxDepth()

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 @testable import LocalCache
 import TestHarness
 import Testing
@@ -155,7 +154,7 @@ enum StoreGolden {
         #expect(try store.loadValue(UnitSnapshot.self, forKey: "unit_snapshot") == StoreGolden.snapshot)
         #expect(try store.loadValue(StoreGolden.EarlyStarts.self, forKey: "early_starts")?.boot == "6f1c3d52-8d2e-4a57-b4a0-2a7e8c1e9b10")
         #expect(try store.asideCounts() == [.snapshot: 1, .fleetConfig: 1, .executedCommands: 1, .outboxRow: 1])
-        let aside = try store.database.read { try AsideRow.order(AsideRow.Columns.id).fetchAll($0) }
+        let aside = try store.database.read { try AsideRow.fetchAll($0, sql: "SELECT * FROM aside ORDER BY id") }
         #expect(aside.map { [$0.kind, $0.reason, "\($0.at - t0)"] } == [
             ["snapshot", "keyNotFound _0", "-9000"], ["fleet_config", "not UTF-8", "-8000"], ["executed_commands", "unreadable", "-7000"],
             ["outbox_row", "unreadable: qos 7", "-6000"],

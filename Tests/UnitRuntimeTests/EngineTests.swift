@@ -1,6 +1,6 @@
 import ControlSocket
+import CSQLite
 import Foundation
-import GRDB
 import LocalCache
 import TestHarness
 import Testing
@@ -268,10 +268,11 @@ import UnitCore
         try await unit.eventually("the first event") { unit.published(on: "event").count == 1 }
         unit.broker.acknowledge(unit.published(on: "event")[0])
 
-        var holdsTheLock = Configuration()
-        holdsTheLock.allowsUnsafeTransactions = true
-        let blocker = try DatabaseQueue(path: unit.store.path, configuration: holdsTheLock)
-        try await blocker.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        var blocker: OpaquePointer?
+        try #require(sqlite3_open(unit.store.path, &blocker) == SQLITE_OK)
+        defer { sqlite3_close(blocker) }
+        sqlite3_busy_timeout(blocker, 5000)
+        try #require(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
         let answer = try await unit.press("duty")
         let told = try #require(answer.message)
         #expect(told.contains("NOT STORED") && !told.contains("sent"), "one true text: \(told)")
@@ -282,7 +283,7 @@ import UnitCore
         #expect(try await unit.status().store?.inMemory == 1)
         unit.broker.acknowledge(fromMemory)
 
-        try await blocker.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+        try #require(sqlite3_exec(blocker, "ROLLBACK", nil, nil, nil) == SQLITE_OK)
         try await unit.eventually("the held event settled in the store", within: 60) { try await unit.status().store?.inMemory == 0 }
         #expect(try await unit.status().outbox.event == 0, "delivered from memory: no row to send again")
         try await unit.press("duty")
