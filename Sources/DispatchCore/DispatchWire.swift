@@ -1,7 +1,7 @@
 import Foundation
-import UnitCore
+import TaxiProtocol
 
-/// The dispatcher's side of docs/protocol.md, in the units' own wire types (UnitCore), so the
+/// The dispatcher's side of docs/protocol.md, in the units' own wire types (TaxiProtocol), so the
 /// reference dispatcher and the units cannot drift apart.
 
 /// One unit message as the dispatcher sees it. Messages with an `id` (everything but `status`)

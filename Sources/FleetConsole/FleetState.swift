@@ -1,5 +1,6 @@
 import Foundation
 import StrictJSON
+import TaxiProtocol
 import UnitCore
 
 /// What one unit last said about itself on its retained topics (`status`, `telemetry`, `pos/last`).

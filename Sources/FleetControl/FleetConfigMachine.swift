@@ -1,4 +1,5 @@
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Synchronization
+import TaxiProtocol
 import UnitCore
 
 /// One queued outgoing message. It leaves the outbox only when the broker acknowledged it.

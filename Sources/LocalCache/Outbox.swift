@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TaxiProtocol
 import UnitCore
 
 /// Reading the outbox and taking queued fixes out for the pump, which packs them into messages.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TaxiProtocol
 import UnitCore
 
 // The rows of the store's tables as GRDB records, each naming its columns once. A row that does not

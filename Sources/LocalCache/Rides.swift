@@ -1,4 +1,5 @@
 import GRDB
+import TaxiProtocol
 import UnitCore
 
 /// A finished ride as stored in the `rides` table (its columns: Records.swift).

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

@@ -2,6 +2,7 @@ import ControlSocket
 import Foundation
 import GRDB
 import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
