@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import StrictJSON
 
 /// Job messages on the wire (docs/protocol.md, "Jobs"). Inbound types are validated here, before
@@ -254,7 +249,8 @@ extension InboundTopic {
 extension InboundMessage {
     /// Decodes and checks a payload received on `topic` at unit clock `now`. Job ids may be JSON
     /// strings or integers; an integer id is handled as its decimal string. The payload must be
-    /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size.
+    /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size; it
+    /// is parsed once, and the message read from that parse.
     public static func decode(topic: InboundTopic, payload: [UInt8], now: Int64) -> Result<InboundMessage, InboundProblem> {
         guard payload.count <= topic.maxPayloadBytes else { return .failure(.tooLarge(topic, bytes: payload.count)) }
         let document: JSONDocument
@@ -281,32 +277,31 @@ extension InboundMessage {
         if let job, case .object(let members) = document {
             normalised = .object(members.map { $0.key == idKey ? (key: idKey, value: .string(job)) : $0 })
         }
-        let data = Data(normalised.canonicalBytes)
         do {
             switch topic {
             case .jobOffer:
-                let offer = try JSONDecoder().decode(JobOffer.self, from: data)
+                let offer = try normalised.decode(JobOffer.self)
                 if let reason = check(offer, now: now) { return problem(reason) }
                 return .success(.offer(offer))
             case .jobCancel:
-                let cancel = try JSONDecoder().decode(JobCancel.self, from: data)
+                let cancel = try normalised.decode(JobCancel.self)
                 if let reason = checkText(cancel.reason, field: "reason") { return problem(reason) }
                 return .success(.cancel(cancel))
             case .jobUpdate:
-                let update = try JSONDecoder().decode(JobUpdate.self, from: data)
+                let update = try normalised.decode(JobUpdate.self)
                 if let reason = check(update) { return problem(reason) }
                 return .success(.update(update))
             case .sosAck:
-                let ack = try JSONDecoder().decode(SOSAck.self, from: data)
+                let ack = try normalised.decode(SOSAck.self)
                 if let id = ack.id, let reason = checkID(id, field: "id") { return problem(reason) }
                 if let reason = checkText(ack.note, field: "note") { return problem(reason) }
                 return .success(.sosAck(ack))
             case .msg:
-                let message = try JSONDecoder().decode(TextMessage.self, from: data)
+                let message = try normalised.decode(TextMessage.self)
                 if let reason = check(message, now: now) { return problem(reason) }
                 return .success(.message(message))
             case .queue:
-                let queue = try JSONDecoder().decode(QueuePosition.self, from: data)
+                let queue = try normalised.decode(QueuePosition.self)
                 if let reason = check(queue, now: now) { return problem(reason) }
                 return .success(.queue(queue))
             }
