@@ -159,7 +159,7 @@ let package = Package(
             .product(name: "SwiftASN1", package: "swift-asn1"),
         ]),
         .executableTarget(name: "taxifleet", dependencies: [
-            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform", "StrictJSON",
+            "TaxiProtocol", "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -210,7 +210,7 @@ let package = Package(
         .testTarget(name: "DriverDisplayTests", dependencies: ["TaxiProtocol", "DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: [
-            "FleetControl", "UnitConfig", "UnitCore", "UnitCoordination", "StrictJSON",
+            "TaxiProtocol", "FleetControl", "UnitConfig", "UnitCore", "UnitCoordination", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "FleetConsoleTests", dependencies: [

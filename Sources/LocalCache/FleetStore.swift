@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TaxiProtocol
 import UnitCore
 
 /// Fleet configuration documents per scope and the ids of executed fleet commands.

@@ -3,6 +3,7 @@ import FleetConsole
 import Foundation
 import MQTTLink
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 
