@@ -65,10 +65,13 @@ let package = Package(
         // Strict JSON: the parser that refuses what a signature could disagree about, the canonical
         // form, and the one byte writer (and string escaper) every hand-written message uses.
         .target(name: "StrictJSON"),
+        // The wire protocol (docs/protocol.md): the topic catalogue, every message type, the
+        // envelope of the unit's messages, the inbound decoder and its limits. Pure.
+        .target(name: "TaxiProtocol", dependencies: ["StrictJSON"]),
         // Pure domain: no IO, no clock, no threads, no logging.
-        .target(name: "UnitCore", dependencies: ["StrictJSON"]),
+        .target(name: "UnitCore", dependencies: ["TaxiProtocol"]),
         .target(name: "UnitConfig", dependencies: [
-            "UnitCore", "DriverKeys", "StrictJSON",
+            "TaxiProtocol", "UnitCore", "DriverKeys", "StrictJSON",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -76,9 +79,9 @@ let package = Package(
         ]),
         // Fleet configuration and commands: parsing, signatures, version ordering, merging. Pure.
         // The one core above the machines: every input, one step (UnitCoordinator.swift). Pure.
-        .target(name: "UnitCoordination", dependencies: ["UnitCore", "UnitConfig", "FleetControl"]),
+        .target(name: "UnitCoordination", dependencies: ["TaxiProtocol", "UnitCore", "UnitConfig", "FleetControl"]),
         .target(name: "FleetControl", dependencies: [
-            "UnitCore", "UnitConfig", "StrictJSON",
+            "TaxiProtocol", "UnitCore", "UnitConfig", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             // PBKDF2 for the drivers' PIN hashes.
             .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -110,12 +113,12 @@ let package = Package(
             "CMosquitto", "Liveness", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "LocalCache", dependencies: ["CSQLite", "UnitCore"]),
+        .target(name: "LocalCache", dependencies: ["CSQLite", "TaxiProtocol", "UnitCore"]),
         .target(name: "ControlSocket", dependencies: ["Platform"]),
 
         // The driver's buttons and serial terminal: pure decoding and drawing, then the two device adapters.
         .target(name: "DriverKeys"),
-        .target(name: "DriverDisplay", dependencies: ["UnitCore", "UnitConfig"]),
+        .target(name: "DriverDisplay", dependencies: ["TaxiProtocol", "UnitCore", "UnitConfig"]),
         .target(name: "DriverDevices", dependencies: [
             "DriverKeys", "DriverDisplay", "Platform", "UnitCore",
             .product(name: "Logging", package: "swift-log"),
@@ -123,8 +126,8 @@ let package = Package(
 
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
-            "UnitCore", "UnitCoordination", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket", "DriverDevices",
-            "StrictJSON", "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
+            "TaxiProtocol", "UnitCore", "UnitCoordination", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
+            "DriverDevices", "StrictJSON", "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -148,12 +151,12 @@ let package = Package(
         // The fleet manager's console, for the office: what it decides and shows is FleetConsole
         // (pure), the broker is MQTTLink.
         .target(name: "FleetConsole", dependencies: [
-            "UnitCore", "UnitConfig", "FleetControl", "StrictJSON",
+            "TaxiProtocol", "UnitCore", "UnitConfig", "FleetControl", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
         ]),
         .executableTarget(name: "taxifleet", dependencies: [
-            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform", "StrictJSON",
+            "TaxiProtocol", "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "MQTTLink", "Platform", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -162,9 +165,9 @@ let package = Package(
 
         // The reference dispatcher (a simulator for the demo, the end-to-end tests and the fleet
         // benchmark): a pure core and a small shell on the project's MQTT adapter.
-        .target(name: "DispatchCore", dependencies: ["UnitCore"]),
+        .target(name: "DispatchCore", dependencies: ["TaxiProtocol"]),
         .executableTarget(name: "dispatchsim", dependencies: [
-            "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "AdapterLifecycle",
+            "TaxiProtocol", "DispatchCore", "UnitCore", "UnitConfig", "MQTTLink", "AdapterLifecycle",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -172,7 +175,7 @@ let package = Package(
 
         // Starts real mosquitto, gpsd (via gpsfake), socat and the daemon in their own process groups.
         .target(name: "TestHarness", dependencies: [
-            "MQTTLink", "ControlSocket", "UnitCore", "UnitConfig", "LocalCache", "DriverKeys",
+            "TaxiProtocol", "MQTTLink", "ControlSocket", "UnitCore", "UnitConfig", "LocalCache", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHarness"),
 
@@ -183,32 +186,32 @@ let package = Package(
         ], path: "bench/terminal-latency", linkerSettings: fullFoundation),
 
         .testTarget(name: "UnitCoreTests", dependencies: [
-            "UnitCore", "StrictJSON",
+            "TaxiProtocol", "UnitCore", "StrictJSON",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         // Property-based fuzzing of every decoder and encoder that reads outside data (FuzzBudget).
         .testTarget(name: "FuzzTests", dependencies: [
-            "UnitCore", "UnitConfig", "DriverKeys", "GPSReader", "StrictJSON",
+            "TaxiProtocol", "UnitCore", "UnitConfig", "DriverKeys", "GPSReader", "StrictJSON",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "UnitConfigTests", dependencies: [
-            "UnitConfig", "UnitCore", "DriverKeys", "TestHarness",
+            "TaxiProtocol", "UnitConfig", "UnitCore", "DriverKeys", "TestHarness",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "UnitCore"]),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["TaxiProtocol", "DispatchCore", "UnitCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestHarness", "MQTTLink", "ControlSocket"]),
         .testTarget(name: "DriverKeysTests", dependencies: [
             "DriverKeys",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "DriverDisplayTests", dependencies: ["DriverDisplay", "UnitCore", "TestHarness"]),
+        .testTarget(name: "DriverDisplayTests", dependencies: ["TaxiProtocol", "DriverDisplay", "UnitCore", "TestHarness"]),
         .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: [
-            "FleetControl", "UnitConfig", "UnitCore", "UnitCoordination", "StrictJSON",
+            "TaxiProtocol", "FleetControl", "UnitConfig", "UnitCore", "UnitCoordination", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "FleetConsoleTests", dependencies: [
-            "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "StrictJSON",
+            "TaxiProtocol", "FleetConsole", "FleetControl", "UnitConfig", "UnitCore", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "SystemServiceTests", dependencies: [
@@ -217,7 +220,7 @@ let package = Package(
         ]),
         .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "UnitCore", "TestHarness"]),
         .testTarget(name: "LocalCacheTests", dependencies: [
-            "LocalCache", "UnitCore", "TestHarness", "UnitRuntime",
+            "TaxiProtocol", "LocalCache", "UnitCore", "TestHarness", "UnitRuntime",
             // sqlite3_db_status: what a connection's page cache holds.
             "CSQLite",
         ]),
@@ -226,7 +229,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "UnitRuntimeTests", dependencies: [
-            "UnitRuntime", "UnitCore", "DriverKeys", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "DriverDisplay",
+            "TaxiProtocol", "UnitRuntime", "UnitCore", "DriverKeys", "UnitConfig", "LocalCache", "MQTTLink", "GPSReader", "ControlSocket", "DriverDisplay",
             "TestHarness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -234,7 +237,7 @@ let package = Package(
             "CSQLite",
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
+            "TaxiProtocol", "TestHarness", "MQTTLink", "LocalCache", "UnitCore", "ControlSocket", "FleetControl", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
         ]),
     ]

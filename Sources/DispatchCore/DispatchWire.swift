@@ -1,11 +1,12 @@
 import Foundation
-import UnitCore
+import TaxiProtocol
 
-/// The dispatcher's side of docs/protocol.md, in the units' own wire types (UnitCore), so the
+/// The dispatcher's side of docs/protocol.md, in the units' own wire types (TaxiProtocol), so the
 /// reference dispatcher and the units cannot drift apart.
 
 /// One unit message as the dispatcher sees it. Messages with an `id` (everything but `status`)
-/// may arrive more than once; the dispatcher counts each (unit, `id`) once.
+/// may arrive more than once; the dispatcher counts each (unit, `id`) once. The queued ones are
+/// read as the `Envelope` the unit wrote them in.
 public enum UnitReport: Sendable, Equatable {
     case status(StatusMessage)
     /// The last will, `{"online":false}`.
@@ -61,11 +62,6 @@ extension UnitReport {
         var type: String?
     }
 
-    /// The `id` every unit message but `status` carries beside its body.
-    private struct MessageID: Decodable {
-        var id: String
-    }
-
     /// A protocol 1 live position (`points` of objects): rows written before a unit was upgraded
     /// are sent as they were (docs/protocol.md, "Versions").
     private struct ProtocolOneLivePosition: Decodable {
@@ -105,9 +101,14 @@ extension UnitReport {
             default:
                 break
             }
-            return .event(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(Transition.self, from: data))
-        case .jobReply: return .reply(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(JobReply.self, from: data))
-        case .sos: return .sos(id: try decoder.decode(MessageID.self, from: data).id, try decoder.decode(SOSAlarm.self, from: data))
+            let event = try decoder.decode(Envelope<Transition>.self, from: data)
+            return .event(id: event.id, event.body)
+        case .jobReply:
+            let reply = try decoder.decode(Envelope<JobReply>.self, from: data)
+            return .reply(id: reply.id, reply.body)
+        case .sos:
+            let alarm = try decoder.decode(Envelope<SOSAlarm>.self, from: data)
+            return .sos(id: alarm.id, alarm.body)
         case .pos: return .position(try decodePosition(data, decoder))
         case .posLast: return .lastPosition(try decodePosition(data, decoder))
         case .config, .cmd, .configAck, .cmdReply, .telemetry: return nil
@@ -117,10 +118,13 @@ extension UnitReport {
     /// `msg/reply` or `msg/read`.
     public static func decode(_ topic: MessageTopic, _ data: Data) throws -> UnitReport {
         let decoder = JSONDecoder()
-        let id = try decoder.decode(MessageID.self, from: data).id
         switch topic {
-        case .reply: return .messageReply(id: id, try decoder.decode(MessageReply.self, from: data))
-        case .read: return .messageRead(id: id, try decoder.decode(MessageRead.self, from: data))
+        case .reply:
+            let reply = try decoder.decode(Envelope<MessageReply>.self, from: data)
+            return .messageReply(id: reply.id, reply.body)
+        case .read:
+            let read = try decoder.decode(Envelope<MessageRead>.self, from: data)
+            return .messageRead(id: read.id, read.body)
         }
     }
 

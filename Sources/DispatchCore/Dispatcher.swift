@@ -1,4 +1,4 @@
-import UnitCore
+import TaxiProtocol
 
 /// The reference dispatcher: zone queues, offers and their rotation, reservations, cancellations and
 /// SOS acknowledgements, as a pure state machine. The shell (dispatchsim) owns the clock, the timers

@@ -1,4 +1,4 @@
-import UnitCore
+import TaxiProtocol
 
 /// Tells every available taxi its place in its zone's queue (`queue`, docs/protocol.md "Queue
 /// position"), from the dispatcher's queues: whoever's place, zone or queue length changed since

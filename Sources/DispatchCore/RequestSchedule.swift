@@ -1,5 +1,5 @@
 import Foundation
-import UnitCore
+import TaxiProtocol
 
 /// Where passenger requests come from: a scenario (explicit times) and random generators with a
 /// rate per zone, merged into one time-ordered list of inputs for the dispatcher.

@@ -1,5 +1,5 @@
 import Foundation
-import UnitCore
+import TaxiProtocol
 
 /// The city's zones: the same `[[zones]]` polygons the units get, so that a taxi and the dispatcher
 /// agree on which queue it is in.
@@ -19,12 +19,12 @@ public struct Zone: Sendable, Equatable {
     /// Vertices in order; the last connects back to the first.
     public let polygon: [Coordinate]
     /// The units' own zone geometry, so that the dispatcher and a taxi always agree on the zone.
-    private let area: UnitCore.Zone
+    private let area: TaxiProtocol.Zone
 
     public init(id: String, polygon: [Coordinate]) {
         self.id = id
         self.polygon = polygon
-        area = UnitCore.Zone(id: id, polygon: polygon.map { UnitCore.Zone.Vertex(latitude: $0.lat, longitude: $0.lon) })
+        area = TaxiProtocol.Zone(id: id, polygon: polygon.map { TaxiProtocol.Zone.Vertex(latitude: $0.lat, longitude: $0.lon) })
     }
 
     public func contains(_ point: Coordinate) -> Bool {

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// What the driver's screen shows, as plain values: the engine builds it from the state machine

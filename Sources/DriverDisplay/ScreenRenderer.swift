@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// The terminal's size in character cells.

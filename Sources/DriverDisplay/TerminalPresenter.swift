@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 
 /// What the serial terminal can display.
 public enum TerminalCharset: String, Sendable, CaseIterable {

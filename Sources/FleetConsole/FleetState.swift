@@ -1,5 +1,6 @@
 import Foundation
 import StrictJSON
+import TaxiProtocol
 import UnitCore
 
 /// What one unit last said about itself on its retained topics (`status`, `telemetry`, `pos/last`).
@@ -73,25 +74,27 @@ public struct FleetState: Sendable, Equatable {
     /// for a message that is none of those or does not decode (it changes nothing).
     @discardableResult
     public mutating func take(topic: String, payload: [UInt8]) -> String? {
-        guard let (unit, name) = topics.split(topic), FleetTopics.stateTopics.contains(name) || name == "pos" else { return nil }
+        guard let (unit, name) = topics.split(topic), FleetTopics.stateTopics.contains(name) || name == .pos else { return nil }
         var report = units[unit] ?? UnitReport(unit: unit)
         if payload.isEmpty {
             // A retained message cleared by hand: forget it.
-            switch name {
-            case "status": report.status = nil
-            case "telemetry": report.telemetry = nil
-            default: report.lastPosition = nil
+            if name == .status {
+                report.status = nil
+            } else if name == .telemetry {
+                report.telemetry = nil
+            } else {
+                report.lastPosition = nil
             }
-        } else if name == "pos/last" || name == "pos" {
+        } else if name == .posLast || name == .pos {
             // A live position moves the taxi; a backfill batch (history) and a fix older than the
             // one shown do not.
             guard let live = try? JSONDecoder().decode(LivePositionMessage.self, from: Data(payload)),
-                  name == "pos/last" || live.point.t >= report.lastPosition?.t ?? .min
+                  name == .posLast || live.point.t >= report.lastPosition?.t ?? .min
             else { return nil }
             report.lastPosition = live.point
         } else {
             guard let document = try? JSONDocument.parse(payload), case .object = document else { return nil }
-            if name == "status" { report.status = document } else { report.telemetry = document }
+            if name == .status { report.status = document } else { report.telemetry = document }
         }
         units[unit] = report
         return unit

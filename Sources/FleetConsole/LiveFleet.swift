@@ -51,7 +51,7 @@ public struct LiveFleet: Sendable, Equatable {
 
     /// What to subscribe to.
     public var subscriptions: [String] {
-        (FleetTopics.stateTopics + ["pos", "config/ack"]).map(topics.everyUnit) + [topics.fleetConfig]
+        (FleetTopics.stateTopics + [.pos, .configAck]).map(topics.everyUnit) + [topics.fleetConfig]
     }
 
     /// Takes one message; returns whether anything shown changed.
@@ -63,7 +63,7 @@ public struct LiveFleet: Sendable, Equatable {
             if version != fleetVersion { acks = [:] }
             fleetVersion = version
             if !documentZones.isEmpty { zones = documentZones }
-        } else if let (unit, name) = topics.split(topic), name == "config/ack" {
+        } else if let (unit, name) = topics.split(topic), name == .configAck {
             guard let message = try? JSONDocument.parse(payload), message.string("scope") == "fleet",
                   let version = message.int("version"), let result = message.string("result")
             else { return false }

@@ -1,6 +1,7 @@
 import Crypto
 import FleetControl
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

@@ -58,8 +58,8 @@ public struct Rollout: Sendable, Equatable {
     /// The topic the answers come on, for every unit.
     public var answerFilter: String {
         switch awaited {
-        case .config: topics.everyUnit("config/ack")
-        case .command: topics.everyUnit("cmd/reply")
+        case .config: topics.everyUnit(.configAck)
+        case .command: topics.everyUnit(.cmdReply)
         }
     }
 
@@ -72,9 +72,9 @@ public struct Rollout: Sendable, Equatable {
         else { return nil }
         switch awaited {
         case .config(let scope, let version):
-            guard name == "config/ack", message.string("scope") == scope, message.int("version") == version else { return nil }
+            guard name == .configAck, message.string("scope") == scope, message.int("version") == version else { return nil }
         case .command(let ids):
-            guard name == "cmd/reply", let id = ids[unit], message.string("cmd_id") == id else { return nil }
+            guard name == .cmdReply, let id = ids[unit], message.string("cmd_id") == id else { return nil }
         }
         let answer = UnitAnswer(unit: unit, result: result, reason: message.string("reason"), errors: message.strings("errors"), message: message)
         answers[unit] = answer

@@ -1,4 +1,5 @@
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 
@@ -15,11 +16,7 @@ public enum FleetConfigEvent: Sendable, Equatable {
 
 /// The `config/ack` the unit sends for a document.
 public struct ConfigAck: Sendable, Equatable {
-    public enum Result: String, Sendable, Codable {
-        case applied
-        case rejected
-        case rolledBack = "rolled_back"
-    }
+    public typealias Result = ConfigAckReport.Result
 
     public var scope: ConfigScope
     /// Omitted when the document's version could not be read.

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// Fleet configuration documents per scope and the ids of executed fleet commands.

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Synchronization
+import TaxiProtocol
 import UnitCore
 
 /// One queued outgoing message. It leaves the outbox only when the broker acknowledged it.

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// Reading the outbox and taking queued fixes out for the pump, which packs them into messages.

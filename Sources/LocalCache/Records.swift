@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitCore
 
 // The rows of the store's tables as records (SQLiteValues.swift), each naming its columns once. A row that does not

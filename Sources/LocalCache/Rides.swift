@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// A finished ride as stored in the `rides` table (its columns: Records.swift).

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// How much disk the store may take, and how that room is shared: the smaller of `[store] max_mb`

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitCore
 
 /// `[driver]`: who may drive this taxi, and how wrong PINs are slowed down.

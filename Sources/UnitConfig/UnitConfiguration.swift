@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitCore
 
 /// The daemon's settings, validated. Build it with `load(path:)` or `init(document:)`.

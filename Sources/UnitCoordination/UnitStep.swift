@@ -1,4 +1,5 @@
 import FleetControl
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

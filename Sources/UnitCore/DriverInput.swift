@@ -1,10 +1,6 @@
-/// Why a driver is unavailable while in service.
-public enum PauseReason: String, Sendable, Codable, CaseIterable {
-    case `break`
-    case refuel
-    case personal
-    case other
+import TaxiProtocol
 
+extension PauseReason {
     /// The reason `pause next` moves on to.
     public var next: PauseReason {
         let all = Self.allCases

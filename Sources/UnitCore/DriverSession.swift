@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// Who drives the taxi: logging in and out, wrong PINs rate-limited, and each driver's terminal
 /// preferences. Pure: the shell checks the PIN (it hashes, UnitCore does not) through the
 /// `verify` function it passes in, stores `DriverSessionRecord` and performs what the outcome says.

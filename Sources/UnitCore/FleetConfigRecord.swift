@@ -1,9 +1,3 @@
-/// Which document a fleet setting came from. The unit's own document overrides the fleet's.
-public enum ConfigScope: String, Sendable, Codable, CaseIterable {
-    case fleet
-    case unit
-}
-
 /// A configuration document the unit accepted, exactly as received.
 public struct AppliedConfigDocument: Sendable, Equatable, Codable {
     public var version: Int

@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// One TPV report as gpsd delivered it, before any judgement. NaN means "gpsd did not say".
 public struct GPSSample: Sendable, Equatable {
     /// 0 not seen, 1 no fix, 2 2D, 3 3D (gpsd's MODE_*).

@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// Settings for everything between a gpsd report and a `pos` message.
 public struct PositionSettings: Sendable, Equatable {
     public var maxHorizontalErrorM: Double

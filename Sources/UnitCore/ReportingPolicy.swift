@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import TaxiProtocol
 
 /// When a fix becomes a `pos` message in one state. Any condition that holds is enough.
 public struct ReportingRule: Sendable, Equatable {
@@ -90,24 +91,9 @@ public struct ReportingPolicy: Sendable, Equatable {
     }
 }
 
-enum Geodesy {
-    static let earthRadiusM = 6_371_008.8
-
+extension Geodesy {
     /// Great-circle (haversine) distance.
     static func distanceM(from a: Fix, to b: Fix) -> Double {
         distanceM(latitude: a.latitude, longitude: a.longitude, toLatitude: b.latitude, longitude: b.longitude)
-    }
-
-    static func distanceM(latitude lat1: Double, longitude lon1: Double, toLatitude lat2: Double, longitude lon2: Double) -> Double {
-        let φ1 = lat1 * .pi / 180, φ2 = lat2 * .pi / 180
-        let dφ = φ2 - φ1, dλ = (lon2 - lon1) * .pi / 180
-        let h = sin(dφ / 2) * sin(dφ / 2) + cos(φ1) * cos(φ2) * sin(dλ / 2) * sin(dλ / 2)
-        return 2 * earthRadiusM * asin(min(1, h.squareRoot()))
-    }
-
-    /// The smaller angle between two courses, 0...180 degrees.
-    static func angleBetween(_ a: Double, _ b: Double) -> Double {
-        let difference = abs(a - b).truncatingRemainder(dividingBy: 360)
-        return difference > 180 ? 360 - difference : difference
     }
 }

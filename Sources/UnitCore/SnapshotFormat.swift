@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// The state snapshot as the store keeps it (`unit_snapshot`). Its format belongs to the store, not
 /// to Swift's names or to the wire: every key is spelled out here, and wire types inside it (`Place`,
 /// `Fix`, `JobReply`) are written through their own stored forms, so a change to the protocol

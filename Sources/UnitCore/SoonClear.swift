@@ -10,32 +10,3 @@ public struct SoonClear: Sendable, Equatable {
         self.minutes = minutes
     }
 }
-
-/// `event` with `"type":"soon_clear"` (docs/protocol.md, "Soon clear").
-public struct SoonClearEventMessage: Sendable, Equatable, Codable {
-    public var type = "soon_clear"
-    public var unit: String
-    public var seq: Int64
-    public var id: String
-    /// Unit clock, ms since the Unix epoch, when the driver said it.
-    public var t: Int64
-    public var job: String
-    public var clearInMin: Int
-    /// The driver logged in; omitted with nobody logged in.
-    public var driver: String?
-
-    enum CodingKeys: String, CodingKey {
-        case type, unit, seq, id, t, job, driver
-        case clearInMin = "clear_in_min"
-    }
-
-    public init(unit: String, seq: Int64, id: String, t: Int64, soonClear: SoonClear, driver: String? = nil) {
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        self.t = t
-        job = soonClear.job
-        clearInMin = soonClear.minutes
-        self.driver = driver
-    }
-}

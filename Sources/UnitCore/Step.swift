@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// Everything one event makes the unit do, grouped by kind rather than listed, so that the shell
 /// performs it in one place and in one fixed order: commit, hand to the broker, status, timers,
 /// driver. Each kind is its own exhaustive enum or field: a new case is a compile error in the

@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// What the shell read from the machine's clocks at one moment. The core has no clock of its own.
 public struct ClockSample: Sendable, Equatable {
     /// System (wall) time, seconds since the Unix epoch.

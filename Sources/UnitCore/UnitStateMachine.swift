@@ -1,13 +1,4 @@
-/// The driver's state, as the dispatcher sees it (`status.state`, `event.from`/`to`).
-public enum StateName: String, Sendable, Codable, CaseIterable {
-    case offDuty = "off_duty"
-    case available
-    case paused
-    case offered
-    case enRoute = "en_route"
-    case atPickup = "at_pickup"
-    case onBoard = "on_board"
-}
+import TaxiProtocol
 
 /// A job the unit has taken on (or is being offered).
 public struct Job: Sendable, Equatable {

@@ -5,6 +5,7 @@ import Logging
 import MQTTLink
 import Platform
 import Synchronization
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

@@ -1,6 +1,7 @@
 import ControlSocket
 import LocalCache
 import Logging
+import TaxiProtocol
 import UnitCore
 
 /// What a driver input did: what the driver is told, and whether it was refused.

@@ -1,6 +1,7 @@
 import Foundation
 import LocalCache
 import Logging
+import TaxiProtocol
 import UnitCore
 
 /// Breaks a crash loop whose cause no check foresaw: every start is counted in the store before

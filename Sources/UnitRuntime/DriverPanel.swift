@@ -1,4 +1,5 @@
 import DriverDisplay
+import TaxiProtocol
 import UnitCore
 
 /// What the driver's screen shows, derived from the engine's state after each step. The engine

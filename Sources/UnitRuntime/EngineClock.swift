@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitCore
 
 /// The clocks as the engine reads them: once per batch of inputs (each reading of the kernel's

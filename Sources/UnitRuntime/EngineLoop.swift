@@ -13,6 +13,7 @@ import Logging
 import MQTTLink
 import Platform
 import ServiceLifecycle
+import TaxiProtocol
 import UnitConfig
 import UnitCoordination
 import UnitCore

@@ -1,5 +1,6 @@
 import GPSReader
 import MQTTLink
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

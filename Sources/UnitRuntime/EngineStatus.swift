@@ -1,6 +1,7 @@
 import ControlSocket
 import Foundation
 import Platform
+import TaxiProtocol
 import UnitCore
 
 /// What the unit says of itself: the status `taxiunitctl` reads, the retained status' birth

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// The state machine's timers: one task per timer, which only posts the id back into the loop;

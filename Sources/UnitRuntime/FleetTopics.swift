@@ -7,6 +7,7 @@ import Foundation
 #endif
 import MQTTLink
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

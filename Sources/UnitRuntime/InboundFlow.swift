@@ -5,6 +5,7 @@ import Foundation
 #endif
 import Platform
 import Synchronization
+import TaxiProtocol
 import UnitCore
 
 /// Whose budget an inbound message draws on, by its topic in the catalogue: a flood on one lane

@@ -1,5 +1,6 @@
 import Logging
 import MQTTLink
+import TaxiProtocol
 import UnitCore
 
 /// The dispatcher's messages to this unit: subscribing to them, and turning each into one event

@@ -1,6 +1,7 @@
 import LocalCache
 import Logging
 import MQTTLink
+import TaxiProtocol
 import UnitCore
 
 /// Moves the SQLite outbox to libmosquitto, at most `maxInFlight` messages at a time, lanes in

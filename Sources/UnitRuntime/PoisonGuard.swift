@@ -2,6 +2,7 @@ import Foundation
 import LocalCache
 import Logging
 import MQTTLink
+import TaxiProtocol
 
 /// Keeps one inbound message that kills the unit from crash-looping it. Each message is recorded in
 /// the store while it is handled (`inbound_in_hand`, removed once handled), so a start that finds

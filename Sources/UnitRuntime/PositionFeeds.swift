@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// The retained position feeds beside the outbox (docs/protocol.md, "pos/last", "OwnTracks"): QoS 0,

@@ -1,4 +1,5 @@
 import LocalCache
+import TaxiProtocol
 import UnitCore
 
 /// How queued fixes become `pos` messages (docs/protocol.md): the newest alone as a live message,

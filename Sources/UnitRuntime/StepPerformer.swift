@@ -8,6 +8,7 @@ import FleetControl
 import LocalCache
 import Logging
 import MQTTLink
+import TaxiProtocol
 import UnitConfig
 import UnitCoordination
 import UnitCore

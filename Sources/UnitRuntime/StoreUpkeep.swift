@@ -2,6 +2,7 @@ import ControlSocket
 import LocalCache
 import Logging
 import Platform
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

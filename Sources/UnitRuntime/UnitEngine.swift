@@ -10,6 +10,7 @@ import LocalCache
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

@@ -1,5 +1,6 @@
 import DispatchCore
 import Foundation
+import TaxiProtocol
 import UnitCore
 
 /// The passengers' side, which a real dispatcher gets from its booking apps: requests and

@@ -2,6 +2,7 @@ import DispatchCore
 import Foundation
 import MQTTLink
 import ServiceLifecycle
+import TaxiProtocol
 import UnitCore
 
 /// The dispatcher's shell: feeds the broker's messages, the scenario and its own timers to the pure

@@ -1,5 +1,6 @@
 import DispatchCore
 import Foundation
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

@@ -42,8 +42,8 @@ struct Command: AsyncParsableCommand {
         let link = try await FleetLink.open(brokerSettings, timeoutS: min(answers.wait, 10))
         defer { link.close() }
         var state = FleetState(topics: topics)
-        try link.subscribe([topics.everyUnit("cmd/reply")])
-        try await link.retained([topics.everyUnit("status")]) { state.take(topic: $0.topic, payload: $0.payload) }
+        try link.subscribe([topics.everyUnit(.cmdReply)])
+        try await link.retained([topics.everyUnit(.status)]) { state.take(topic: $0.topic, payload: $0.payload) }
         let units = answers.unit.isEmpty ? state.units.keys.sorted() : answers.unit
 
         let now = wallClockMs()
@@ -56,7 +56,7 @@ struct Command: AsyncParsableCommand {
                 ("cmd", .string(name)), ("expires_at", .number(literal: String(expiresAt))), ("id", .string(id)),
             ]
             if let days { members.insert(("days", .number(literal: String(days))), at: 1) }
-            let topic = topics.unit(unit, "cmd")
+            let topic = topics.unit(unit, .cmd)
             do {
                 payloads.append((topic, try Preflight.command(members, topic: topic, now: now, key: key)))
             } catch {

@@ -3,6 +3,7 @@ import FleetConsole
 import Foundation
 import MQTTLink
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 
@@ -55,14 +56,14 @@ struct Push: AsyncParsableCommand {
         let scope: ConfigScope = answers.unit.isEmpty ? .fleet : .unit
         let targets: [(unit: String?, topic: String)] = scope == .fleet
             ? [(nil, topics.fleetConfig)]
-            : answers.unit.map { ($0, topics.unit($0, "config")) }
+            : answers.unit.map { ($0, topics.unit($0, .config)) }
 
         let link = try await FleetLink.open(brokerSettings, timeoutS: min(answers.wait, 10))
         defer { link.close() }
         var state = FleetState(topics: topics)
         var retainedVersions: [Int] = []
-        try link.subscribe([topics.everyUnit("config/ack")])
-        try await link.retained([topics.everyUnit("status")] + targets.map(\.topic)) { message in
+        try link.subscribe([topics.everyUnit(.configAck)])
+        try await link.retained([topics.everyUnit(.status)] + targets.map(\.topic)) { message in
             if targets.contains(where: { $0.topic == message.topic }) {
                 if let document = try? JSONDocument.parse(message.payload), case .number(let literal)? = document["version"], let held = Int(literal) {
                     retainedVersions.append(held)

@@ -1,5 +1,6 @@
 import DispatchCore
 import Foundation
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -1,4 +1,5 @@
 import DispatchCore
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -1,5 +1,6 @@
 import DriverDisplay
 import Foundation
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

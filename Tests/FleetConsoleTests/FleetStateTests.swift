@@ -1,5 +1,6 @@
 import FleetConsole
 import Foundation
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -2,6 +2,7 @@ import Crypto
 import FleetControl
 import Foundation
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 

@@ -2,6 +2,7 @@ import DriverKeys
 import Foundation
 import GPSReader
 import PropertyBased
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -1,6 +1,7 @@
 import Foundation
 import PropertyBased
 import StrictJSON
+import TaxiProtocol
 import Testing
 import UnitConfig
 import UnitCore

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// Machines in a given state, as the shell would have driven them there.

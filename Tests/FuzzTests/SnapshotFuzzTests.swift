@@ -1,5 +1,6 @@
 import Foundation
 import PropertyBased
+import TaxiProtocol
 import Testing
 import UnitCore
 

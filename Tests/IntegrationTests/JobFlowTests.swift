@@ -2,6 +2,7 @@ import ControlSocket
 import Foundation
 import LocalCache
 import MQTTLink
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

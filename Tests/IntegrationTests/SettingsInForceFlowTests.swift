@@ -1,6 +1,7 @@
 import ControlSocket
 import Foundation
 import MQTTLink
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

@@ -1,5 +1,6 @@
 import Foundation
 import MQTTLink
+import TaxiProtocol
 import TestHarness
 import UnitCore
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

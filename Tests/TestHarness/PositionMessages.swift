@@ -1,5 +1,6 @@
 import Foundation
 import MQTTLink
+import TaxiProtocol
 import UnitCore
 
 /// A `pos` message as a dispatcher decodes it: live (`LivePositionMessage`, no `seq`) or backfill

@@ -1,5 +1,6 @@
 import Foundation
 import LocalCache
+import TaxiProtocol
 import UnitCore
 
 /// Fixes queued in a store, and the points read back out of a `pos` payload: for the store's tests

@@ -1,4 +1,5 @@
 import Foundation
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -1,4 +1,5 @@
 import PropertyBased
+import TaxiProtocol
 import Testing
 import UnitCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import StrictJSON
+@testable import TaxiProtocol
 import Testing
 @testable import UnitCore
 

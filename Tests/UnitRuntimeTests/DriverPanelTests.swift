@@ -1,4 +1,5 @@
 import DriverDisplay
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

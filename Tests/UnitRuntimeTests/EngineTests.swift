@@ -2,6 +2,7 @@ import ControlSocket
 import CSQLite
 import Foundation
 import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

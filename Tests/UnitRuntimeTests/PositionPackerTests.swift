@@ -1,5 +1,6 @@
 import Foundation
 import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore

@@ -4,36 +4,26 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Messages on the wire (docs/protocol.md). Optional fields are omitted when unknown; NaN never
-/// reaches the encoder because `Fix` carries nil instead.
+/// Messages on the wire (docs/protocol.md). Optional fields are omitted when unknown: an unknown
+/// value is nil, never NaN.
 
-/// How much a message matters when the link is poor: lower goes first and is kept longer.
-public enum MessageClass: Int, Sendable, Codable, CaseIterable, Comparable {
-    case alarm = 0
-    case reply = 1
-    case event = 2
-    case position = 3
-
-    public static func < (lhs: MessageClass, rhs: MessageClass) -> Bool { lhs.rawValue < rhs.rawValue }
+/// The driver's state, as the dispatcher sees it (`status.state`, `event.from`/`to`).
+public enum StateName: String, Sendable, Codable, CaseIterable {
+    case offDuty = "off_duty"
+    case available
+    case paused
+    case offered
+    case enRoute = "en_route"
+    case atPickup = "at_pickup"
+    case onBoard = "on_board"
 }
 
-/// Topic suffixes below `{prefix}/{fleet}/{unit}/`.
-public enum UnitTopic: String, Sendable, Codable, CaseIterable {
-    case status
-    case pos
-    /// The newest fix, retained (QoS 0), so a dispatcher that starts sees every unit at once.
-    case posLast = "pos/last"
-    /// Fleet → unit: this unit's configuration document (retained), and commands.
-    case config
-    case cmd
-    /// Unit → fleet: the answers to those.
-    case configAck = "config/ack"
-    case cmdReply = "cmd/reply"
-    case jobReply = "job/reply"
-    case event
-    case sos
-    /// The unit's counters and gauges (retained, QoS 0).
-    case telemetry
+/// Why a driver is unavailable while in service.
+public enum PauseReason: String, Sendable, Codable, CaseIterable {
+    case `break`
+    case refuel
+    case personal
+    case other
 }
 
 public struct PositionPoint: Sendable, Equatable, Codable {
@@ -56,17 +46,6 @@ public struct PositionPoint: Sendable, Equatable, Codable {
         self.spd = spd
         self.hdg = hdg
         self.acc = acc
-    }
-
-    public init(_ fix: Fix, staleAgeMs: Int64? = nil) {
-        t = fix.time
-        lat = fix.latitude
-        lon = fix.longitude
-        spd = fix.speed
-        hdg = fix.track
-        acc = fix.accuracy
-        stale = staleAgeMs.map { _ in true }
-        age = staleAgeMs
     }
 }
 
@@ -238,19 +217,19 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     }
 
     public init(
-        online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil,
-        driver: String? = nil
+        online: Bool, unit: String, state: StateName, reason: PauseReason? = nil, job: String? = nil, zone: String?, seatsLeft: Int,
+        ignition: String? = nil, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil, driver: String? = nil
     ) {
         self.driver = driver
         self.aside = aside?.isEmpty == true ? nil : aside
         self.online = online
         self.unit = unit
-        state = status.state
-        reason = status.pauseReason
-        job = status.job
+        self.state = state
+        self.reason = reason
+        self.job = job
         self.zone = zone
-        seatsLeft = status.seatsLeft
-        ignition = status.ignitionOn.map { $0 ? "on" : "off" }
+        self.seatsLeft = seatsLeft
+        self.ignition = ignition
         self.t = t
         self.outbox = outbox
     }
@@ -283,33 +262,70 @@ public struct TelemetryMessage: Sendable, Equatable, Codable {
 
 /// On `event`: the taxi entered a zone, left one, or both. State transitions share the topic; this
 /// has `type` and no `from`/`to`.
-public struct ZoneEventMessage: Sendable, Equatable, Codable {
+public typealias ZoneEventMessage = Envelope<ZoneEvent>
+
+/// The body of a `ZoneEventMessage`.
+public struct ZoneEvent: Sendable, Equatable, Codable {
     public var type = "zone"
-    public var unit: String
-    public var seq: Int64
-    public var id: String
     /// Unit clock, ms since the Unix epoch.
     public var t: Int64
     /// The zone entered; omitted when the taxi left every zone.
     public var zone: String?
     /// The zone left; omitted when the taxi was in none.
     public var zoneLeft: String?
-    /// The driver logged in; omitted with nobody logged in.
-    public var driver: String?
 
     enum CodingKeys: String, CodingKey {
-        case type, unit, seq, id, t, zone, driver
+        case type, t, zone
         case zoneLeft = "zone_left"
     }
 
-    public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange, driver: String? = nil) {
-        self.driver = driver
-        self.unit = unit
-        self.seq = seq
-        self.id = id
+    public init(t: Int64, zone: String?, zoneLeft: String?) {
         self.t = t
-        zone = change.to
-        zoneLeft = change.from
+        self.zone = zone
+        self.zoneLeft = zoneLeft
+    }
+}
+
+/// `event` with `"type":"ignition"` (docs/protocol.md, "Ignition").
+public typealias IgnitionEventMessage = Envelope<IgnitionEvent>
+
+/// The body of an `IgnitionEventMessage`.
+public struct IgnitionEvent: Sendable, Equatable, Codable {
+    public var type = "ignition"
+    /// Unit clock, ms since the Unix epoch.
+    public var t: Int64
+    /// `on` or `off`.
+    public var ignition: String
+    /// The driver's state when it changed.
+    public var state: StateName
+
+    public init(t: Int64, ignition: String, state: StateName) {
+        self.t = t
+        self.ignition = ignition
+        self.state = state
+    }
+}
+
+/// `event` with `"type":"soon_clear"` (docs/protocol.md, "Soon clear").
+public typealias SoonClearEventMessage = Envelope<SoonClearEvent>
+
+/// The body of a `SoonClearEventMessage`.
+public struct SoonClearEvent: Sendable, Equatable, Codable {
+    public var type = "soon_clear"
+    /// Unit clock, ms since the Unix epoch, when the driver said it.
+    public var t: Int64
+    public var job: String
+    public var clearInMin: Int
+
+    enum CodingKeys: String, CodingKey {
+        case type, t, job
+        case clearInMin = "clear_in_min"
+    }
+
+    public init(t: Int64, job: String, clearInMin: Int) {
+        self.t = t
+        self.job = job
+        self.clearInMin = clearInMin
     }
 }
 

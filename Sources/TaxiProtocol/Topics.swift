@@ -1,7 +1,7 @@
 /// Every topic of the contract (docs/protocol.md, "Topics"), once: who publishes it, who reads it,
 /// its QoS and whether it is retained. The docs' table, the example broker ACL and the ACL matrix
-/// test are held to this list; the suffixes the unit uses (`UnitTopic`, `InboundTopic`,
-/// `MessageTopic`, `RideMessage.topic`) are all in it.
+/// test are held to this list; the topics of each role (`UnitTopic`, `InboundTopic`, `MessageTopic`,
+/// `RideMessage.topic`) are named by their entry here, so a topic's name is spelled only here.
 public enum ContractTopic: String, Sendable, CaseIterable {
     case status
     case pos
@@ -106,4 +106,103 @@ public enum ContractTopic: String, Sendable, CaseIterable {
 public enum OwnTracksFeedAccount {
     public static let usernameTemplate = "{fleet}/{unit}"
     public static let topicTemplate = "owntracks/{fleet}/{unit}"
+}
+
+/// Some topics of the catalogue, one role's, as a type of their own so a switch over them is
+/// exhaustive. A case is its `ContractTopic`: its name on the wire is the catalogue's.
+public protocol ContractTopicSubset: RawRepresentable, CaseIterable, Codable, Sendable where RawValue == String {
+    var contract: ContractTopic { get }
+}
+
+extension ContractTopicSubset {
+    public var rawValue: String { contract.rawValue }
+
+    public init?(rawValue: String) {
+        guard let topic = Self.allCases.first(where: { $0.contract.rawValue == rawValue }) else { return nil }
+        self = topic
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        guard let topic = Self(rawValue: name) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a topic: \(name)"))
+        }
+        self = topic
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// Topics below `{prefix}/{fleet}/{unit}/` that the unit publishes, and the fleet's two it reads.
+public enum UnitTopic: ContractTopicSubset {
+    case status
+    case pos
+    /// The newest fix, retained (QoS 0), so a dispatcher that starts sees every unit at once.
+    case posLast
+    /// Fleet → unit: this unit's configuration document (retained), and commands.
+    case config
+    case cmd
+    /// Unit → fleet: the answers to those.
+    case configAck
+    case cmdReply
+    case jobReply
+    case event
+    case sos
+    /// The unit's counters and gauges (retained, QoS 0).
+    case telemetry
+
+    public var contract: ContractTopic {
+        switch self {
+        case .status: .status
+        case .pos: .pos
+        case .posLast: .posLast
+        case .config: .config
+        case .cmd: .cmd
+        case .configAck: .configAck
+        case .cmdReply: .cmdReply
+        case .jobReply: .jobReply
+        case .event: .event
+        case .sos: .sos
+        case .telemetry: .telemetry
+        }
+    }
+}
+
+/// Topics below `{prefix}/{fleet}/{unit}/` that the unit reads from the dispatcher.
+public enum InboundTopic: ContractTopicSubset {
+    case jobOffer
+    case jobCancel
+    case jobUpdate
+    case sosAck
+    /// A message for the driver.
+    case msg
+    /// The taxi's place in its zone's queue.
+    case queue
+
+    public var contract: ContractTopic {
+        switch self {
+        case .jobOffer: .jobOffer
+        case .jobCancel: .jobCancel
+        case .jobUpdate: .jobUpdate
+        case .sosAck: .sosAck
+        case .msg: .msg
+        case .queue: .queue
+        }
+    }
+}
+
+/// The driver's messages to the dispatcher, below `{prefix}/{fleet}/{unit}/`.
+public enum MessageTopic: ContractTopicSubset {
+    case reply
+    case read
+
+    public var contract: ContractTopic {
+        switch self {
+        case .reply: .msgReply
+        case .read: .msgRead
+        }
+    }
 }

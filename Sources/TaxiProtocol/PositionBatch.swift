@@ -114,18 +114,21 @@ public enum PositionBatch {
 }
 
 /// A backfill message on `pos`: history the unit could not send live, oldest first.
-public struct BackfillMessage: Sendable, Equatable, Codable {
-    public var unit: String
-    public var seq: Int64
-    public var id: String
+public typealias BackfillMessage = Envelope<Backfill>
+
+extension BackfillMessage {
+    public init(unit: String, seq: Int64, id: String, points: [PositionPoint]) {
+        self.init(Backfill(points: PositionBatch.encode(points)), unit: unit, seq: seq, id: id)
+    }
+}
+
+/// The body of a `BackfillMessage`.
+public struct Backfill: Sendable, Equatable, Codable {
     public var backfill = true
     /// `PositionBatch` rows.
     public var points: [[Int64?]]
 
-    public init(unit: String, seq: Int64, id: String, points: [PositionPoint]) {
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        self.points = PositionBatch.encode(points)
+    public init(points: [[Int64?]]) {
+        self.points = points
     }
 }

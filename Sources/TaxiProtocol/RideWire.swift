@@ -1,12 +1,16 @@
 /// `ride`: a finished ride for the dispatcher (docs/protocol.md, "ride"), the basis for distance
 /// fares. Built from the ride as the unit stored it, so the message and the local history agree.
-public struct RideMessage: Sendable, Equatable, Codable {
-    /// The topic suffix below `{prefix}/{fleet}/{unit}/`.
-    public static let topic = "ride"
+public typealias RideMessage = Envelope<FinishedRide>
 
-    public var unit: String
-    public var seq: Int64
-    public var id: String
+extension RideMessage {
+    /// The topic suffix below `{prefix}/{fleet}/{unit}/`.
+    public static let topic = ContractTopic.ride.rawValue
+
+    public typealias Stop = FinishedRide.Stop
+}
+
+/// The body of a `RideMessage`.
+public struct FinishedRide: Sendable, Equatable, Codable {
     public var job: String
     public var passengers: Int
     public var pickup: Stop
@@ -15,8 +19,6 @@ public struct RideMessage: Sendable, Equatable, Codable {
     public var distanceM: Int64?
     /// Seconds from arriving at the pickup to the passengers on board; nil when not known.
     public var waitingS: Int64?
-    /// The driver logged in when the ride was cleared; nil with nobody logged in.
-    public var driver: String?
 
     /// Where and when passengers got in or out; the position is absent without a fix.
     public struct Stop: Sendable, Equatable, Codable {
@@ -33,22 +35,17 @@ public struct RideMessage: Sendable, Equatable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case unit, seq, id, job, passengers, pickup, drop, driver
+        case job, passengers, pickup, drop
         case distanceM = "distance_m"
         case waitingS = "waiting_s"
     }
 
-    /// `distanceM`: what the unit measured, nil when it could not.
-    public init(_ ride: RideSummary, distanceM: Double?, unit: String, seq: Int64, id: String, driver: String? = nil) {
-        self.driver = driver
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        job = ride.job
-        passengers = ride.passengers
-        pickup = Stop(t: ride.pickupTime, at: ride.pickupFix.map(Coordinate.init))
-        drop = Stop(t: ride.dropTime, at: ride.dropFix.map(Coordinate.init))
-        self.distanceM = distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }
-        waitingS = ride.waitingMs.map { max(0, $0) / 1000 }
+    public init(job: String, passengers: Int, pickup: Stop, drop: Stop, distanceM: Int64?, waitingS: Int64?) {
+        self.job = job
+        self.passengers = passengers
+        self.pickup = pickup
+        self.drop = drop
+        self.distanceM = distanceM
+        self.waitingS = waitingS
     }
 }

@@ -1,24 +1,7 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import StrictJSON
 
 /// Job messages on the wire (docs/protocol.md, "Jobs"). Inbound types are validated here, before
 /// the state machine sees them, so the machine only ever handles well-formed requests.
-
-/// Topic suffixes below `{prefix}/{fleet}/{unit}/` that the unit subscribes to.
-public enum InboundTopic: String, Sendable, Codable, CaseIterable {
-    case jobOffer = "job/offer"
-    case jobCancel = "job/cancel"
-    case jobUpdate = "job/update"
-    case sosAck = "sos/ack"
-    /// A message for the driver (DriverMessages.swift).
-    case msg
-    /// The taxi's place in its zone's queue (DriverMessages.swift).
-    case queue
-}
 
 public struct Coordinate: Sendable, Equatable, Codable {
     public var lat: Double
@@ -27,10 +10,6 @@ public struct Coordinate: Sendable, Equatable, Codable {
     public init(lat: Double, lon: Double) {
         self.lat = lat
         self.lon = lon
-    }
-
-    public init(_ fix: Fix) {
-        self.init(lat: fix.latitude, lon: fix.longitude)
     }
 
     /// Great-circle distance in metres.
@@ -270,7 +249,8 @@ extension InboundTopic {
 extension InboundMessage {
     /// Decodes and checks a payload received on `topic` at unit clock `now`. Job ids may be JSON
     /// strings or integers; an integer id is handled as its decimal string. The payload must be
-    /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size.
+    /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size; it
+    /// is parsed once, and the message read from that parse.
     public static func decode(topic: InboundTopic, payload: [UInt8], now: Int64) -> Result<InboundMessage, InboundProblem> {
         guard payload.count <= topic.maxPayloadBytes else { return .failure(.tooLarge(topic, bytes: payload.count)) }
         let document: JSONDocument
@@ -297,32 +277,31 @@ extension InboundMessage {
         if let job, case .object(let members) = document {
             normalised = .object(members.map { $0.key == idKey ? (key: idKey, value: .string(job)) : $0 })
         }
-        let data = Data(normalised.canonicalBytes)
         do {
             switch topic {
             case .jobOffer:
-                let offer = try JSONDecoder().decode(JobOffer.self, from: data)
+                let offer = try normalised.decode(JobOffer.self)
                 if let reason = check(offer, now: now) { return problem(reason) }
                 return .success(.offer(offer))
             case .jobCancel:
-                let cancel = try JSONDecoder().decode(JobCancel.self, from: data)
+                let cancel = try normalised.decode(JobCancel.self)
                 if let reason = checkText(cancel.reason, field: "reason") { return problem(reason) }
                 return .success(.cancel(cancel))
             case .jobUpdate:
-                let update = try JSONDecoder().decode(JobUpdate.self, from: data)
+                let update = try normalised.decode(JobUpdate.self)
                 if let reason = check(update) { return problem(reason) }
                 return .success(.update(update))
             case .sosAck:
-                let ack = try JSONDecoder().decode(SOSAck.self, from: data)
+                let ack = try normalised.decode(SOSAck.self)
                 if let id = ack.id, let reason = checkID(id, field: "id") { return problem(reason) }
                 if let reason = checkText(ack.note, field: "note") { return problem(reason) }
                 return .success(.sosAck(ack))
             case .msg:
-                let message = try JSONDecoder().decode(TextMessage.self, from: data)
+                let message = try normalised.decode(TextMessage.self)
                 if let reason = check(message, now: now) { return problem(reason) }
                 return .success(.message(message))
             case .queue:
-                let queue = try JSONDecoder().decode(QueuePosition.self, from: data)
+                let queue = try normalised.decode(QueuePosition.self)
                 if let reason = check(queue, now: now) { return problem(reason) }
                 return .success(.queue(queue))
             }
@@ -353,21 +332,21 @@ extension InboundMessage {
     }
 
     /// Ids become MQTT payloads, log lines and terminal text: bounded and printable.
-    static func checkID(_ id: String, field: String) -> String? {
+    public static func checkID(_ id: String, field: String) -> String? {
         if id.utf8.count > InboundLimits.idBytes { return "\(field) is longer than \(InboundLimits.idBytes) bytes" }
         if id.unicodeScalars.contains(where: isControl) { return "\(field) contains control characters" }
         return nil
     }
 
     /// Texts shown to the driver: bounded; line breaks and other control characters refused.
-    static func checkText(_ text: String?, field: String, limit: Int = InboundLimits.textBytes) -> String? {
+    public static func checkText(_ text: String?, field: String, limit: Int = InboundLimits.textBytes) -> String? {
         guard let text else { return nil }
         if text.utf8.count > limit { return "\(field) is longer than \(limit) bytes" }
         if text.unicodeScalars.contains(where: isControl) { return "\(field) contains control characters" }
         return nil
     }
 
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
@@ -377,7 +356,7 @@ extension InboundMessage {
     }
 
     /// Within a year of the unit clock either way.
-    static func checkTime(_ time: Int64?, field: String, now: Int64) -> String? {
+    public static func checkTime(_ time: Int64?, field: String, now: Int64) -> String? {
         guard let time else { return nil }
         let distance = time.saturatingSubtract(now)
         guard distance.magnitude <= InboundLimits.timeWindowMs.magnitude else { return "\(field) is more than a year from the unit clock" }
@@ -517,59 +496,3 @@ public struct SOSAlarm: Sendable, Equatable, Codable {
     }
 }
 
-/// An outgoing message: the unit's id, the topic's `seq` and a unique `id`, then the body's own
-/// fields at the same level (`{"unit","seq","id",...body}`).
-public struct Envelope<Body: Encodable & Sendable>: Encodable, Sendable {
-    public var unit: String
-    public var seq: Int64
-    public var id: String
-    /// The driver logged in when the message was made; omitted with nobody logged in.
-    public var driver: String?
-    public var body: Body
-
-    public init(_ body: Body, unit: String, seq: Int64, id: String, driver: String? = nil) {
-        self.body = body
-        self.unit = unit
-        self.seq = seq
-        self.id = id
-        self.driver = driver
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case unit, seq, id, driver
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(unit, forKey: .unit)
-        try container.encode(seq, forKey: .seq)
-        try container.encode(id, forKey: .id)
-        try container.encodeIfPresent(driver, forKey: .driver)
-        try body.encode(to: encoder)
-    }
-}
-
-/// A finished ride, kept on the unit (table `rides`). The shell measures the distance over the
-/// fixes it stored from the pickup fix to the drop fix.
-public struct RideSummary: Sendable, Equatable, Codable {
-    public var job: String
-    public var passengers: Int
-    /// Unit clock, ms.
-    public var pickupTime: Int64
-    public var dropTime: Int64
-    /// The last fix when the passengers got in and out; nil without a fix.
-    public var pickupFix: Fix?
-    public var dropFix: Fix?
-    /// From arriving at the pickup to the passengers on board; nil when the arrival is not known.
-    public var waitingMs: Int64?
-
-    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupFix: Fix?, dropFix: Fix?, waitingMs: Int64? = nil) {
-        self.job = job
-        self.passengers = passengers
-        self.pickupTime = pickupTime
-        self.dropTime = dropTime
-        self.pickupFix = pickupFix
-        self.dropFix = dropFix
-        self.waitingMs = waitingMs
-    }
-}

@@ -30,16 +30,19 @@ public struct OwnTracksLocation: Sendable, Equatable, Encodable {
         case type = "_type", tst, lat, lon, acc, vel, cog, alt, tid, t
     }
 
-    /// From a valid fix; a value that does not convert is left out, as OwnTracks makes every field
-    /// but `lat`, `lon` and `tst` optional. Coordinates are kept to 1e-7 degree, as on `pos`.
-    public init(_ fix: Fix, tid: String) {
-        tst = fix.time / 1000
-        lat = (fix.latitude * 1e7).rounded() / 1e7
-        lon = (fix.longitude * 1e7).rounded() / 1e7
-        acc = fix.accuracy.flatMap { Int64(roundingChecked: $0) }
-        vel = fix.speed.flatMap { Int64(roundingChecked: $0 * 3.6) }
-        cog = fix.track.flatMap { Int64(roundingChecked: $0) }.map { $0 % 360 }
-        alt = fix.altitude.flatMap { Int64(roundingChecked: $0) }
+    /// From a valid fix in the units of `pos` (ms, m/s, metres); a value that does not convert is
+    /// left out, as OwnTracks makes every field but `lat`, `lon` and `tst` optional. Coordinates are
+    /// kept to 1e-7 degree, as on `pos`.
+    public init(
+        timeMs: Int64, latitude: Double, longitude: Double, accuracyM: Double?, speedMS: Double?, course: Double?, altitudeM: Double?, tid: String
+    ) {
+        tst = timeMs / 1000
+        lat = (latitude * 1e7).rounded() / 1e7
+        lon = (longitude * 1e7).rounded() / 1e7
+        acc = accuracyM.flatMap { Int64(roundingChecked: $0) }
+        vel = speedMS.flatMap { Int64(roundingChecked: $0 * 3.6) }
+        cog = course.flatMap { Int64(roundingChecked: $0) }.map { $0 % 360 }
+        alt = altitudeM.flatMap { Int64(roundingChecked: $0) }
         self.tid = tid
     }
 
