@@ -56,6 +56,9 @@ public final class ControlServer: BackgroundAdapter {
     /// Connections told busy, read to the end of their request before they are closed.
     private let refused = Mutex<[Refused]>([])
     private let refuser = BlockingWorker(name: "control-busy")
+    /// Signalled when a connection is refused: the refuser sleeps until then rather than polling
+    /// (a 20 ms poll cost the idle daemon 50 wakeups a second, 18 % of its CPU at 50 fixes/s).
+    private let refusedArrived = DispatchSemaphore(value: 0)
 
     private struct Refused {
         var fd: Int32
@@ -127,7 +130,7 @@ public final class ControlServer: BackgroundAdapter {
         guard fd >= 0 else { return }
         // accept() returns once the listening socket is shut down.
         worker.stop { _ = shutdown(fd, Int32(SHUT_RDWR)) }
-        refuser.stop()
+        refuser.stop { refusedArrived.signal() }
         for connection in refused.withLock({ $0 }) { closeDescriptor(connection.fd) }
         refused.withLock { $0 = [] }
         closeDescriptor(fd)
@@ -164,7 +167,7 @@ public final class ControlServer: BackgroundAdapter {
                     connections.append(Refused(fd: client, deadline: .now + requestDeadline))
                     return true
                 }
-                if !kept { closeDescriptor(client) }
+                if kept { refusedArrived.signal() } else { closeDescriptor(client) }
                 continue
             }
             detachThread { [self] in
@@ -181,7 +184,7 @@ public final class ControlServer: BackgroundAdapter {
         while !refuser.isStopping {
             let connections = refused.withLock { $0 }
             guard !connections.isEmpty else {
-                refuser.sleep(0.02, beatAllowingSilenceS: 0)
+                _ = refusedArrived.wait(timeout: .now() + .seconds(1))
                 continue
             }
             var ready = connections.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
