@@ -229,8 +229,8 @@ final class DeviceLine: Sendable {
         // _IOC(_IOC_READ, 'E', 0x1b or 0x18, len).
         let request: UInt = (2 << 30) | (UInt(bits.count) << 16) | (0x45 << 8) | (switches ? 0x1b : 0x18)
         let read = bits.withUnsafeMutableBytes { buffer in try? syscall("ioctl EVIOCGSW/EVIOCGKEY") { ioctl(fd, request, buffer.baseAddress!) } }
-        guard read != nil else { return nil }
         let index = Int(code)
+        guard read != nil, index / 8 < bits.count else { return nil }
         return bits[index / 8] & (1 << (index % 8)) != 0
     }
 

@@ -204,13 +204,14 @@ final class Statement {
                 code = text.withUTF8 { bytes in
                     bytes.isEmpty
                         ? sqlite3_bind_text(handle, index, "", 0, transient)
-                        : sqlite3_bind_text(handle, index, bytes.baseAddress, Int32(bytes.count), transient)
+                        // 64-bit lengths: a value over 2 GiB is refused by SQLite (SQLITE_TOOBIG), never a trap here.
+                        : sqlite3_bind_text64(handle, index, bytes.baseAddress, sqlite3_uint64(bytes.count), transient, UInt8(SQLITE_UTF8))
                 }
             case .blob(let blob):
                 code = blob.withUnsafeBytes { bytes in
                     bytes.isEmpty
                         ? sqlite3_bind_zeroblob(handle, index, 0)
-                        : sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), transient)
+                        : sqlite3_bind_blob64(handle, index, bytes.baseAddress, sqlite3_uint64(bytes.count), transient)
                 }
             }
             guard code == SQLITE_OK else { throw database.error(code, sql: sql) }

@@ -15,8 +15,8 @@ public enum UnitInput: Sendable {
     case fleetConfig(FleetConfigEvent)
     /// A message on the unit's `cmd` topic; `at`: the unit clock, ms.
     case fleetCommand(payload: [UInt8], topic: String, at: Int64)
-    /// A message on `cmd` refused unread (over the size limit, or poison).
-    case fleetCommandRefusedUnread(FleetRejection)
+    /// A message on `cmd` refused unread (over the size limit, or poison); `at`: the unit clock, ms.
+    case fleetCommandRefusedUnread(FleetRejection, at: Int64)
 }
 
 /// What the shell knows about the driver's surroundings when an input arrives: read from the
@@ -100,9 +100,9 @@ public struct UnitCoordinator: Sendable {
             var step = UnitStep(driver: session.driver)
             step.command = command(commands.admit(payload, topic: topic, now: now), at: now)
             return step
-        case .fleetCommandRefusedUnread(let rejection):
+        case .fleetCommandRefusedUnread(let rejection, let now):
             var step = UnitStep(driver: session.driver)
-            step.command = command(CommandGate.refuseUnread(rejection), at: 0)
+            step.command = command(CommandGate.refuseUnread(rejection), at: now)
             return step
         }
     }

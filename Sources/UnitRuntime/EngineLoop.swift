@@ -484,7 +484,7 @@ final class EngineLoop {
             return
         }
         if let badge = press.badge {
-            for line in step(.badge(badge, context: sessionContext(), at: clockMs())).told { logger.info("badge read: \(line)") }
+            for line in step(.badge(badge, context: sessionContext(readingPreferences: false), at: clockMs())).told { logger.info("badge read: \(line)") }
             return
         }
         if press.discarded {
@@ -506,7 +506,9 @@ final class EngineLoop {
     /// Returns what the driver was told.
     @discardableResult
     private func driverCommand(_ command: DriverCommand?, key: LoginEntry.Key?) -> DriverAnswer {
-        let performed = step(.driver(command, key: key, context: sessionContext(), at: clockMs()))
+        // Only a session word needs the driver's stored preferences: no store read on a job key's way to the broker.
+        let session = if case .session? = command?.action { true } else { false }
+        let performed = step(.driver(command, key: key, context: sessionContext(readingPreferences: session), at: clockMs()))
         // The terminal shows nothing of an SOS; whoever pressed it here is told it is stored.
         let sos = if case .job(.sos)? = command?.action { true } else { false }
         let stored = sos ? performed.storedAlarmID.map { ["SOS alarm \($0) stored; it goes to the dispatcher before anything else"] } ?? [] : []
@@ -514,8 +516,9 @@ final class EngineLoop {
     }
 
     /// What the core needs to know of the driver's surroundings for a session input.
-    private func sessionContext() -> SessionContext {
-        let preferences = core.session.driver.flatMap { try? store.driverPreferences($0) } ?? DriverPreferences()
+    private func sessionContext(readingPreferences: Bool) -> SessionContext {
+        let stored = readingPreferences ? core.session.driver.flatMap { try? store.driverPreferences($0) } : nil
+        let preferences = stored ?? DriverPreferences()
         return SessionContext(preferences: preferences, installedLanguages: installedLanguages, hasTerminal: devices?.terminal != nil)
     }
 

@@ -56,7 +56,7 @@ extension EngineLoop {
         case .config(let scope):
             step(.fleetConfig(.refusedUnread(scope, rejection)))
         case .command:
-            step(.fleetCommandRefusedUnread(rejection))
+            step(.fleetCommandRefusedUnread(rejection, at: clockMs()))
         }
         return true
     }
