@@ -95,6 +95,24 @@ public func replaceFile(at path: String, contents: [UInt8], mode: mode_t) throws
     }
 }
 
+/// At most the first `limit` bytes of `path`: a reader that refuses larger files learns the size
+/// without the whole of one in memory. A failure names the call and its errno (`ENOENT`, `EACCES`, `ELOOP`).
+public func readFile(at path: String, upTo limit: Int) throws(SystemCallError) -> [UInt8] {
+    let fd = try syscall("open \(path)") { open(path, O_RDONLY | O_CLOEXEC) }
+    defer { closeDescriptor(fd) }
+    var bytes = [UInt8](repeating: 0, count: max(0, limit))
+    var filled = 0
+    while filled < bytes.count {
+        let count = try bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemCallError) in try syscall("read \(path)") { read(fd, buffer.baseAddress! + filled, buffer.count - filled) } }
+        }.get()
+        if count == 0 { break }
+        filled += count
+    }
+    bytes.removeSubrange(filled...)
+    return bytes
+}
+
 private func writeAll(_ contents: [UInt8], to fd: Int32, path: String) throws(SystemCallError) {
     var offset = 0
     while offset < contents.count {

@@ -221,24 +221,13 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
 
     /// A TLS file for `--check`, read at most one byte past the limit it is held to.
     static func readFile(_ path: String) -> Result<[UInt8], TLSFileCheck.FileProblem> {
-        guard FileManager.default.fileExists(atPath: path) else { return .failure(.missing) }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return .failure(.unreadable("permission denied")) }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: TLSFileCheck.maximumFileBytes + 1)
-        var filled = 0
         do {
-            while filled < bytes.count {
-                let count = try bytes.withUnsafeMutableBytes { buffer in
-                    try syscall("read \(path)") { read(descriptor, buffer.baseAddress! + filled, buffer.count - filled) }
-                }
-                if count == 0 { break }
-                filled += count
-            }
+            return .success(try Platform.readFile(at: path, upTo: TLSFileCheck.maximumFileBytes + 1))
+        } catch where error.code == ENOENT {
+            return .failure(.missing)
         } catch {
-            return .failure(.unreadable("\(error)"))
+            return .failure(.unreadable(error.message))
         }
-        return .success(Array(bytes.prefix(filled)))
     }
 }
 

@@ -82,6 +82,23 @@ import Testing
         #expect(info.st_uid == getuid())
         #expect(throws: SystemCallError.self) { try makePrivateDirectory(in: base + "/no-such-directory-\(getpid())", prefix: "x") }
     }
+
+    /// A bounded read says what went wrong by errno, so `--check` never calls a loop "permission denied".
+    @Test func aBoundedReadStopsAtItsLimitAndNamesTheErrno() throws {
+        let directory = try makePrivateDirectory(in: NSTemporaryDirectory(), prefix: "platform-read")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/ten"
+        try createPrivateFile(at: file, contents: Array(0..<10))
+        #expect(try readFile(at: file, upTo: 4) == [0, 1, 2, 3])
+        #expect(try readFile(at: file, upTo: 100) == Array(0..<10))
+        #expect(try readFile(at: file, upTo: 0) == [])
+        try syscall("symlink") { symlink(directory + "/loop", directory + "/loop") }
+        let problems: [(String, Int32)] = [(directory + "/missing", ENOENT), (directory + "/loop", ELOOP), (directory, EISDIR)]
+        for (path, code) in problems {
+            #expect(throws: SystemCallError.self) { try readFile(at: path, upTo: 4) }
+            do { _ = try readFile(at: path, upTo: 4) } catch { #expect(error.code == code, "\(path): \(error)") }
+        }
+    }
 }
 
 @Suite struct BlockingWorkerTests {
