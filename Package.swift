@@ -120,7 +120,7 @@ let package = Package(
         .target(name: "DriverKeys"),
         .target(name: "DriverDisplay", dependencies: ["TaxiProtocol", "UnitCore", "UnitConfig"]),
         .target(name: "DriverDevices", dependencies: [
-            "DriverKeys", "DriverDisplay", "Platform", "UnitCore",
+            "DriverKeys", "DriverDisplay", "Platform", "TaxiProtocol", "UnitCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -205,7 +205,7 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "DriverDisplayTests", dependencies: ["TaxiProtocol", "DriverDisplay", "UnitCore", "TestHarness"]),
-        .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TestHarness"]),
+        .testTarget(name: "DriverDevicesTests", dependencies: ["DriverDevices", "DriverKeys", "DriverDisplay", "TaxiProtocol", "TestHarness"]),
         .testTarget(name: "FleetControlTests", dependencies: [
             "TaxiProtocol", "FleetControl", "UnitConfig", "UnitCore", "UnitCoordination", "StrictJSON",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -218,7 +218,7 @@ let package = Package(
             "JournalLog", "Liveness", "ControlSocket", "Platform",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "UnitCore", "TestHarness"]),
+        .testTarget(name: "GPSReaderTests", dependencies: ["GPSReader", "TaxiProtocol", "UnitCore", "TestHarness"]),
         .testTarget(name: "LocalCacheTests", dependencies: [
             "TaxiProtocol", "LocalCache", "UnitCore", "TestHarness", "UnitRuntime",
             // sqlite3_db_status: what a connection's page cache holds.

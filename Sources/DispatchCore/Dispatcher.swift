@@ -320,7 +320,7 @@ public struct Dispatcher: Sendable {
             let previousConn = taxis[unit]?.conn
             taxis[unit, default: Taxi()].online = status.online
             if let conn = status.conn { taxis[unit, default: Taxi()].conn = conn }
-            let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0, to: unit, live: true) } ?? []
+            let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0.milliseconds, to: unit, live: true) } ?? []
             return actions + reconcile(unit) + resendLostOffer(to: unit, after: status, previousConn: previousConn, now: now)
         case .offline(let conn):
             // A will set for an older connection than the status seen last is stale: the broker
@@ -351,10 +351,10 @@ public struct Dispatcher: Sendable {
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {
                 if case .offering(unit, _) = requests[job]?.phase { requests[job]?.offerShown = true }
-                replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t
+                replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t.milliseconds
                 completeProbe(ProbeKey(job: job, unit: unit))
             }
-            return apply(state: transition.to, zone: nil, at: transition.t, to: unit) + reconcile(unit)
+            return apply(state: transition.to, zone: nil, at: transition.t.milliseconds, to: unit) + reconcile(unit)
         case .reply(let id, let reply):
             guard firstArrival(id, from: unit) else { return [] }
             return handle(reply, from: unit, now: now)
@@ -464,7 +464,7 @@ public struct Dispatcher: Sendable {
             return [.log(.init(level: .info, text: "late \(reply.reply.rawValue) of \(reply.job) from \(unit) ignored"))]
         }
         stats.offerToReplyMs.append(now - sentAt)
-        replyProbes[key]?.replyMadeAt = reply.t
+        replyProbes[key]?.replyMadeAt = reply.t.milliseconds
         replyProbes[key]?.replyReceivedAt = now
         completeProbe(key)
         taxis[unit, default: Taxi()].offeredJob = nil
@@ -481,7 +481,7 @@ public struct Dispatcher: Sendable {
             }
             requests[reply.job]?.phase = .assigned(unit: unit)
             taxis[unit]?.assignedJob = reply.job
-            actions += apply(state: .enRoute, zone: nil, at: reply.t, to: unit)
+            actions += apply(state: .enRoute, zone: nil, at: reply.t.milliseconds, to: unit)
             return actions + [.log(.init(level: .info, text: line))] + reconcile(unit)
         case .reject, .timeout, .expired, .invalid, .shown:
             switch reply.reply {
@@ -493,13 +493,13 @@ public struct Dispatcher: Sendable {
             case .accept, .busy: break
             }
             // The unit is back in `available` after any of these: to the end of its queue.
-            actions += apply(state: .available, zone: nil, at: reply.t, to: unit)
+            actions += apply(state: .available, zone: nil, at: reply.t.milliseconds, to: unit)
         case .busy:
             stats.busy += 1
             // Busy with something else: out of the queues until its status says available again.
-            if reply.t >= taxis[unit, default: Taxi()].stateTime {
+            if reply.t.milliseconds >= taxis[unit, default: Taxi()].stateTime {
                 taxis[unit]?.state = nil
-                taxis[unit]?.stateTime = reply.t
+                taxis[unit]?.stateTime = reply.t.milliseconds
             }
         }
         actions.append(.log(.init(level: reply.reply == .invalid ? .warning : .info, text: line)))

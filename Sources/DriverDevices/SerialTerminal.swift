@@ -6,6 +6,7 @@ import Logging
 import Platform
 import UnitCore
 import Synchronization
+import TaxiProtocol
 
 /// The serial terminal adapter: raw 8N1 termios on the port, keys in, screen out, on its own thread.
 /// Its system calls are in `DeviceLine`.
@@ -137,8 +138,8 @@ public final class SerialTerminal: BackgroundAdapter {
     }
 
     private func draw(_ fd: Int32) -> String? {
-        // A clock set beyond Int64's milliseconds shows no countdown rather than trapping.
-        let now = Int64(exactly: (Date().timeIntervalSince1970 * 1000).rounded()) ?? 0
+        // The system clock: the engine hands over deadlines shifted onto it (DriverPanel).
+        let now = UnitTime(seconds: Date().timeIntervalSince1970)
         let offset = TimeZone.current.secondsFromGMT()
         let bytes = screen.withLock { screen in
             let view = screen.view

@@ -10,7 +10,7 @@ public struct DriverView: Sendable, Equatable {
         public var distanceM: Double?
         public var passengers: Int
         /// A reservation's meeting time.
-        public var meetingTime: Int64?
+        public var meetingTime: UnitTime?
         /// Who to pick up, for the driver to find them: the booking's name and pickup code.
         public var passengerName: String?
         public var pickupCode: String?
@@ -18,7 +18,7 @@ public struct DriverView: Sendable, Equatable {
         public var stops: Int
 
         public init(
-            address: String, distanceM: Double?, passengers: Int, meetingTime: Int64?, passengerName: String? = nil, pickupCode: String? = nil,
+            address: String, distanceM: Double?, passengers: Int, meetingTime: UnitTime?, passengerName: String? = nil, pickupCode: String? = nil,
             stops: Int = 0
         ) {
             self.address = address
@@ -73,7 +73,7 @@ public struct DriverView: Sendable, Equatable {
         case paused(reason: String)
         /// Waiting for accept or reject until `deadline` (ms on the system clock, which the
         /// terminal counts down on).
-        case offered(Pickup, deadline: Int64)
+        case offered(Pickup, deadline: UnitTime)
         case enRoute(Pickup)
         /// Arrived: the driver is asked how many passengers boarded.
         case atPickup(Pickup)
@@ -97,7 +97,7 @@ public struct DriverView: Sendable, Equatable {
         /// The input made no sense now, for this reason (shown in the driver's language).
         case refused(DriverRefusal)
         /// An accepted reservation's meeting time is near.
-        case reminder(meetingTime: Int64)
+        case reminder(meetingTime: UnitTime)
         /// The driver set the free seats: the count now, on every screen.
         case freeSeats(Int)
         /// A message from the dispatcher arrived (MessageScreens.swift).
@@ -160,3 +160,4 @@ public struct DriverView: Sendable, Equatable {
         self.sosAcknowledged = sosAcknowledged
     }
 }
+

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 extension DriverView {
@@ -27,13 +28,13 @@ extension DriverView {
         /// 0-based page of the text.
         public var page: Int
         /// Unit clock, ms.
-        public var receivedAt: Int64
+        public var receivedAt: UnitTime
         public var urgent: Bool
         public var hasReplies: Bool
         /// The canned reply chosen, not sent yet.
         public var choice: String?
 
-        public init(index: Int, count: Int, text: String, page: Int, receivedAt: Int64, urgent: Bool, hasReplies: Bool, choice: String?) {
+        public init(index: Int, count: Int, text: String, page: Int, receivedAt: UnitTime, urgent: Bool, hasReplies: Bool, choice: String?) {
             self.index = index
             self.count = count
             self.text = text
@@ -107,7 +108,7 @@ extension ScreenRenderer {
 
     /// The open message takes the whole screen; a canned message being chosen, or an unread urgent
     /// one, takes the last row. An offer keeps its screen: it has a deadline.
-    func messageRows(_ view: DriverView, now: Int64, utcOffsetS: Int, showNotice: Bool, into layout: inout Layout) {
+    func messageRows(_ view: DriverView, now: UnitTime, utcOffsetS: Int, showNotice: Bool, into layout: inout Layout) {
         if case .offered = view.mode { return }
         if let open = view.inbox.open {
             var screen = Layout(columns: size.columns)

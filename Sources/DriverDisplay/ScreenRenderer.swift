@@ -60,7 +60,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// `now`: unit clock, ms since the epoch; `utcOffsetS`: the local time zone, for meeting times.
-    public func render(_ view: DriverView, now: Int64, utcOffsetS: Int, showNotice: Bool) -> Rendered {
+    public func render(_ view: DriverView, now: UnitTime, utcOffsetS: Int, showNotice: Bool) -> Rendered {
         var layout = Layout(columns: size.columns)
         let linkRow = linkText(view)
         if let page = view.page, view.details.indices.contains(page) {
@@ -90,7 +90,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// The screen of the driver's state.
-    private func jobScreen(_ view: DriverView, now: Int64, utcOffsetS: Int, linkRow: String, into layout: inout Layout) {
+    private func jobScreen(_ view: DriverView, now: UnitTime, utcOffsetS: Int, linkRow: String, into layout: inout Layout) {
         switch view.mode {
         case .offDuty, .available, .paused:
             let heading = title(view.mode)
@@ -99,7 +99,7 @@ public struct ScreenRenderer: Sendable {
             layout.row(catalogue.text(.statusSeats, ["n": "\(view.seatsLeft)"]))
             unreadRow(view, link: linkRow, into: &layout)
         case .offered(let pickup, let deadline):
-            let secondsLeft = max(0, deadline.saturatingSubtract(now).saturatingAdd(999) / 1000)
+            let secondsLeft = max(0, (deadline - now).wholeMilliseconds.saturatingAdd(999) / 1000)
             layout.row(title(view.mode), right: "\(secondsLeft)s", alert: true)
             layout.row(pickup.address, right: pickup.stops > 0 ? "+\(pickup.stops)" : "", isData: true)
             let meeting = pickup.meetingTime.map { catalogue.text(.offerMeeting, ["time": clock($0, utcOffsetS)]) }
@@ -224,8 +224,8 @@ public struct ScreenRenderer: Sendable {
         return "\(tenths / 10)\(catalogue.text(.decimalSeparator))\(tenths % 10) km"
     }
 
-    private func meetingText(_ meeting: Int64, now: Int64, utcOffsetS: Int) -> String {
-        let minutes = meeting.saturatingSubtract(now).saturatingAdd(59_999) / 60_000
+    private func meetingText(_ meeting: UnitTime, now: UnitTime, utcOffsetS: Int) -> String {
+        let minutes = (meeting - now).wholeMilliseconds.saturatingAdd(59_999) / 60_000
         let time = clock(meeting, utcOffsetS)
         guard minutes > 0 else { return catalogue.text(.jobMeetingNow, ["time": time]) }
         let left = minutes < 100 ? "\(minutes)m" : "\((minutes + 30) / 60)h"
@@ -233,8 +233,8 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// `HH:MM` in local time.
-    func clock(_ epochMs: Int64, _ utcOffsetS: Int) -> String {
-        let minuteOfDay = ((epochMs / 1000).saturatingAdd(Int64(utcOffsetS)) / 60 % 1440 + 1440) % 1440
+    func clock(_ time: UnitTime, _ utcOffsetS: Int) -> String {
+        let minuteOfDay = ((time.milliseconds / 1000).saturatingAdd(Int64(utcOffsetS)) / 60 % 1440 + 1440) % 1440
         let hours = minuteOfDay / 60, minutes = minuteOfDay % 60
         return (hours < 10 ? "0" : "") + "\(hours):" + (minutes < 10 ? "0" : "") + "\(minutes)"
     }

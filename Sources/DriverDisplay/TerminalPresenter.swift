@@ -18,20 +18,20 @@ public enum TerminalCharset: String, Sendable, CaseIterable {
 public struct TerminalPresenter: Sendable {
     public var renderer: ScreenRenderer
     public let charset: TerminalCharset
-    public let noticeDurationMs: Int64
+    public let noticeDuration: Duration
     /// An unanswered offer rings again this often.
-    public let offerRingIntervalMs: Int64
+    public let offerRingInterval: Duration
     /// false: the driver chose silent alerts (`alert blink`); alerts only blink.
     public var ringsBell = true
 
     /// What the terminal shows now; nil when unknown (just opened, or the driver pressed Ctrl-L).
     private var painted: Screen?
-    private var noticeSeen: (serial: Int, at: Int64)?
-    private var lastRing: (alert: Alert, at: Int64)?
+    private var noticeSeen: (serial: Int, at: UnitTime)?
+    private var lastRing: (alert: Alert, at: UnitTime)?
 
     /// What rang the bell: a new one rings at once.
     private enum Alert: Equatable {
-        case offer(deadline: Int64)
+        case offer(deadline: UnitTime)
         case arrival(address: String)
         case notice(serial: Int)
         /// An unread urgent message: rings like an offer until read.
@@ -40,11 +40,11 @@ public struct TerminalPresenter: Sendable {
 
     static let bell: UInt8 = 0x07
 
-    public init(renderer: ScreenRenderer, charset: TerminalCharset, noticeDurationMs: Int64 = 8000, offerRingIntervalMs: Int64 = 10_000) {
+    public init(renderer: ScreenRenderer, charset: TerminalCharset, noticeDuration: Duration = .seconds(8), offerRingInterval: Duration = .seconds(10)) {
         self.renderer = renderer
         self.charset = charset
-        self.noticeDurationMs = noticeDurationMs
-        self.offerRingIntervalMs = offerRingIntervalMs
+        self.noticeDuration = noticeDuration
+        self.offerRingInterval = offerRingInterval
     }
 
     /// The next `present` repaints everything.
@@ -53,11 +53,11 @@ public struct TerminalPresenter: Sendable {
     }
 
     /// Bytes that bring the terminal from what it shows to `view` at `now`; empty when nothing changed.
-    public mutating func present(_ view: DriverView, now: Int64, utcOffsetS: Int) -> [UInt8] {
+    public mutating func present(_ view: DriverView, now: UnitTime, utcOffsetS: Int) -> [UInt8] {
         if noticeSeen?.serial != view.noticeSerial, view.notice != nil {
             noticeSeen = (view.noticeSerial, now)
         }
-        let showNotice = noticeSeen.map { $0.serial == view.noticeSerial && now.saturatingSubtract($0.at) < noticeDurationMs } ?? false
+        let showNotice = noticeSeen.map { $0.serial == view.noticeSerial && now - $0.at < noticeDuration } ?? false
         let screen = renderer.render(view, now: now, utcOffsetS: utcOffsetS, showNotice: showNotice).screen
         var bytes = paint(screen)
         if ringsBell, let alert = alert(view, showNotice: showNotice), shouldRing(alert, now: now) {
@@ -78,10 +78,10 @@ public struct TerminalPresenter: Sendable {
         return nil
     }
 
-    private func shouldRing(_ alert: Alert, now: Int64) -> Bool {
+    private func shouldRing(_ alert: Alert, now: UnitTime) -> Bool {
         guard let last = lastRing, last.alert == alert else { return true }
         switch alert {
-        case .offer, .urgentMessage: return now.saturatingSubtract(last.at) >= offerRingIntervalMs
+        case .offer, .urgentMessage: return now - last.at >= offerRingInterval
         case .arrival, .notice: break
         }
         return false

@@ -76,7 +76,7 @@ public enum Preflight {
         }
         let payload = signed.canonicalBytes
         var gate = CommandGate(trust: FleetTrust(publicKeys: [Array(key.publicKey.rawRepresentation)], requireSigned: true))
-        switch gate.admit(payload, topic: topic, now: now) {
+        switch gate.admit(payload, topic: topic, now: UnitTime(milliseconds: now)) {
         case .execute:
             return payload
         case .refuse(let refusal):

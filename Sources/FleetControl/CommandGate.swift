@@ -1,4 +1,5 @@
 import StrictJSON
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 
@@ -19,9 +20,9 @@ public struct FleetCommand: Sendable, Equatable {
     public var name: String
     public var action: Action
     /// Unit clock, ms since the Unix epoch.
-    public var expiresAt: Int64
+    public var expiresAt: UnitTime
 
-    public init(id: String, name: String, action: Action, expiresAt: Int64) {
+    public init(id: String, name: String, action: Action, expiresAt: UnitTime) {
         self.id = id
         self.name = name
         self.action = action
@@ -60,21 +61,21 @@ public struct CommandGate: Sendable {
     public let trust: FleetTrust
     /// Executed command ids and when they expire; kept until then, because after it an old command
     /// is refused as expired anyway.
-    public private(set) var executed: [String: Int64]
+    public private(set) var executed: [String: UnitTime]
 
     /// A command valid longer than this is refused, which bounds how many ids the unit must keep.
-    public static let longestValidityMs: Int64 = 24 * 3600 * 1000
+    public static let longestValidity: Duration = .seconds(24 * 3600)
     public static let maximumIDLength = 128
     public static let known = ["report", "status", "purge", "reconnect"]
 
-    public init(trust: FleetTrust, executed: [String: Int64] = [:]) {
+    public init(trust: FleetTrust, executed: [String: UnitTime] = [:]) {
         self.trust = trust
         self.executed = executed
     }
 
-    /// Decides about one message; `now` is the unit's clock in ms. An admitted command's id is
+    /// Decides about one message; `now` is the unit's clock. An admitted command's id is
     /// remembered here at once.
-    public mutating func admit(_ payload: [UInt8], topic: String, now: Int64) -> CommandDecision {
+    public mutating func admit(_ payload: [UInt8], topic: String, now: UnitTime) -> CommandDecision {
         executed = executed.filter { $0.value > now }
         let document: JSONDocument
         switch FleetMessage.parse(payload) {
@@ -91,13 +92,13 @@ public struct CommandGate: Sendable {
             return .refuse(Self.refusal(id: nil, name: name, .rejected, FleetRejection(.invalid, [problem])))
         }
         if executed[id] != nil { return .ignore(id: id) }
-        guard let expiresAt = FleetMessage.integer("expires_at", in: document) else {
+        guard let expiresAt = FleetMessage.integer("expires_at", in: document).map({ UnitTime(milliseconds: Int64($0)) }) else {
             return .refuse(Self.refusal(id: id, name: name, .rejected, FleetRejection(.invalid, ["expires_at must be an integer (ms since the Unix epoch)"])))
         }
-        if Int64(expiresAt) <= now {
+        if expiresAt <= now {
             return .refuse(CommandRefusal(id: id, name: name, result: .expired, reason: nil, errors: ["expired at \(expiresAt), unit clock \(now)"]))
         }
-        if Int64(expiresAt) - now > Self.longestValidityMs {
+        if expiresAt - now > Self.longestValidity {
             return .refuse(Self.refusal(id: id, name: name, .rejected, FleetRejection(.invalid, ["expires_at is more than 24 h ahead of the unit clock \(now)"])))
         }
         guard let name else {
@@ -122,8 +123,8 @@ public struct CommandGate: Sendable {
         guard unknown.isEmpty else {
             return .refuse(Self.refusal(id: id, name: name, .rejected, FleetRejection(.invalid, unknown)))
         }
-        executed[id] = Int64(expiresAt)
-        return .execute(FleetCommand(id: id, name: name, action: action, expiresAt: Int64(expiresAt)))
+        executed[id] = expiresAt
+        return .execute(FleetCommand(id: id, name: name, action: action, expiresAt: expiresAt))
     }
 
     /// A command refused unread (over the size limit, or set aside as poison).

@@ -7,7 +7,7 @@ public enum FleetConfigEvent: Sendable, Equatable {
     /// A message on `{prefix}/{fleet}/config` (fleet scope) or `{prefix}/{fleet}/{unit}/config`;
     /// `retained` when the broker sent its stored copy rather than a message published just now;
     /// `at`: the unit clock, ms.
-    case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool, at: Int64)
+    case received(ConfigScope, topic: String, payload: [UInt8], retained: Bool, at: UnitTime)
     /// A message refused unread (over the size limit, or set aside as poison), for this reason.
     case refusedUnread(ConfigScope, FleetRejection)
     /// The rollback timer ran out before the fleet's own broker answered.
@@ -41,7 +41,7 @@ public enum FleetConfigAction: Sendable, Equatable {
     case acknowledge(ConfigAck)
     /// Run with this configuration from now on; `reconnect` when [mqtt] changed.
     case use(UnitConfiguration, reconnect: Bool)
-    case startRollbackTimer(seconds: Double)
+    case startRollbackTimer(after: Duration)
     case cancelRollbackTimer
     /// Nothing to do or say: a retained copy of the document in force, or an empty retained message.
     case ignore(ConfigScope, because: String)
@@ -109,14 +109,14 @@ public struct FleetConfigMachine: Sendable {
         }
     }
 
-    /// What the shell does right after starting, at `now` (unit clock, ms): resume a rollback timer
+    /// What the shell does right after starting, at `now` (unit clock): resume a rollback timer
     /// cut short by a restart with what was left of its window.
-    public func startupActions(now: Int64) -> [FleetConfigAction] {
+    public func startupActions(now: UnitTime) -> [FleetConfigAction] {
         guard let scope = onProbation, let probation = records[scope]?.probation else { return [] }
-        let windowS = probation.windowS ?? configuration.fleet.rollbackAfterS
+        let window = Duration.checkedSeconds(probation.windowS ?? configuration.fleet.rollbackAfterS)
         // A clock that went back counts as no time passed; one that leapt ahead ends the trial.
-        let elapsedS = probation.startedAt.map { Double(max(0, now.saturatingSubtract($0))) / 1000 } ?? 0
-        return [.startRollbackTimer(seconds: max(0, windowS - elapsedS))]
+        let elapsed = probation.startedAt.map { max(.zero, now - $0) } ?? .zero
+        return [.startRollbackTimer(after: max(.zero, window - elapsed))]
     }
 
     public var versions: [ConfigScope: Int] { records.compactMapValues { $0.applied?.version } }
@@ -142,7 +142,7 @@ public struct FleetConfigMachine: Sendable {
         }
     }
 
-    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8], retained: Bool, at now: Int64) -> [FleetConfigAction] {
+    private mutating func receive(_ scope: ConfigScope, topic: String, payload: [UInt8], retained: Bool, at now: UnitTime) -> [FleetConfigAction] {
         // Deleting a retained document is how a fleet stops sending it; the unit keeps what it has.
         if payload.isEmpty { return [.ignore(scope, because: "empty message (retained document cleared)")] }
         let document: JSONDocument
@@ -215,7 +215,7 @@ public struct FleetConfigMachine: Sendable {
             .commit(scope, updated, ack: ConfigAck(scope: scope, version: version, result: .applied)),
             .use(nextConfiguration, reconnect: reconnect),
         ]
-        if trial { actions.append(.startRollbackTimer(seconds: trialS)) }
+        if trial { actions.append(.startRollbackTimer(after: .checkedSeconds(trialS))) }
         return actions
     }
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitCore
 
 /// The driver's inbox (table `driver_messages`, migration `v6-driver-messages`): written in the
@@ -39,7 +40,7 @@ extension LocalCache {
     /// the inbox would have dropped them). A row that does not read back as a valid message is set
     /// aside (kind `driver_message`), so it cannot fail every start. The table holds at most the
     /// largest capacity (200) rows, as the inbox bounds it.
-    public func driverMessages(limit: Int, at time: Int64) throws -> [InboxMessage] {
+    public func driverMessages(limit: Int, at time: UnitTime) throws -> [InboxMessage] {
         try write(.full) { transaction in
             let db = transaction.db
             var kept: [(seq: Int64, message: InboxMessage)] = []

@@ -14,9 +14,9 @@ extension LocalCache {
     }
 
     /// Ids of executed commands that have not expired yet, with their expiry.
-    public func executedCommands(now: Int64) throws -> [String: Int64] {
+    public func executedCommands(now: UnitTime) throws -> [String: UnitTime] {
         try database.read { db in
-            var executed: [String: Int64] = [:]
+            var executed: [String: UnitTime] = [:]
             for row in try ExecutedCommandRow.fetchAll(db, sql: "SELECT * FROM executed_commands WHERE expires_at > ?", arguments: [now]) {
                 executed[row.id] = row.expiresAt
             }
@@ -26,18 +26,18 @@ extension LocalCache {
 }
 
 extension LocalCache.Transaction {
-    public func saveFleetConfig(_ record: ConfigScopeRecord, for scope: ConfigScope, at time: Int64) throws {
+    public func saveFleetConfig(_ record: ConfigScopeRecord, for scope: ConfigScope, at time: UnitTime) throws {
         try FleetConfigRow(scope: scope, record: record, updatedAt: time).upsert(db)
     }
 
     /// Remembers an executed command (and forgets those that expired).
-    public func rememberCommand(_ id: String, expiresAt: Int64, now: Int64) throws {
+    public func rememberCommand(_ id: String, expiresAt: UnitTime, now: UnitTime) throws {
         try db.cachedStatement(sql: "DELETE FROM executed_commands WHERE expires_at <= ?").execute(arguments: [now])
         try ExecutedCommandRow(id: id, expiresAt: expiresAt).insert(db, onConflict: .replace)
     }
 
     /// Deletes positions whose fix time is before `cutoff` (ms since the Unix epoch); returns how many.
-    public func deletePositions(before cutoff: Int64) throws -> Int {
+    public func deletePositions(before cutoff: UnitTime) throws -> Int {
         try db.execute(sql: "DELETE FROM positions WHERE t < ?", arguments: [cutoff])
         return db.changesCount
     }

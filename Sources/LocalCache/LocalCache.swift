@@ -33,7 +33,7 @@ public struct OutboxEntry: Sendable, Equatable {
     public var messageID: String
     public var topic: String
     public var messageClass: MessageClass
-    public var createdAt: Int64
+    public var createdAt: UnitTime
 }
 
 /// The order the pump serves the outbox in: a lower lane always goes first. Positions have two
@@ -259,7 +259,7 @@ public final class LocalCache: OutboxHints, Sendable {
     }
 
     /// A message id as the store gives them, for a message numbered before it is stored.
-    public static func newMessageID(at createdAt: Int64) -> String { MessageID.timeOrdered(at: createdAt) }
+    public static func newMessageID(at createdAt: UnitTime) -> String { MessageID.timeOrdered(at: createdAt) }
 
     /// The last sequence number `topic` has given (0 before its first message).
     public func lastSequence(of topic: String) throws -> Int64 {
@@ -377,13 +377,13 @@ public final class LocalCache: OutboxHints, Sendable {
 
         /// The local history: every valid fix, reported or not. `createdAt` (unit clock) decides
         /// retention, because the receiver's clock may be anything.
-        public func insertPosition(_ fix: Fix, createdAt: Int64) throws {
+        public func insertPosition(_ fix: Fix, createdAt: UnitTime) throws {
             try db.cachedStatement(sql: "INSERT INTO positions (t, lat, lon, spd, hdg, acc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
                 .execute(arguments: [fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy, createdAt])
         }
 
         /// Queues a fix for `pos`; the pump decides whether it goes live or in a backfill batch.
-        public func queuePosition(_ fix: Fix, createdAt: Int64) throws {
+        public func queuePosition(_ fix: Fix, createdAt: UnitTime) throws {
             try db.cachedStatement(sql: "INSERT INTO position_queue (created_at, t, lat, lon, spd, hdg, acc) VALUES (?, ?, ?, ?, ?, ?, ?)")
                 .execute(arguments: [createdAt, fix.time, fix.latitude, fix.longitude, fix.speed, fix.track, fix.accuracy])
             notes.queuedPoint = db.lastInsertedRowID
@@ -394,7 +394,7 @@ public final class LocalCache: OutboxHints, Sendable {
         /// (unique forever, so the dispatcher can drop duplicates) and returns the payload.
         @discardableResult
         public func enqueue(
-            topic: String, messageClass: MessageClass, qos: Int32 = 1, createdAt: Int64,
+            topic: String, messageClass: MessageClass, qos: Int32 = 1, createdAt: UnitTime,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> Int64 {
             try enqueue(
@@ -405,7 +405,7 @@ public final class LocalCache: OutboxHints, Sendable {
 
         /// `newestPoint`: the newest `position_queue` id packed into the message, if any.
         public func enqueue(
-            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, pointCount: Int, newestPoint: Int64?,
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: UnitTime, pointCount: Int, newestPoint: Int64?,
             encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
             try enqueue(
@@ -416,7 +416,7 @@ public final class LocalCache: OutboxHints, Sendable {
         /// `firstSeq`: a sequence number reserved with `reserveSequence`. `messageID`: one given
         /// before (`LocalCache.newMessageID`); nil makes a new one.
         public func enqueue(
-            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, firstSeq seq: Int64, pointCount: Int, newestPoint: Int64?,
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: UnitTime, firstSeq seq: Int64, pointCount: Int, newestPoint: Int64?,
             messageID: String? = nil, encode: (_ seq: Int64, _ messageID: String) throws -> [UInt8]
         ) throws -> OutboxMessage {
             let messageID = messageID ?? MessageID.timeOrdered(at: createdAt)
@@ -437,7 +437,7 @@ public final class LocalCache: OutboxHints, Sendable {
         /// Stores a message numbered and encoded before the store took it (it may have been published
         /// from memory meanwhile): its `seq` and `id` stay, and the topic's sequence moves past `seq`.
         public func enqueue(
-            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: Int64, seq: Int64, messageID: String, payload: [UInt8]
+            topic: String, lane: OutboxLane, qos: Int32 = 1, createdAt: UnitTime, seq: Int64, messageID: String, payload: [UInt8]
         ) throws -> OutboxMessage {
             try advanceSequence(of: topic, to: seq)
             return try enqueue(

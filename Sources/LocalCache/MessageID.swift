@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// Message ids: time-ordered (version 7, RFC 9562) UUIDs in lowercase, unique forever so the
 /// dispatcher can drop duplicates. The millisecond prefix makes each new id sort after the last, so
 /// the outbox's unique index on them grows at its end instead of taking a random page per message. Formatted here because `UUID().uuidString.lowercased()` (an
@@ -6,9 +8,9 @@
 enum MessageID {
     /// 74 random bits after the milliseconds: ids made in the same millisecond (a window of
     /// backfill) or by a clock set back never meet.
-    static func timeOrdered(at unixMs: Int64) -> String {
+    static func timeOrdered(at time: UnitTime) -> String {
         var generator = SystemRandomNumberGenerator()
-        let milliseconds = UInt64(truncatingIfNeeded: unixMs) & 0xFFFF_FFFF_FFFF
+        let milliseconds = UInt64(truncatingIfNeeded: time.milliseconds) & 0xFFFF_FFFF_FFFF
         return format(high: milliseconds << 16 | generator.next() & 0x0FFF | 0x7000, low: generator.next())
     }
 

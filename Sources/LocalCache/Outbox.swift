@@ -96,7 +96,7 @@ extension LocalCache.Transaction {
     }
 
     /// Acknowledged by the broker: the rows stay until `purgeDelivered` removes them in small batches.
-    public func markDelivered(_ rowIDs: [Int64], at time: Int64) throws {
+    public func markDelivered(_ rowIDs: [Int64], at time: UnitTime) throws {
         let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO outbox_acknowledged (id, at) VALUES (?, ?)")
         for rowID in rowIDs { try insert.execute(arguments: [rowID, time]) }
     }

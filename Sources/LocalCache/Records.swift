@@ -95,9 +95,9 @@ struct FleetConfigRow: FetchableRecord, PersistableRecord {
     /// A scope this release does not know (a newer one wrote it) stays in the table, unused.
     var scope: String
     var record: ConfigScopeRecord
-    var updatedAt: Int64
+    var updatedAt: UnitTime
 
-    init(scope: ConfigScope, record: ConfigScopeRecord, updatedAt: Int64) {
+    init(scope: ConfigScope, record: ConfigScopeRecord, updatedAt: UnitTime) {
         self.scope = scope.rawValue
         self.record = record
         self.updatedAt = updatedAt
@@ -145,9 +145,9 @@ struct ExecutedCommandRow: FetchableRecord, PersistableRecord {
     }
 
     var id: String
-    var expiresAt: Int64
+    var expiresAt: UnitTime
 
-    init(id: String, expiresAt: Int64) {
+    init(id: String, expiresAt: UnitTime) {
         self.id = id
         self.expiresAt = expiresAt
     }
@@ -177,10 +177,10 @@ struct AsideRow: FetchableRecord, PersistableRecord {
     /// An `AsideKind`'s raw value; a newer release may have written another.
     var kind: String
     var reason: String
-    var at: Int64
+    var at: UnitTime
     var data: Data?
 
-    init(kind: AsideKind, reason: String, at: Int64, data: Data?) {
+    init(kind: AsideKind, reason: String, at: UnitTime, data: Data?) {
         self.kind = kind.rawValue
         self.reason = reason
         self.at = at

@@ -5,8 +5,8 @@ import UnitCore
 public struct RideRecord: Sendable, Equatable {
     public var job: String
     public var passengers: Int
-    public var pickupTime: Int64
-    public var dropTime: Int64
+    public var pickupTime: UnitTime
+    public var dropTime: UnitTime
     public var pickupPosition: Coordinate?
     public var dropPosition: Coordinate?
     /// Path length through the fixes stored from the pickup fix to the drop fix, metres.

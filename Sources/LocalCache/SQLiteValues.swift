@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 
 // Values, rows and records over the SQLite connection of SQLite.swift. A value that does not fit
 // the Swift type it is read as (a NULL where one is required, text where a number belongs) throws
@@ -30,6 +31,14 @@ private func mismatch<T>(_ value: DatabaseValue, _ type: T.Type) -> DatabaseErro
 extension DatabaseValue: DatabaseValueConvertible {
     var databaseValue: DatabaseValue { self }
     static func decode(from value: DatabaseValue) throws -> DatabaseValue { value }
+}
+
+extension UnitTime: DatabaseValueConvertible {
+    var databaseValue: DatabaseValue { .integer(milliseconds) }
+
+    static func decode(from value: DatabaseValue) throws -> UnitTime {
+        UnitTime(milliseconds: try Int64.decode(from: value))
+    }
 }
 
 extension Int64: DatabaseValueConvertible {

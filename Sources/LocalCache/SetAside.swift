@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitCore
 
 /// What the unit could not use and set aside instead of failing on it at every start: kept in the
@@ -35,7 +36,7 @@ extension LocalCache {
     }
 
     /// Moves the value stored under `key` (the snapshot) aside.
-    public func setAsideValue(forKey key: String, kind: AsideKind, reason: String, at time: Int64) throws {
+    public func setAsideValue(forKey key: String, kind: AsideKind, reason: String, at time: UnitTime) throws {
         try write(.full) { transaction in
             let db = transaction.db
             guard let value = try Data.fetchOne(db, sql: "SELECT value FROM unit_state WHERE key = ?", arguments: [key]) else { return }
@@ -45,7 +46,7 @@ extension LocalCache {
     }
 
     /// Moves every stored fleet configuration document aside (as JSON of the rows).
-    public func setAsideFleetConfig(reason: String, at time: Int64) throws {
+    public func setAsideFleetConfig(reason: String, at time: UnitTime) throws {
         try write(.full) { transaction in
             try transaction.db.execute(
                 sql: """
@@ -57,7 +58,7 @@ extension LocalCache {
         }
     }
 
-    public func setAsideExecutedCommands(reason: String, at time: Int64) throws {
+    public func setAsideExecutedCommands(reason: String, at time: UnitTime) throws {
         try write(.full) { transaction in
             try transaction.db.execute(
                 sql: "INSERT INTO aside (kind, reason, at, data) SELECT ?, ?, ?, json_group_array(id) FROM executed_commands",

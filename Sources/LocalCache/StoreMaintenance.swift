@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// Keeping the store small and free of old personal data: purging, retention and the size bound.
@@ -41,11 +42,11 @@ extension LocalCache {
         }
     }
 
-    /// Privacy (`[store] retention_days`): positions and rides older than `cutoff` (unit clock, ms)
+    /// Privacy (`[store] retention_days`): positions and rides older than `cutoff` (unit clock)
     /// leave the history, and undelivered positions are dropped and counted. Alarms, replies and
     /// events are never dropped. Returns the undelivered positions dropped.
     @discardableResult
-    public func dropPositions(createdBefore cutoff: Int64) throws -> Int {
+    public func dropPositions(createdBefore cutoff: UnitTime) throws -> Int {
         try write { transaction in
             try transaction.db.execute(sql: "DELETE FROM positions WHERE created_at < ?", arguments: [cutoff])
             try transaction.deleteRides(droppedBefore: cutoff)
@@ -149,7 +150,7 @@ extension LocalCache.Transaction {
     /// Undelivered positions (still queued, or packed in the outbox and not acknowledged) created
     /// before `cutoff`: dropped and counted as dropped. Returns how many points.
     @discardableResult
-    public func dropQueuedPositions(createdBefore cutoff: Int64) throws -> Int {
+    public func dropQueuedPositions(createdBefore cutoff: UnitTime) throws -> Int {
         try db.execute(sql: "DELETE FROM position_queue WHERE created_at < ?", arguments: [cutoff])
         var dropped = db.changesCount
         let undelivered = "class = ? AND created_at < ? AND \(LocalCache.undelivered)"
@@ -162,7 +163,7 @@ extension LocalCache.Transaction {
 
     /// Rides that ended before `cutoff` (unit clock, ms). Returns how many.
     @discardableResult
-    public func deleteRides(droppedBefore cutoff: Int64) throws -> Int {
+    public func deleteRides(droppedBefore cutoff: UnitTime) throws -> Int {
         try db.execute(sql: "DELETE FROM rides WHERE drop_time < ?", arguments: [cutoff])
         return db.changesCount
     }

@@ -93,13 +93,16 @@ public final class BlockingWorker: Sendable {
     /// backoff never looks like a wedge. Returns false if it was asked to stop.
     @discardableResult
     public func sleep(_ seconds: Double, beatAllowingSilenceS allowingSilenceS: Double) -> Bool {
-        let deadline = DispatchTime.now() + max(0, seconds)
+        // A day at most: the backoffs that call this are minutes, and a bound keeps the conversion exact.
+        let bounded = seconds.isNaN ? 0 : min(max(0, seconds), 86_400)
+        let deadline = ContinuousClock.now + .milliseconds(Int64((bounded * 1000).rounded()))
         while true {
             beat(allowingSilenceS: allowingSilenceS)
-            let now = DispatchTime.now()
+            let now = ContinuousClock.now
             guard now < deadline else { return !isStopping }
-            let slice = min(deadline, now + .seconds(1))
-            if stopRequested.wait(timeout: slice) == .success {
+            // The semaphore takes a dispatch time; only the slice's length crosses over.
+            let (_, attoseconds) = min(deadline - now, .milliseconds(999)).components
+            if stopRequested.wait(timeout: .now() + .nanoseconds(Int(attoseconds / 1_000_000_000))) == .success {
                 // Kept signalled: every later sleep of this worker returns at once too.
                 stopRequested.signal()
                 return false

@@ -70,9 +70,9 @@ public struct MessageReply: Sendable, Equatable, Codable {
     /// Set only on `invalid`.
     public var invalid: String?
     /// Unit clock, ms.
-    public var t: Int64
+    public var t: UnitTime
 
-    public init(msg: String?, text: String? = nil, choice: Int? = nil, invalid: String? = nil, t: Int64) {
+    public init(msg: String?, text: String? = nil, choice: Int? = nil, invalid: String? = nil, t: UnitTime) {
         self.msg = msg
         self.text = text
         self.choice = choice
@@ -84,9 +84,9 @@ public struct MessageReply: Sendable, Equatable, Codable {
 /// `msg/read`: the driver opened the message.
 public struct MessageRead: Sendable, Equatable, Codable {
     public var msg: String
-    public var t: Int64
+    public var t: UnitTime
 
-    public init(msg: String, t: Int64) {
+    public init(msg: String, t: UnitTime) {
         self.msg = msg
         self.t = t
     }
@@ -101,7 +101,7 @@ extension InboundMessage {
         topic == .msg ? "id" : "job"
     }
 
-    public static func check(_ message: TextMessage, now: Int64) -> String? {
+    public static func check(_ message: TextMessage, now: UnitTime) -> String? {
         if message.id.isEmpty { return "id must not be empty" }
         if message.text.isEmpty { return "text must not be empty" }
         if let reason = checkText(message.text, field: "text") { return reason }
@@ -116,7 +116,7 @@ extension InboundMessage {
         return checkTime(message.t, field: "t", now: now)
     }
 
-    public static func check(_ queue: QueuePosition, now: Int64) -> String? {
+    public static func check(_ queue: QueuePosition, now: UnitTime) -> String? {
         if queue.zone.isEmpty { return "zone must not be empty" }
         if queue.zone.utf8.count > MessageLimits.zoneBytes { return "zone is longer than \(MessageLimits.zoneBytes) bytes" }
         if queue.zone.unicodeScalars.contains(where: isControl) { return "zone contains control characters" }

@@ -25,7 +25,7 @@ public struct ConfigAckReport: Sendable, Equatable, Codable {
         case rolledBack = "rolled_back"
     }
 
-    public var t: Int64
+    public var t: UnitTime
     public var scope: ConfigScope
     /// Omitted when the document's version could not be read.
     public var version: Int?
@@ -34,7 +34,7 @@ public struct ConfigAckReport: Sendable, Equatable, Codable {
     /// Omitted when there are none.
     public var errors: [String]?
 
-    public init(t: Int64, scope: ConfigScope, version: Int?, result: Result, reason: String?, errors: [String]) {
+    public init(t: UnitTime, scope: ConfigScope, version: Int?, result: Result, reason: String?, errors: [String]) {
         self.t = t
         self.scope = scope
         self.version = version
@@ -49,7 +49,7 @@ public struct ConfigAckReport: Sendable, Equatable, Codable {
 public typealias CommandReplyMessage<Status: Encodable & Sendable> = Envelope<CommandReply<Status>>
 
 extension Envelope {
-    public init<Status>(unit: String, seq: Int64, id: String, t: Int64, cmdID: String?, cmd: String?, result: CommandReply<Status>.Result)
+    public init<Status>(unit: String, seq: Int64, id: String, t: UnitTime, cmdID: String?, cmd: String?, result: CommandReply<Status>.Result)
     where Body == CommandReply<Status> {
         self.init(CommandReply(t: t, cmdID: cmdID, cmd: cmd, result: result), unit: unit, seq: seq, id: id)
     }
@@ -74,7 +74,7 @@ public struct CommandReply<Status: Encodable & Sendable>: Encodable, Sendable {
         case ok, failed, rejected, expired, unknown
     }
 
-    public var t: Int64
+    public var t: UnitTime
     public var cmdID: String?
     public var cmd: String?
     public var result: Result
@@ -92,7 +92,7 @@ public struct CommandReply<Status: Encodable & Sendable>: Encodable, Sendable {
         case cmdID = "cmd_id"
     }
 
-    public init(t: Int64, cmdID: String?, cmd: String?, result: Result) {
+    public init(t: UnitTime, cmdID: String?, cmd: String?, result: Result) {
         self.t = t
         self.cmdID = cmdID
         self.cmd = cmd

@@ -251,7 +251,7 @@ extension InboundMessage {
     /// strings or integers; an integer id is handled as its decimal string. The payload must be
     /// strict JSON (UTF-8, no duplicate keys, no NaN, bounded nesting) within the topic's size; it
     /// is parsed once, and the message read from that parse.
-    public static func decode(topic: InboundTopic, payload: [UInt8], now: Int64) -> Result<InboundMessage, InboundProblem> {
+    public static func decode(topic: InboundTopic, payload: [UInt8], now: UnitTime) -> Result<InboundMessage, InboundProblem> {
         guard payload.count <= topic.maxPayloadBytes else { return .failure(.tooLarge(topic, bytes: payload.count)) }
         let document: JSONDocument
         do {
@@ -356,14 +356,14 @@ extension InboundMessage {
     }
 
     /// Within a year of the unit clock either way.
-    public static func checkTime(_ time: Int64?, field: String, now: Int64) -> String? {
+    public static func checkTime(_ time: Int64?, field: String, now: UnitTime) -> String? {
         guard let time else { return nil }
-        let distance = time.saturatingSubtract(now)
+        let distance = time.saturatingSubtract(now.milliseconds)
         guard distance.magnitude <= InboundLimits.timeWindowMs.magnitude else { return "\(field) is more than a year from the unit clock" }
         return nil
     }
 
-    static func check(_ offer: JobOffer, now: Int64) -> String? {
+    static func check(_ offer: JobOffer, now: UnitTime) -> String? {
         if let reason = checkCoordinate(lat: offer.pickup.lat, lon: offer.pickup.lon, field: "pickup") { return reason }
         if let reason = checkText(offer.pickup.address, field: "pickup.address") { return reason }
         if let window = offer.respondWithinS, !InboundLimits.respondWithinS.contains(window) {
@@ -448,11 +448,11 @@ public struct JobReply: Sendable, Equatable, Codable {
     public var reply: ReplyCode
     public var reason: String?
     /// Unit clock when the answer was decided, ms.
-    public var t: Int64
+    public var t: UnitTime
     /// The `update` id of the `job/update` answered, when it had one.
     public var update: String?
 
-    public init(job: String, re: InboundTopic = .jobOffer, reply: ReplyCode, reason: String? = nil, t: Int64, update: String? = nil) {
+    public init(job: String, re: InboundTopic = .jobOffer, reply: ReplyCode, reason: String? = nil, t: UnitTime, update: String? = nil) {
         self.job = job
         self.re = re
         self.reply = reply
@@ -464,14 +464,14 @@ public struct JobReply: Sendable, Equatable, Codable {
 
 /// One state transition, published on `event`.
 public struct Transition: Sendable, Equatable, Codable {
-    public var t: Int64
+    public var t: UnitTime
     public var from: StateName
     public var to: StateName
     public var job: String?
     /// Why: pause reason, reply code, `cancelled`, `no_show`, `arrived_by_gps`, …
     public var reason: String?
 
-    public init(t: Int64, from: StateName, to: StateName, job: String? = nil, reason: String? = nil) {
+    public init(t: UnitTime, from: StateName, to: StateName, job: String? = nil, reason: String? = nil) {
         self.t = t
         self.from = from
         self.to = to
@@ -482,13 +482,13 @@ public struct Transition: Sendable, Equatable, Codable {
 
 /// The panic alarm as decided by the state machine.
 public struct SOSAlarm: Sendable, Equatable, Codable {
-    public var t: Int64
+    public var t: UnitTime
     public var state: StateName
     public var job: String?
     /// The last fix the unit had, if any.
     public var fix: PositionPoint?
 
-    public init(t: Int64, state: StateName, job: String?, fix: PositionPoint?) {
+    public init(t: UnitTime, state: StateName, job: String?, fix: PositionPoint?) {
         self.t = t
         self.state = state
         self.job = job

@@ -23,11 +23,11 @@ public struct FinishedRide: Sendable, Equatable, Codable {
     /// Where and when passengers got in or out; the position is absent without a fix.
     public struct Stop: Sendable, Equatable, Codable {
         /// Unit clock, ms.
-        public var t: Int64
+        public var t: UnitTime
         public var lat: Double?
         public var lon: Double?
 
-        public init(t: Int64, at position: Coordinate?) {
+        public init(t: UnitTime, at position: Coordinate?) {
             self.t = t
             lat = position?.lat
             lon = position?.lon

@@ -178,7 +178,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var ignition: String?
     public var seatsLeft: Int
     /// Unit clock, ms since the Unix epoch.
-    public var t: Int64?
+    public var t: UnitTime?
     /// What waits on the unit for the broker.
     public var outbox: OutboxDepth?
     /// What the unit set aside because it could not use it (kind → count); omitted when nothing was.
@@ -218,7 +218,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
 
     public init(
         online: Bool, unit: String, state: StateName, reason: PauseReason? = nil, job: String? = nil, zone: String?, seatsLeft: Int,
-        ignition: String? = nil, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil, driver: String? = nil
+        ignition: String? = nil, t: UnitTime?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil, driver: String? = nil
     ) {
         self.driver = driver
         self.aside = aside?.isEmpty == true ? nil : aside
@@ -239,7 +239,7 @@ public struct StatusMessage: Sendable, Equatable, Codable {
 public struct TelemetryMessage: Sendable, Equatable, Codable {
     public var unit: String
     /// Unit clock, ms since the Unix epoch.
-    public var t: Int64
+    public var t: UnitTime
     /// Seconds since the daemon started: counters start from 0 at every start.
     public var uptimeS: Int64
     public var counters: [String: Int64]
@@ -250,7 +250,7 @@ public struct TelemetryMessage: Sendable, Equatable, Codable {
         case uptimeS = "uptime_s"
     }
 
-    public init(unit: String, t: Int64, uptimeS: Int64, counters: [String: Int64], gauges: [String: Double]) {
+    public init(unit: String, t: UnitTime, uptimeS: Int64, counters: [String: Int64], gauges: [String: Double]) {
         self.unit = unit
         self.t = t
         self.uptimeS = uptimeS
@@ -268,7 +268,7 @@ public typealias ZoneEventMessage = Envelope<ZoneEvent>
 public struct ZoneEvent: Sendable, Equatable, Codable {
     public var type = "zone"
     /// Unit clock, ms since the Unix epoch.
-    public var t: Int64
+    public var t: UnitTime
     /// The zone entered; omitted when the taxi left every zone.
     public var zone: String?
     /// The zone left; omitted when the taxi was in none.
@@ -279,7 +279,7 @@ public struct ZoneEvent: Sendable, Equatable, Codable {
         case zoneLeft = "zone_left"
     }
 
-    public init(t: Int64, zone: String?, zoneLeft: String?) {
+    public init(t: UnitTime, zone: String?, zoneLeft: String?) {
         self.t = t
         self.zone = zone
         self.zoneLeft = zoneLeft
@@ -293,13 +293,13 @@ public typealias IgnitionEventMessage = Envelope<IgnitionEvent>
 public struct IgnitionEvent: Sendable, Equatable, Codable {
     public var type = "ignition"
     /// Unit clock, ms since the Unix epoch.
-    public var t: Int64
+    public var t: UnitTime
     /// `on` or `off`.
     public var ignition: String
     /// The driver's state when it changed.
     public var state: StateName
 
-    public init(t: Int64, ignition: String, state: StateName) {
+    public init(t: UnitTime, ignition: String, state: StateName) {
         self.t = t
         self.ignition = ignition
         self.state = state
@@ -313,7 +313,7 @@ public typealias SoonClearEventMessage = Envelope<SoonClearEvent>
 public struct SoonClearEvent: Sendable, Equatable, Codable {
     public var type = "soon_clear"
     /// Unit clock, ms since the Unix epoch, when the driver said it.
-    public var t: Int64
+    public var t: UnitTime
     public var job: String
     public var clearInMin: Int
 
@@ -322,7 +322,7 @@ public struct SoonClearEvent: Sendable, Equatable, Codable {
         case clearInMin = "clear_in_min"
     }
 
-    public init(t: Int64, job: String, clearInMin: Int) {
+    public init(t: UnitTime, job: String, clearInMin: Int) {
         self.t = t
         self.job = job
         self.clearInMin = clearInMin

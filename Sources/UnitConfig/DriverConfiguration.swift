@@ -97,7 +97,7 @@ public struct DriverConfiguration: Sendable, Equatable {
 
     public var lockout: PINLockout {
         PINLockout(
-            freeTries: freeTries, firstLockMs: Int64(millisecondsOf: lockS) ?? 30_000, longestMs: Int64(millisecondsOf: longestLockS) ?? 3_600_000)
+            freeTries: freeTries, firstLock: .checkedSeconds(lockS), longest: .checkedSeconds(longestLockS))
     }
 
     static func read(_ value: ConfigValue?, problems: inout [String]) -> DriverConfiguration {
@@ -183,7 +183,7 @@ public struct IgnitionConfiguration: Sendable, Equatable {
 
     public var policy: IgnitionOffPolicy {
         switch offWhileAvailable {
-        case "off_duty": .offDuty(afterMs: Int64(millisecondsOf: offDutyAfterMin * 60) ?? .max)
+        case "off_duty": .offDuty(after: .checkedSeconds(offDutyAfterMin * 60))
         case "ignore": .ignore
         default: .ask
         }

@@ -664,7 +664,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         UnitSettings(
             positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM,
                 offDutyPositions: privacy.offDutyPositions),
-            offerTimeoutS: job.offerTimeoutS, arrivalRadiusM: job.arrivalRadiusM, noShowWaitS: job.noShowWaitS,
+            offerTimeout: .checkedSeconds(job.offerTimeoutS), arrivalRadiusM: job.arrivalRadiusM, noShowWait: .checkedSeconds(job.noShowWaitS),
             noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, soonClearMin: job.soonClearMin, requireLogin: driver.requireLogin,
             ignitionOff: ignition.policy)
     }

@@ -9,14 +9,14 @@ public enum UnitInput: Sendable {
     case job(UnitEvent)
     /// A button, a terminal key or `taxiunitctl press`. `key`: a terminal key, which a login
     /// being typed takes first; `command`: what the key or word means otherwise.
-    case driver(DriverCommand?, key: LoginEntry.Key?, context: SessionContext, at: Int64)
+    case driver(DriverCommand?, key: LoginEntry.Key?, context: SessionContext, at: UnitTime)
     /// A badge reader read this number.
-    case badge(String, context: SessionContext, at: Int64)
+    case badge(String, context: SessionContext, at: UnitTime)
     case fleetConfig(FleetConfigEvent)
     /// A message on the unit's `cmd` topic; `at`: the unit clock, ms.
-    case fleetCommand(payload: [UInt8], topic: String, at: Int64)
+    case fleetCommand(payload: [UInt8], topic: String, at: UnitTime)
     /// A message on `cmd` refused unread (over the size limit, or poison); `at`: the unit clock, ms.
-    case fleetCommandRefusedUnread(FleetRejection, at: Int64)
+    case fleetCommandRefusedUnread(FleetRejection, at: UnitTime)
 }
 
 /// What the shell knows about the driver's surroundings when an input arrives: read from the
@@ -61,7 +61,7 @@ public struct UnitCoordinator: Sendable {
     public var configuration: UnitConfiguration { fleetConfig.configuration }
 
     /// Right after the start: re-arm what the restored state promised, resume a rollback trial.
-    public mutating func start(at now: Int64) -> UnitStep {
+    public mutating func start(at now: UnitTime) -> UnitStep {
         var step = handle(.job(.resumed(at: now)))
         append(fleetConfig.startupActions(now: now), to: &step)
         return step
@@ -111,7 +111,7 @@ public struct UnitCoordinator: Sendable {
 
     /// A key while a login is typed; nil when no login takes it (none is typed, it timed out, or
     /// the unit is no longer off duty).
-    private mutating func typeLogin(_ key: LoginEntry.Key, context: SessionContext, at now: Int64) -> UnitStep? {
+    private mutating func typeLogin(_ key: LoginEntry.Key, context: SessionContext, at now: UnitTime) -> UnitStep? {
         guard var entry = loginEntry else { return nil }
         guard !entry.expired(at: now), machine.state.name == .offDuty else {
             loginEntry = nil
@@ -130,7 +130,7 @@ public struct UnitCoordinator: Sendable {
         }
     }
 
-    private mutating func sessionStep(_ input: SessionInput, context: SessionContext, at now: Int64) -> UnitStep {
+    private mutating func sessionStep(_ input: SessionInput, context: SessionContext, at now: UnitTime) -> UnitStep {
         if case .language(let name) = input, !context.installedLanguages.contains(name) {
             return sessionStep(.refused(.unknownLanguage), context: context, alertChosen: false, at: now)
         }
@@ -143,7 +143,7 @@ public struct UnitCoordinator: Sendable {
         return sessionStep(outcome, context: context, alertChosen: alertChosen, at: now)
     }
 
-    private mutating func sessionStep(_ outcome: DriverSession.Outcome, context: SessionContext, alertChosen: Bool, at now: Int64) -> UnitStep {
+    private mutating func sessionStep(_ outcome: DriverSession.Outcome, context: SessionContext, alertChosen: Bool, at now: UnitTime) -> UnitStep {
         var step = UnitStep()
         if outcome.changesSession { step.session = session.record }
         switch outcome {
@@ -204,8 +204,8 @@ public struct UnitCoordinator: Sendable {
                 machine.useCannedMessages(next.messages.canned)
                 session.configure(lockout: next.driver.lockout)
                 step.configuration = .init(configuration: next, reconnect: reconnect)
-            case .startRollbackTimer(let seconds):
-                step.rollbackTimer = .start(seconds: seconds)
+            case .startRollbackTimer(let after):
+                step.rollbackTimer = .start(after: after)
             case .cancelRollbackTimer:
                 step.rollbackTimer = .cancel
             case .ignore(let scope, let why):
@@ -216,7 +216,7 @@ public struct UnitCoordinator: Sendable {
 
     // MARK: Commands
 
-    private func command(_ decision: CommandDecision, at now: Int64) -> CommandOutcome {
+    private func command(_ decision: CommandDecision, at now: UnitTime) -> CommandOutcome {
         switch decision {
         case .ignore(let id):
             return .ignore(id: id)
@@ -230,7 +230,7 @@ public struct UnitCoordinator: Sendable {
             case .status:
                 return .execute(command, .status)
             case .purge(let days):
-                return .execute(command, .purge(before: now.saturatingSubtract(Int64(days) * 86_400_000)))
+                return .execute(command, .purge(before: now - .seconds(days.saturatingMultiply(86_400))))
             case .reconnect:
                 return .execute(command, .reconnect)
             }

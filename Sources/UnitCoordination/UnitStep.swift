@@ -71,7 +71,7 @@ public enum SessionEvent: Sendable, Equatable {
 }
 
 public enum RollbackTimerChange: Sendable, Equatable {
-    case start(seconds: Double)
+    case start(after: Duration)
     case cancel
 }
 
@@ -92,7 +92,7 @@ public enum CommandExecution: Sendable, Equatable {
     /// The reply carries the status as the shell reads it.
     case status
     /// Delete positions and rides older than `before` (unit clock, ms) and what still waits to be sent of them.
-    case purge(before: Int64)
+    case purge(before: UnitTime)
     /// Drop the broker connection once the reply is stored; it goes out on the next connection.
     case reconnect
 }

@@ -8,13 +8,13 @@ import TaxiProtocol
 /// One message kept on the unit until read (and a while after, up to the capacity).
 public struct InboxMessage: Sendable, Equatable, Codable {
     public var message: TextMessage
-    /// Unit clock, ms.
-    public var receivedAt: Int64
-    public var readAt: Int64?
+    /// Unit clock.
+    public var receivedAt: UnitTime
+    public var readAt: UnitTime?
     /// The canned reply the driver sent.
     public var answer: String?
 
-    public init(message: TextMessage, receivedAt: Int64, readAt: Int64? = nil, answer: String? = nil) {
+    public init(message: TextMessage, receivedAt: UnitTime, readAt: UnitTime? = nil, answer: String? = nil) {
         self.message = message
         self.receivedAt = receivedAt
         self.readAt = readAt
@@ -97,7 +97,7 @@ public struct DriverMessages: Sendable, Equatable {
     public struct Standing: Sendable, Equatable {
         public var position: QueuePosition
         /// Unit clock, ms.
-        public var receivedAt: Int64
+        public var receivedAt: UnitTime
     }
 
     /// Arrival order.
@@ -142,7 +142,7 @@ public struct DriverMessages: Sendable, Equatable {
     /// What is read back from the store is checked like what came from the broker.
     public static func isRestorable(_ kept: InboxMessage) -> Bool {
         InboundMessage.checkID(kept.id, field: "id") == nil && !kept.id.isEmpty
-            && InboundMessage.check(kept.message, now: kept.message.t ?? kept.receivedAt) == nil
+            && InboundMessage.check(kept.message, now: kept.message.t.map(UnitTime.init(milliseconds:)) ?? kept.receivedAt) == nil
             && InboundMessage.checkText(kept.answer, field: "answer") == nil
     }
 
@@ -151,14 +151,14 @@ public struct DriverMessages: Sendable, Equatable {
     public var open: InboxMessage? { reading.flatMap { reading in inbox.first { $0.id == reading.id } } }
 
     /// The queue position to show at `now`: nil once it is older than `MessageLimits.queueFreshMs`.
-    public func queuePosition(now: Int64) -> QueuePosition? {
-        guard let queue, now.saturatingSubtract(queue.receivedAt) <= MessageLimits.queueFreshMs else { return nil }
+    public func queuePosition(now: UnitTime) -> QueuePosition? {
+        guard let queue, now - queue.receivedAt <= .milliseconds(MessageLimits.queueFreshMs) else { return nil }
         return queue.position
     }
 
     // MARK: Dispatcher
 
-    mutating func received(_ message: TextMessage, now: Int64) -> Step {
+    mutating func received(_ message: TextMessage, now: UnitTime) -> Step {
         if inbox.contains(where: { $0.id == message.id }) {
             return .note("msg \(message.id) delivered again; already kept")
         }
@@ -184,13 +184,13 @@ public struct DriverMessages: Sendable, Equatable {
 
     /// A `msg` the unit cannot use: answered `invalid` when its id was readable. A bad `queue` is
     /// only logged: there is nobody to answer.
-    func malformed(_ problem: InboundProblem, now: Int64) -> Step {
+    func malformed(_ problem: InboundProblem, now: UnitTime) -> Step {
         let description = "malformed \(problem.topic.rawValue): \(problem.reason)"
         guard problem.topic == .msg, let id = problem.job else { return .note(description) }
         return Step(messages: [.messageReply(MessageReply(msg: id, invalid: problem.reason, t: now))], notes: [description])
     }
 
-    mutating func queued(_ position: QueuePosition, now: Int64, available: Bool) -> Step {
+    mutating func queued(_ position: QueuePosition, now: UnitTime, available: Bool) -> Step {
         guard available else {
             queue = nil
             return .note("queue position while not available ignored")
@@ -206,7 +206,7 @@ public struct DriverMessages: Sendable, Equatable {
 
     // MARK: Driver
 
-    mutating func handle(_ input: MessageInput, now: Int64) -> Step {
+    mutating func handle(_ input: MessageInput, now: UnitTime) -> Step {
         switch input {
         case .read: return read(now: now)
         case .choose(let number): return choose(number)
@@ -214,7 +214,7 @@ public struct DriverMessages: Sendable, Equatable {
         }
     }
 
-    private mutating func read(now: Int64) -> Step {
+    private mutating func read(now: UnitTime) -> Step {
         if composing != nil {
             composing = nil
             return Step()
@@ -237,7 +237,7 @@ public struct DriverMessages: Sendable, Equatable {
     }
 
     /// Shows the message; the first time, marks it read and sends the receipt.
-    private mutating func openMessage(at index: Int, now: Int64) -> Step {
+    private mutating func openMessage(at index: Int, now: UnitTime) -> Step {
         reading = Reading(id: inbox[index].id, page: 0, choice: nil)
         // Said for `taxiunitctl press msg` and the log; the terminal draws the message itself.
         let told = DriverNotice.told("Message \(inbox[index].id) (\(index + 1)/\(inbox.count)): \(inbox[index].message.text)")
@@ -273,7 +273,7 @@ public struct DriverMessages: Sendable, Equatable {
         return (1...count).contains(number) ? number - 1 : nil
     }
 
-    private mutating func send(now: Int64) -> Step {
+    private mutating func send(now: UnitTime) -> Step {
         if let open, let reading, let choice = reading.choice, let replies = open.message.replies, replies.indices.contains(choice) {
             guard let index = inbox.firstIndex(where: { $0.id == open.id }) else { return Step() }
             inbox[index].answer = replies[choice]

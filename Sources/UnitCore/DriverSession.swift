@@ -40,44 +40,47 @@ public enum LoginVerdict: Sendable, Equatable {
 }
 
 /// Consecutive wrong logins on this terminal, whoever they claim to be: `freeTries` are allowed, then
-/// each further failure locks logins for twice as long as the last, up to `longestMs`. Counted per
+/// each further failure locks logins for twice as long as the last, up to `longest`. Counted per
 /// terminal rather than per driver id, so that cycling through ids gains nothing.
 public struct PINLockout: Sendable, Equatable, Codable {
     public var freeTries: Int
-    public var firstLockMs: Int64
-    public var longestMs: Int64
+    public var firstLock: Duration
+    public var longest: Duration
     public private(set) var failures: Int
-    /// Unit clock, ms; logins are refused before it.
-    public private(set) var lockedUntil: Int64?
+    /// Unit clock; logins are refused before it.
+    public private(set) var lockedUntil: UnitTime?
 
-    public init(freeTries: Int = 3, firstLockMs: Int64 = 30_000, longestMs: Int64 = 3_600_000, failures: Int = 0, lockedUntil: Int64? = nil) {
+    public init(
+        freeTries: Int = 3, firstLock: Duration = .seconds(30), longest: Duration = .seconds(3_600), failures: Int = 0, lockedUntil: UnitTime? = nil
+    ) {
         self.freeTries = max(1, freeTries)
-        self.firstLockMs = max(1, firstLockMs)
-        self.longestMs = max(self.firstLockMs, longestMs)
+        self.firstLock = max(.milliseconds(1), firstLock)
+        self.longest = max(self.firstLock, longest)
         self.failures = max(0, failures)
         self.lockedUntil = lockedUntil
     }
 
     /// Whole seconds left of the lock at `now`, rounded up; nil when logins are open.
-    public func secondsLocked(at now: Int64) -> Int? {
+    public func secondsLocked(at now: UnitTime) -> Int? {
         guard let until = lockedUntil, now < until else { return nil }
-        return Int(clamping: until.saturatingSubtract(now).saturatingAdd(999) / 1000)
+        return Int(clamping: (until - now).wholeMilliseconds.saturatingAdd(999) / 1000)
     }
 
     /// A lock read back from the store, or set before the unit clock stepped back, never lasts
-    /// longer than `longestMs` from `now`.
-    public mutating func bound(at now: Int64) {
-        if let until = lockedUntil, until.saturatingSubtract(now) > longestMs { lockedUntil = now.saturatingAdd(longestMs) }
+    /// longer than `longest` from `now`.
+    public mutating func bound(at now: UnitTime) {
+        if let until = lockedUntil, until - now > longest { lockedUntil = now + longest }
     }
 
-    public mutating func failed(at now: Int64) {
+    public mutating func failed(at now: UnitTime) {
         failures = failures.saturatingAdd(1)
         let over = failures - freeTries
         guard over >= 0 else { return }
         // 2^over, without overflowing: beyond 40 doublings the cap holds anyway.
         let doublings = Int64(min(over, 40))
-        let lock = firstLockMs > longestMs >> doublings ? longestMs : min(longestMs, firstLockMs << doublings)
-        lockedUntil = now.saturatingAdd(lock)
+        let firstMs = firstLock.wholeMilliseconds, longestMs = longest.wholeMilliseconds
+        let lockMs = firstMs > longestMs >> doublings ? longestMs : min(longestMs, firstMs << doublings)
+        lockedUntil = now + .milliseconds(lockMs)
     }
 
     public mutating func succeeded() {
@@ -90,9 +93,9 @@ public struct PINLockout: Sendable, Equatable, Codable {
 public struct DriverSessionRecord: Sendable, Equatable {
     public var driver: String?
     public var failures: Int
-    public var lockedUntil: Int64?
+    public var lockedUntil: UnitTime?
 
-    public init(driver: String? = nil, failures: Int = 0, lockedUntil: Int64? = nil) {
+    public init(driver: String? = nil, failures: Int = 0, lockedUntil: UnitTime? = nil) {
         self.driver = driver
         self.failures = failures
         self.lockedUntil = lockedUntil
@@ -184,14 +187,14 @@ public struct DriverSession: Sendable, Equatable {
     public init(restoring record: DriverSessionRecord = DriverSessionRecord(), lockout settings: PINLockout = PINLockout()) {
         driver = record.driver.flatMap { SessionInput.isDriverID($0) ? $0 : nil }
         lockout = PINLockout(
-            freeTries: settings.freeTries, firstLockMs: settings.firstLockMs, longestMs: settings.longestMs,
+            freeTries: settings.freeTries, firstLock: settings.firstLock, longest: settings.longest,
             failures: record.failures, lockedUntil: record.lockedUntil)
     }
 
     /// The fleet changed `[driver]`: new lock lengths, the failures so far kept.
     public mutating func configure(lockout settings: PINLockout) {
         lockout = PINLockout(
-            freeTries: settings.freeTries, firstLockMs: settings.firstLockMs, longestMs: settings.longestMs,
+            freeTries: settings.freeTries, firstLock: settings.firstLock, longest: settings.longest,
             failures: lockout.failures, lockedUntil: lockout.lockedUntil)
     }
 
@@ -225,7 +228,7 @@ public struct DriverSession: Sendable, Equatable {
     /// (counted as a wrong login); it is asked only when a login may be tried. With `pinRequired`
     /// the driver types the PIN next, and only that login clears the failures counted: a badge
     /// alone does not reopen PIN guessing.
-    public mutating func badge(state: StateName, now: Int64, pinRequired: Bool, identify: () -> String?) -> Outcome {
+    public mutating func badge(state: StateName, now: UnitTime, pinRequired: Bool, identify: () -> String?) -> Outcome {
         guard driver == nil else { return .refused(.alreadyLoggedIn) }
         guard state == .offDuty else { return .refused(.offDutyFirst) }
         lockout.bound(at: now)
@@ -237,7 +240,7 @@ public struct DriverSession: Sendable, Equatable {
         return .loggedIn(id)
     }
 
-    private mutating func wrongLogin(at now: Int64) -> Outcome {
+    private mutating func wrongLogin(at now: UnitTime) -> Outcome {
         lockout.failed(at: now)
         if let seconds = lockout.secondsLocked(at: now) { return .refused(.loginLocked(secondsLeft: seconds)) }
         return .refused(.wrongLogin)
@@ -247,7 +250,7 @@ public struct DriverSession: Sendable, Equatable {
     /// login may be tried; `preferences` gives the logged-in driver's stored ones. `installed`: the
     /// catalogues `lang next` goes through, from `unitLanguage` for a driver who chose none.
     public mutating func handle(
-        _ input: SessionInput, state: StateName, now: Int64, verify: (String, String) -> LoginVerdict,
+        _ input: SessionInput, state: StateName, now: UnitTime, verify: (String, String) -> LoginVerdict,
         preferences: (String) -> DriverPreferences, installed: [String] = [], unitLanguage: String = "en"
     ) -> Outcome {
         switch input {
@@ -306,15 +309,15 @@ public struct DriverSession: Sendable, Equatable {
 /// The id and PIN being typed on the terminal's keys: printable keys type, `erase` takes the last
 /// character back (on an empty PIN, back to the id; on an empty id, the entry is cancelled),
 /// `enter` moves from the id to the PIN and submits the PIN. Pure; the shell drops an entry left
-/// untouched for `idleMs`.
+/// untouched for `idle`.
 public struct LoginEntry: Sendable, Equatable {
     public private(set) var driver = ""
     public private(set) var pin = ""
     public private(set) var onPIN = false
-    /// Unit clock of the last key, ms.
-    public private(set) var lastKeyAt: Int64
+    /// Unit clock of the last key.
+    public private(set) var lastKeyAt: UnitTime
 
-    public static let idleMs: Int64 = 60_000
+    public static let idle: Duration = .seconds(60)
 
     public enum Key: Sendable, Equatable {
         case character(Character)
@@ -331,20 +334,20 @@ public struct LoginEntry: Sendable, Equatable {
         case cancelled
     }
 
-    public init(at now: Int64) {
+    public init(at now: UnitTime) {
         lastKeyAt = now
     }
 
     /// The PIN of `driver`, whom a badge named.
-    public init(pinOf driver: String, at now: Int64) {
+    public init(pinOf driver: String, at now: UnitTime) {
         self.driver = driver
         onPIN = true
         lastKeyAt = now
     }
 
-    public func expired(at now: Int64) -> Bool { now.saturatingSubtract(lastKeyAt) >= Self.idleMs }
+    public func expired(at now: UnitTime) -> Bool { now - lastKeyAt >= Self.idle }
 
-    public mutating func type(_ key: Key, at now: Int64) -> Outcome {
+    public mutating func type(_ key: Key, at now: UnitTime) -> Outcome {
         lastKeyAt = now
         switch key {
         case .character(let character):

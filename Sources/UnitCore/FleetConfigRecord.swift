@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// A configuration document the unit accepted, exactly as received.
 public struct AppliedConfigDocument: Sendable, Equatable, Codable {
     public var version: Int
@@ -25,12 +27,12 @@ public struct ConfigScopeRecord: Sendable, Equatable, Codable {
 
     public struct Probation: Sendable, Equatable, Codable {
         public var lastGood: AppliedConfigDocument?
-        /// When the trial began (unit clock, ms) and how long it may run: a restart resumes it
+        /// When the trial began (unit clock) and how long it may run: a restart resumes it
         /// rather than granting a new window. nil for trials stored before these were kept.
-        public var startedAt: Int64?
+        public var startedAt: UnitTime?
         public var windowS: Double?
 
-        public init(lastGood: AppliedConfigDocument?, startedAt: Int64? = nil, windowS: Double? = nil) {
+        public init(lastGood: AppliedConfigDocument?, startedAt: UnitTime? = nil, windowS: Double? = nil) {
             self.lastGood = lastGood
             self.startedAt = startedAt
             self.windowS = windowS

@@ -34,8 +34,8 @@ public struct GPSSample: Sendable, Equatable {
 
 /// A position the unit trusts. Unknown values are nil, never NaN, so they can be omitted on the wire.
 public struct Fix: Sendable, Equatable, Codable {
-    /// Fix time, milliseconds since the Unix epoch.
-    public var time: Int64
+    /// The receiver's time of the fix.
+    public var time: UnitTime
     public var latitude: Double
     public var longitude: Double
     public var speed: Double?
@@ -45,7 +45,7 @@ public struct Fix: Sendable, Equatable, Codable {
     public var altitude: Double?
 
     public init(
-        time: Int64, latitude: Double, longitude: Double, speed: Double? = nil, track: Double? = nil, accuracy: Double? = nil,
+        time: UnitTime, latitude: Double, longitude: Double, speed: Double? = nil, track: Double? = nil, accuracy: Double? = nil,
         altitude: Double? = nil
     ) {
         self.time = time
@@ -131,15 +131,15 @@ public struct FixValidator: Sendable, Equatable {
         if !sample.track.isNaN, !Self.courseRange.contains(sample.track) { return .failure(.outOfRange(field: "track", value: sample.track)) }
         if !sample.horizontalError.isNaN, !(sample.horizontalError >= 0 && sample.horizontalError.isFinite) { return .failure(.outOfRange(field: "eph", value: sample.horizontalError)) }
         guard sample.time != previousTime else { return .failure(.sameTimeAsPrevious) }
-        let reference = max(clock.time, Self.earliestReferenceS)
+        let reference = max(clock.time.seconds, Self.earliestReferenceS)
         guard sample.time > reference - Self.rolloverPeriodS else { return .failure(.weekRollover) }
         // Only a synchronised system clock can say a fix is from the future: the GPS clock is made of fixes.
-        if clock.source == .system, sample.time > clock.time + Self.futureAllowanceS { return .failure(.inFuture) }
+        if clock.source == .system, sample.time > clock.time.seconds + Self.futureAllowanceS { return .failure(.inFuture) }
         if sample.horizontalError > maxHorizontalErrorM { return .failure(.tooInaccurate(horizontalErrorM: sample.horizontalError)) }
         previousTime = sample.time
         return .success(
             Fix(
-                time: Int64(millisecondsOf: sample.time) ?? 0,
+                time: UnitTime(seconds: sample.time),
                 latitude: sample.latitude,
                 longitude: sample.longitude,
                 speed: sample.speed.finiteOrNil,

@@ -5,8 +5,8 @@ import TaxiProtocol
 public enum IgnitionOffPolicy: Sendable, Equatable {
     /// The terminal asks the driver to go off duty.
     case ask
-    /// Off duty once the ignition has been off this long (ms, unit clock), unless it comes back on.
-    case offDuty(afterMs: Int64)
+    /// Off duty once the ignition has been off this long (unit clock), unless it comes back on.
+    case offDuty(after: Duration)
     case ignore
 }
 

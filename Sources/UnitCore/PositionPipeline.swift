@@ -30,8 +30,8 @@ public struct PositionPipeline: Sendable {
     public private(set) var settings: PositionSettings
     private var validator: FixValidator
     private var lastReported: Fix?
-    /// The last valid fix and the unit clock (ms) when it arrived.
-    private var lastValid: (fix: Fix, arrivedAt: Int64)?
+    /// The last valid fix and the unit clock when it arrived.
+    private var lastValid: (fix: Fix, arrivedAt: UnitTime)?
     private var heartbeatScheduled = false
     /// The ignition is off: positions follow the `ignition_off` rule (except in panic).
     public var ignitionOff = false
@@ -54,8 +54,8 @@ public struct PositionPipeline: Sendable {
             if rejection.isOutOfRange { fixesOutOfRange = fixesOutOfRange.saturatingAdd(1) }
             return nil
         }
-        clock.fixAccepted(fixTimeS: report.time, at: sample)
-        let now = clock.reading(at: sample).milliseconds
+        clock.fixAccepted(fixTime: fix.time, at: sample)
+        let now = clock.reading(at: sample).time
         // Off duty and private: the fix sets the clock and is the state machine's last fix (an SOS
         // still carries it), but it is neither reported, stored, matched to zones nor repeated by
         // the heartbeat later.
@@ -66,7 +66,7 @@ public struct PositionPipeline: Sendable {
         var step = Step(fixes: [RecordedFix(fix, report: report)])
         if !heartbeatScheduled {
             heartbeatScheduled = true
-            step.timers.append(.start(.heartbeat, fireAt: now.saturatingAdd(intervalMs(state))))
+            step.timers.append(.start(.heartbeat, fireAt: now + heartbeatInterval(state)))
         }
         if let change = zones.update(latitude: fix.latitude, longitude: fix.longitude) {
             step.messages.append(.zone(change, at: now))
@@ -92,21 +92,21 @@ public struct PositionPipeline: Sendable {
     public mutating func stateChanged(to state: String, reportNextFix: Bool = true) -> Step {
         if reportNextFix { lastReported = nil }
         guard heartbeatScheduled, let lastValid else { return Step() }
-        return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(intervalMs(state)))])
+        return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt + heartbeatInterval(state))])
     }
 
     /// The heartbeat timer fired at unit clock `now`: if no fix has been valid for the interval, the
     /// last one goes out marked stale.
-    public mutating func heartbeatDue(now: Int64, state: String) -> Step {
+    public mutating func heartbeatDue(now: UnitTime, state: String) -> Step {
         guard let lastValid else { return Step() }
-        let interval = intervalMs(state)
-        if isPrivate(state) { return Step(timers: [.start(.heartbeat, fireAt: now.saturatingAdd(interval))]) }
-        guard now.saturatingSubtract(lastValid.arrivedAt) >= interval else {
-            return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt.saturatingAdd(interval))])
+        let interval = heartbeatInterval(state)
+        if isPrivate(state) { return Step(timers: [.start(.heartbeat, fireAt: now + interval)]) }
+        guard now - lastValid.arrivedAt >= interval else {
+            return Step(timers: [.start(.heartbeat, fireAt: lastValid.arrivedAt + interval)])
         }
         return Step(
-            messages: [.stalePosition(lastValid.fix, ageMs: max(0, now.saturatingSubtract(lastValid.fix.time)))],
-            timers: [.start(.heartbeat, fireAt: now.saturatingAdd(interval))])
+            messages: [.stalePosition(lastValid.fix, age: max(.zero, now - lastValid.fix.time))],
+            timers: [.start(.heartbeat, fireAt: now + interval)])
     }
 
     /// No position leaves the unit in this state (`[privacy] off_duty_positions = false` while off duty).
@@ -114,8 +114,8 @@ public struct PositionPipeline: Sendable {
         !settings.offDutyPositions && state == StateName.offDuty.rawValue
     }
 
-    private func intervalMs(_ state: String) -> Int64 {
-        Int64(millisecondsOf: settings.reporting.heartbeatIntervalS(for: ruleName(state))) ?? .max
+    private func heartbeatInterval(_ state: String) -> Duration {
+        settings.reporting.heartbeatInterval(for: ruleName(state))
     }
 
     /// The reporting rule a state follows: a parked taxi's while the ignition is off, but never

@@ -71,8 +71,8 @@ public struct ReportingPolicy: Sendable, Equatable {
         rules[state] ?? rules["en_route"] ?? Self.defaultRules["en_route"]!
     }
 
-    public func heartbeatIntervalS(for state: String) -> Double {
-        max(rule(for: state).intervalS, Self.shortestHeartbeatS)
+    public func heartbeatInterval(for state: String) -> Duration {
+        .checkedSeconds(max(rule(for: state).intervalS, Self.shortestHeartbeatS))
     }
 
     public func shouldReport(_ fix: Fix, lastReported: Fix?, state: String) -> Bool {
@@ -80,7 +80,7 @@ public struct ReportingPolicy: Sendable, Equatable {
         let rule = rule(for: state)
         if rule.everyFix { return true }
         // A fix older than the last reported one means the receiver's clock jumped: report rather than go silent.
-        if fix.time < last.time || Double(fix.time.saturatingSubtract(last.time)) >= rule.intervalS * 1000 { return true }
+        if fix.time < last.time || fix.time - last.time >= .checkedSeconds(rule.intervalS) { return true }
         if let distanceM = rule.distanceM, Geodesy.distanceM(from: last, to: fix) >= distanceM { return true }
         if let headingDeg = rule.headingDeg, let speed = fix.speed, speed > rule.minSpeedMps,
            let track = fix.track, let lastTrack = last.track,

@@ -1,24 +1,26 @@
+import TaxiProtocol
+
 /// A finished ride, kept on the unit (table `rides`). The shell measures the distance over the
 /// fixes it stored from the pickup fix to the drop fix.
-public struct RideSummary: Sendable, Equatable, Codable {
+public struct RideSummary: Sendable, Equatable {
     public var job: String
     public var passengers: Int
-    /// Unit clock, ms.
-    public var pickupTime: Int64
-    public var dropTime: Int64
+    /// Unit clock.
+    public var pickupTime: UnitTime
+    public var dropTime: UnitTime
     /// The last fix when the passengers got in and out; nil without a fix.
     public var pickupFix: Fix?
     public var dropFix: Fix?
     /// From arriving at the pickup to the passengers on board; nil when the arrival is not known.
-    public var waitingMs: Int64?
+    public var waiting: Duration?
 
-    public init(job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupFix: Fix?, dropFix: Fix?, waitingMs: Int64? = nil) {
+    public init(job: String, passengers: Int, pickupTime: UnitTime, dropTime: UnitTime, pickupFix: Fix?, dropFix: Fix?, waiting: Duration? = nil) {
         self.job = job
         self.passengers = passengers
         self.pickupTime = pickupTime
         self.dropTime = dropTime
         self.pickupFix = pickupFix
         self.dropFix = dropFix
-        self.waitingMs = waitingMs
+        self.waiting = waiting
     }
 }

@@ -90,7 +90,7 @@ extension DriverState: Codable {
         case .paused: self = .paused(try values.decode(PauseReason.self, forKey: .value))
         case .offered: self = .offered(try values.decode(PendingOffer.self, forKey: .value))
         case .enRoute: self = .enRoute(try values.decode(Job.self, forKey: .value))
-        case .atPickup: self = .atPickup(try values.decode(Job.self, forKey: .value), arrivedAt: try values.decode(Int64.self, forKey: .arrivedAt))
+        case .atPickup: self = .atPickup(try values.decode(Job.self, forKey: .value), arrivedAt: try values.decode(UnitTime.self, forKey: .arrivedAt))
         case .onBoard: self = .onBoard(try values.decode(Job.self, forKey: .value), since: try values.decode(RideStart.self, forKey: .since))
         }
     }
@@ -134,7 +134,7 @@ extension Job: Codable {
             id: try container.decode(String.self, forKey: .id),
             pickup: try container.decode(StoredPlace.self, forKey: .pickup).place,
             passengers: try container.decode(Int.self, forKey: .passengers),
-            meetingTime: try container.decodeIfPresent(Int64.self, forKey: .meetingTime),
+            meetingTime: try container.decodeIfPresent(UnitTime.self, forKey: .meetingTime),
             shared: try container.decode(Bool.self, forKey: .shared),
             note: try container.decodeIfPresent(String.self, forKey: .note),
             addedPickups: try container.decode([StoredPlace].self, forKey: .addedPickups).map(\.place),
@@ -164,8 +164,8 @@ extension PendingOffer: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            job: try container.decode(Job.self, forKey: .job), receivedAt: try container.decode(Int64.self, forKey: .receivedAt),
-            deadline: try container.decode(Int64.self, forKey: .deadline))
+            job: try container.decode(Job.self, forKey: .job), receivedAt: try container.decode(UnitTime.self, forKey: .receivedAt),
+            deadline: try container.decode(UnitTime.self, forKey: .deadline))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -184,8 +184,8 @@ extension RideStart: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            time: try container.decode(Int64.self, forKey: .time), fix: try container.decodeIfPresent(StoredFix.self, forKey: .fix)?.fix,
-            arrivedAt: try container.decodeIfPresent(Int64.self, forKey: .arrivedAt))
+            time: try container.decode(UnitTime.self, forKey: .time), fix: try container.decodeIfPresent(StoredFix.self, forKey: .fix)?.fix,
+            arrivedAt: try container.decodeIfPresent(UnitTime.self, forKey: .arrivedAt))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -203,7 +203,7 @@ extension Reminder: Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(job: try container.decode(String.self, forKey: .job), at: try container.decode(Int64.self, forKey: .at))
+        self.init(job: try container.decode(String.self, forKey: .job), at: try container.decode(UnitTime.self, forKey: .at))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -222,7 +222,7 @@ extension AnsweredOffer: Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             job: try container.decode(String.self, forKey: .job), reply: try container.decodeIfPresent(StoredReply.self, forKey: .reply)?.reply,
-            lastSentAt: try container.decodeIfPresent(Int64.self, forKey: .lastSentAt))
+            lastSentAt: try container.decodeIfPresent(UnitTime.self, forKey: .lastSentAt))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -240,7 +240,7 @@ extension Panic: Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(raisedAt: try container.decode(Int64.self, forKey: .raisedAt), messageID: try container.decodeIfPresent(String.self, forKey: .messageID))
+        self.init(raisedAt: try container.decode(UnitTime.self, forKey: .raisedAt), messageID: try container.decodeIfPresent(String.self, forKey: .messageID))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -319,7 +319,7 @@ private struct StoredFix: Codable {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         fix = Fix(
-            time: try container.decode(Int64.self, forKey: .time), latitude: try container.decode(Double.self, forKey: .latitude),
+            time: try container.decode(UnitTime.self, forKey: .time), latitude: try container.decode(Double.self, forKey: .latitude),
             longitude: try container.decode(Double.self, forKey: .longitude), speed: try container.decodeIfPresent(Double.self, forKey: .speed),
             track: try container.decodeIfPresent(Double.self, forKey: .track), accuracy: try container.decodeIfPresent(Double.self, forKey: .accuracy))
     }
@@ -353,7 +353,7 @@ private struct StoredReply: Codable {
         reply = JobReply(
             job: try container.decode(String.self, forKey: .job), re: try container.decode(InboundTopic.self, forKey: .re),
             reply: try container.decode(ReplyCode.self, forKey: .reply), reason: try container.decodeIfPresent(String.self, forKey: .reason),
-            t: try container.decode(Int64.self, forKey: .t))
+            t: try container.decode(UnitTime.self, forKey: .t))
     }
 
     func encode(to encoder: any Encoder) throws {

@@ -96,14 +96,14 @@ public enum OutgoingMessage: Sendable, Equatable {
     case reply(JobReply)
     case event(Transition)
     case sos(SOSAlarm)
-    /// The taxi entered or left a zone at `at` (unit clock, ms); on `event`.
-    case zone(ZoneChange, at: Int64)
-    /// The ignition went on or off at `at` (unit clock, ms); on `event`.
-    case ignition(IgnitionChange, at: Int64)
-    /// The driver announced the taxi clear soon, at `at` (unit clock, ms); on `event`.
-    case soonClear(SoonClear, at: Int64)
-    /// The last valid fix again, flagged stale, `ageMs` old by the unit clock; on `pos`.
-    case stalePosition(Fix, ageMs: Int64)
+    /// The taxi entered or left a zone at `at` (unit clock); on `event`.
+    case zone(ZoneChange, at: UnitTime)
+    /// The ignition went on or off at `at` (unit clock); on `event`.
+    case ignition(IgnitionChange, at: UnitTime)
+    /// The driver announced the taxi clear soon, at `at` (unit clock); on `event`.
+    case soonClear(SoonClear, at: UnitTime)
+    /// The last valid fix again, flagged stale, `age` old by the unit clock; on `pos`.
+    case stalePosition(Fix, age: Duration)
     /// A finished ride, on `ride`; the shell adds the distance it measured over the stored fixes.
     case ride(RideSummary)
     /// The driver's answer, own message, or `invalid` for a `msg`; on `msg/reply`.
@@ -140,7 +140,7 @@ public struct RecordedFix: Sendable, Equatable {
 }
 
 public enum TimerChange: Sendable, Equatable {
-    case start(TimerID, fireAt: Int64)
+    case start(TimerID, fireAt: UnitTime)
     case cancel(TimerID)
 }
 

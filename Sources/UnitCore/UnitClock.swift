@@ -2,17 +2,17 @@ import TaxiProtocol
 
 /// What the shell read from the machine's clocks at one moment. The core has no clock of its own.
 public struct ClockSample: Sendable, Equatable {
-    /// System (wall) time, seconds since the Unix epoch.
-    public var systemS: Double
+    /// System (wall) time.
+    public var system: UnitTime
     /// Whether the kernel says the system time is synchronised (NTP, or something else that set it).
     public var systemSynchronised: Bool
-    /// A monotonic clock, seconds from any origin; never jumps.
-    public var monotonicS: Double
+    /// A monotonic clock, from any origin; never jumps.
+    public var monotonic: Duration
 
-    public init(systemS: Double, systemSynchronised: Bool, monotonicS: Double) {
-        self.systemS = systemS
+    public init(system: UnitTime, systemSynchronised: Bool, monotonic: Duration) {
+        self.system = system
         self.systemSynchronised = systemSynchronised
-        self.monotonicS = monotonicS
+        self.monotonic = monotonic
     }
 }
 
@@ -27,35 +27,32 @@ public enum ClockSource: String, Sendable, Codable, CaseIterable {
 }
 
 public struct ClockReading: Sendable, Equatable {
-    /// Seconds since the Unix epoch.
-    public var time: Double
+    public var time: UnitTime
     public var source: ClockSource
 
-    public init(time: Double, source: ClockSource) {
+    public init(time: UnitTime, source: ClockSource) {
         self.time = time
         self.source = source
     }
-
-    public var milliseconds: Int64 { Int64(millisecondsOf: time) ?? (time > 0 ? .max : .min) }
 }
 
 /// The unit's wall clock for messages. Boards without a real-time clock boot in 1970 and may never
 /// reach an NTP server, so the GPS is the fallback time source.
 public struct UnitClock: Sendable, Equatable {
-    private var lastFixTimeS: Double?
-    private var lastFixMonotonicS: Double = 0
+    private var lastFixTime: UnitTime?
+    private var lastFixMonotonic: Duration = .zero
 
     public init() {}
 
-    /// A valid fix with GPS time `fixTimeS` arrived when the monotonic clock read `sample.monotonicS`.
-    public mutating func fixAccepted(fixTimeS: Double, at sample: ClockSample) {
-        lastFixTimeS = fixTimeS
-        lastFixMonotonicS = sample.monotonicS
+    /// A valid fix with GPS time `fixTime` arrived when the monotonic clock read `sample.monotonic`.
+    public mutating func fixAccepted(fixTime: UnitTime, at sample: ClockSample) {
+        lastFixTime = fixTime
+        lastFixMonotonic = sample.monotonic
     }
 
     public func reading(at sample: ClockSample) -> ClockReading {
-        if sample.systemSynchronised { return ClockReading(time: sample.systemS, source: .system) }
-        guard let lastFixTimeS else { return ClockReading(time: sample.systemS, source: .unsynchronised) }
-        return ClockReading(time: lastFixTimeS + (sample.monotonicS - lastFixMonotonicS), source: .gps)
+        if sample.systemSynchronised { return ClockReading(time: sample.system, source: .system) }
+        guard let lastFixTime else { return ClockReading(time: sample.system, source: .unsynchronised) }
+        return ClockReading(time: lastFixTime + (sample.monotonic - lastFixMonotonic), source: .gps)
     }
 }

@@ -6,7 +6,7 @@ public struct Job: Sendable, Equatable {
     public var pickup: Place
     /// Passengers expected, all pickups together; on board once `on_board`.
     public var passengers: Int
-    public var meetingTime: Int64?
+    public var meetingTime: UnitTime?
     public var shared: Bool
     public var note: String?
     /// Further pickups added by `job/update` (shared rides), in the order they were added.
@@ -15,7 +15,7 @@ public struct Job: Sendable, Equatable {
     public var passenger: Passenger?
 
     public init(
-        id: String, pickup: Place, passengers: Int = 1, meetingTime: Int64? = nil, shared: Bool = false, note: String? = nil,
+        id: String, pickup: Place, passengers: Int = 1, meetingTime: UnitTime? = nil, shared: Bool = false, note: String? = nil,
         addedPickups: [Place] = [], dropoff: Place? = nil, passenger: Passenger? = nil
     ) {
         self.id = id
@@ -31,19 +31,19 @@ public struct Job: Sendable, Equatable {
 
     public init(_ offer: JobOffer) {
         self.init(
-            id: offer.job, pickup: offer.pickup, passengers: offer.passengers ?? 1, meetingTime: offer.meetingTime,
+            id: offer.job, pickup: offer.pickup, passengers: offer.passengers ?? 1, meetingTime: offer.meetingTime.map(UnitTime.init(milliseconds:)),
             shared: offer.shared ?? false, note: offer.note, dropoff: offer.dropoff, passenger: offer.passenger)
     }
 }
 
 public struct PendingOffer: Sendable, Equatable {
     public var job: Job
-    /// Unit clock at receipt, ms.
-    public var receivedAt: Int64
-    /// Unit clock when silence becomes `timeout`, ms. Persisted so a restart keeps the promise.
-    public var deadline: Int64
+    /// Unit clock at receipt.
+    public var receivedAt: UnitTime
+    /// Unit clock when silence becomes `timeout`. Persisted so a restart keeps the promise.
+    public var deadline: UnitTime
 
-    public init(job: Job, receivedAt: Int64, deadline: Int64) {
+    public init(job: Job, receivedAt: UnitTime, deadline: UnitTime) {
         self.job = job
         self.receivedAt = receivedAt
         self.deadline = deadline
@@ -51,13 +51,13 @@ public struct PendingOffer: Sendable, Equatable {
 }
 
 public struct RideStart: Sendable, Equatable {
-    public var time: Int64
+    public var time: UnitTime
     public var fix: Fix?
     /// When the taxi arrived at the pickup, for the waiting time; nil in a ride restored from a
     /// format 1 snapshot, which did not keep it.
-    public var arrivedAt: Int64?
+    public var arrivedAt: UnitTime?
 
-    public init(time: Int64, fix: Fix?, arrivedAt: Int64? = nil) {
+    public init(time: UnitTime, fix: Fix?, arrivedAt: UnitTime? = nil) {
         self.time = time
         self.fix = fix
         self.arrivedAt = arrivedAt
@@ -67,9 +67,9 @@ public struct RideStart: Sendable, Equatable {
 /// A reservation's reminder: due `at` (unit clock) while the taxi is on the way to `job`'s pickup.
 public struct Reminder: Sendable, Equatable {
     public var job: String
-    public var at: Int64
+    public var at: UnitTime
 
-    public init(job: String, at: Int64) {
+    public init(job: String, at: UnitTime) {
         self.job = job
         self.at = at
     }
@@ -83,7 +83,7 @@ public enum DriverState: Sendable, Equatable {
     case paused(PauseReason)
     case offered(PendingOffer)
     case enRoute(Job)
-    case atPickup(Job, arrivedAt: Int64)
+    case atPickup(Job, arrivedAt: UnitTime)
     case onBoard(Job, since: RideStart)
 
     public var name: StateName {
@@ -130,11 +130,11 @@ public struct AnsweredOffer: Sendable, Equatable {
     /// nil when the dispatcher withdrew the offer before it was answered.
     public var reply: JobReply?
     /// Unit clock when the answer was last published again for a redelivered copy: the first copy is
-    /// answered at once, and later copies at most once per `UnitStateMachine.repeatAnswerAfterMs`,
+    /// answered at once, and later copies at most once per `UnitStateMachine.repeatAnswerAfter`,
     /// so that a dispatcher (or a broker) sending the offer over and over cannot pile up answers.
-    public var lastSentAt: Int64?
+    public var lastSentAt: UnitTime?
 
-    public init(job: String, reply: JobReply?, lastSentAt: Int64? = nil) {
+    public init(job: String, reply: JobReply?, lastSentAt: UnitTime? = nil) {
         self.job = job
         self.reply = reply
         self.lastSentAt = lastSentAt
@@ -143,12 +143,12 @@ public struct AnsweredOffer: Sendable, Equatable {
 
 /// The panic alarm while the dispatcher has not acknowledged it.
 public struct Panic: Sendable, Equatable {
-    public var raisedAt: Int64
+    public var raisedAt: UnitTime
     /// The `id` of this alarm's `sos` message, once the shell has stored it: an `sos/ack` naming
     /// another id acknowledges an earlier alarm and leaves this one open.
     public var messageID: String?
 
-    public init(raisedAt: Int64, messageID: String? = nil) {
+    public init(raisedAt: UnitTime, messageID: String? = nil) {
         self.raisedAt = raisedAt
         self.messageID = messageID
     }
@@ -182,11 +182,11 @@ public struct UnitSettings: Sendable, Equatable {
     /// Fix validity, reporting policy, heartbeat, zones.
     public var positions: PositionSettings
     /// Answer window when an offer does not bring its own `respond_within_s`.
-    public var offerTimeoutS: Double
+    public var offerTimeout: Duration
     /// A fix this close to the pickup means "arrived".
     public var arrivalRadiusM: Double
     /// A no-show may be declared this long after arriving…
-    public var noShowWaitS: Double
+    public var noShowWait: Duration
     /// …and only this close to the pickup.
     public var noShowRadiusM: Double
     public var seats: Int
@@ -203,7 +203,7 @@ public struct UnitSettings: Sendable, Equatable {
     public var ignitionOff: IgnitionOffPolicy
 
     public init(
-        positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
+        positions: PositionSettings = PositionSettings(), offerTimeout: Duration = .seconds(60), arrivalRadiusM: Double = 20, noShowWait: Duration = .seconds(300),
         noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, soonClearMin: Int = 5,
         requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask
     ) {
@@ -211,9 +211,9 @@ public struct UnitSettings: Sendable, Equatable {
         self.requireLogin = requireLogin
         self.ignitionOff = ignitionOff
         self.positions = positions
-        self.offerTimeoutS = offerTimeoutS
+        self.offerTimeout = offerTimeout
         self.arrivalRadiusM = arrivalRadiusM
-        self.noShowWaitS = noShowWaitS
+        self.noShowWait = noShowWait
         self.noShowRadiusM = noShowRadiusM
         self.seats = seats
         self.answeredOfferMemory = answeredOfferMemory
@@ -253,19 +253,19 @@ public struct UnitStatus: Sendable, Equatable {
 public enum UnitEvent: Sendable, Equatable {
     /// A gpsd report and the clocks when it arrived (the unit clock is made from them).
     case gps(GPSSample, at: ClockSample)
-    /// `at`: unit clock, ms.
-    case driver(DriverInput, at: Int64)
-    case inbound(InboundMessage, receivedAt: Int64)
+    /// `at`: unit clock.
+    case driver(DriverInput, at: UnitTime)
+    case inbound(InboundMessage, receivedAt: UnitTime)
     /// An inbound message that could not be used.
-    case malformed(InboundProblem, at: Int64)
-    case timerFired(TimerID, at: Int64)
+    case malformed(InboundProblem, at: UnitTime)
+    case timerFired(TimerID, at: UnitTime)
     /// The daemon (re)started with the restored snapshot: pending deadlines are re-armed or due.
-    case resumed(at: Int64)
-    /// The ignition input changed (or told its state at the start); `at`: unit clock, ms.
-    case ignition(on: Bool, at: Int64)
+    case resumed(at: UnitTime)
+    /// The ignition input changed (or told its state at the start); `at`: unit clock.
+    case ignition(on: Bool, at: UnitTime)
     /// A crash loop was broken by setting the snapshot aside, and with it the job the unit had in
     /// `state`: the dispatcher and the driver must hear that the unit no longer has it.
-    case jobDropped(job: String, state: StateName, at: Int64)
+    case jobDropped(job: String, state: StateName, at: UnitTime)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -299,7 +299,9 @@ public struct UnitStateMachine: Sendable {
     public var state: DriverState { snapshot.state }
 
     /// Copies of a redelivered offer are answered again at most this often (unit clock).
-    public static let repeatAnswerAfterMs: Int64 = 30_000
+    public static let repeatAnswerAfter: Duration = .seconds(30)
+    /// The longest answer window an offer can have; the decoder and the configuration keep to it.
+    public static let longestAnswerWindow: Duration = .seconds(3_600)
 
     /// The shell stored the open alarm's `sos` message under `id` (in the transaction that also
     /// writes the snapshot), so that acknowledgements can be matched to it.
@@ -415,7 +417,7 @@ public struct UnitStateMachine: Sendable {
     /// The ignition input said `on`: the dispatcher hears of a change, the status shows it,
     /// positions follow the `ignition_off` rule while it is off, and an available driver is asked
     /// to go off duty, or is taken off duty after a while (`[ignition] off_while_available`).
-    private mutating func ignitionChanged(on: Bool, now: Int64) -> Step {
+    private mutating func ignitionChanged(on: Bool, now: UnitTime) -> Step {
         guard ignitionOn != on else { return Step() }
         ignitionOn = on
         positions.ignitionOff = !on
@@ -429,8 +431,8 @@ public struct UnitStateMachine: Sendable {
         switch settings.ignitionOff {
         case .ask:
             step.driver.append(.offDutySuggested("Ignition off: go off duty?"))
-        case .offDuty(let afterMs):
-            step.timers.append(.start(.ignitionOffDuty, fireAt: now.saturatingAdd(afterMs)))
+        case .offDuty(let after):
+            step.timers.append(.start(.ignitionOffDuty, fireAt: now + after))
         case .ignore:
             break
         }
@@ -445,7 +447,7 @@ public struct UnitStateMachine: Sendable {
         if case .enRoute(let job) = state, Coordinate(fix).distance(to: job.pickup.coordinate) <= settings.arrivalRadiusM {
             // On the unit clock, as every other time the no-show wait and the ride are measured on:
             // the fix's own GPS time can be far behind it (a receiver that lags).
-            let now = positions.clock.reading(at: sample).milliseconds
+            let now = positions.clock.reading(at: sample).time
             step += transition(
                 to: .atPickup(job, arrivedAt: now), now: now, reason: "arrived_by_gps",
                 tell: "Arrived at \(job.pickup.label). Passenger on board?")
@@ -455,7 +457,7 @@ public struct UnitStateMachine: Sendable {
 
     // MARK: Driver
 
-    private mutating func handleDriver(_ input: DriverInput, now: Int64) -> Step {
+    private mutating func handleDriver(_ input: DriverInput, now: UnitTime) -> Step {
         switch (input, state) {
         case (.message, .offered):
             // The offer's screen stays until it is answered: a message opened now would be marked
@@ -482,7 +484,7 @@ public struct UnitStateMachine: Sendable {
         case (.accept, .offered(let offer)):
             var reminder: Reminder?
             if let meeting = offer.job.meetingTime, settings.reminderMin > 0 {
-                let at = meeting.saturatingSubtract(Int64(settings.reminderMin.saturatingMultiply(60_000)))
+                let at = meeting - .seconds(settings.reminderMin.saturatingMultiply(60))
                 if at > now { reminder = Reminder(job: offer.job.id, at: at) }
             }
             snapshot.reminder = reminder
@@ -511,10 +513,9 @@ public struct UnitStateMachine: Sendable {
             return refuse(.notAtPickup)
 
         case (.noShow, .atPickup(let job, let arrivedAt)):
-            let waitMs = Int64(millisecondsOf: settings.noShowWaitS) ?? .max
-            let waited = now.saturatingSubtract(arrivedAt)
-            guard waited >= waitMs else {
-                let left = waitMs.saturatingSubtract(waited).saturatingAdd(999) / 1000
+            let waited = now - arrivedAt
+            guard waited >= settings.noShowWait else {
+                let left = (settings.noShowWait - waited).wholeMilliseconds.saturatingAdd(999) / 1000
                 return refuse(.noShowTooEarly(secondsLeft: Int(clamping: left)))
             }
             guard let fix = lastFix else { return refuse(.noPosition) }
@@ -528,7 +529,7 @@ public struct UnitStateMachine: Sendable {
         case (.clear, .onBoard(let job, let since)):
             let ride = RideSummary(
                 job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix,
-                waitingMs: since.arrivedAt.map { max(0, since.time.saturatingSubtract($0)) })
+                waiting: since.arrivedAt.map { max(.zero, since.time - $0) })
             var step = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
             step.ride = ride
             // After the `completed` event: the dispatcher's record of the ride, for distance fares.
@@ -580,7 +581,7 @@ public struct UnitStateMachine: Sendable {
     }
 
     /// Rings the driver before the reservation's meeting time, once.
-    private mutating func remind(job id: String, now: Int64) -> Step {
+    private mutating func remind(job id: String, now: UnitTime) -> Step {
         guard let reminder = snapshot.reminder, reminder.job == id else { return .note("reminder for \(id) no longer due") }
         guard case .enRoute(let job) = state, job.id == reminder.job else {
             // Only a snapshot read back from the disk can hold a reminder for another state.
@@ -588,18 +589,18 @@ public struct UnitStateMachine: Sendable {
             return Step(snapshot: snapshot, notes: ["reminder for \(id) dropped: not on the way to its pickup"])
         }
         snapshot.reminder = nil
-        let meeting = job.meetingTime.map { " in \(max(0, $0.saturatingSubtract(now)) / 60_000) min" } ?? ""
+        let meeting = job.meetingTime.map { " in \(max(.zero, $0 - now).wholeSeconds / 60) min" } ?? ""
         return Step(snapshot: snapshot, driver: [.reminder("Reminder: job \(job.id), meet at \(job.pickup.label)\(meeting)")])
     }
 
     // MARK: Dispatcher
 
-    private mutating func handleOffer(_ offer: JobOffer, receivedAt: Int64) -> Step {
+    private mutating func handleOffer(_ offer: JobOffer, receivedAt: UnitTime) -> Step {
         if let index = snapshot.answeredOffers.lastIndex(where: { $0.job == offer.job }) {
             let answered = snapshot.answeredOffers[index]
             guard let reply = answered.reply else { return .note("offer \(offer.job) was withdrawn; redelivery ignored") }
-            if let last = answered.lastSentAt, receivedAt.saturatingSubtract(last) < Self.repeatAnswerAfterMs {
-                return .note("offer \(offer.job) delivered again within \(Self.repeatAnswerAfterMs / 1000) s of its last answer; not answered again")
+            if let last = answered.lastSentAt, receivedAt - last < Self.repeatAnswerAfter {
+                return .note("offer \(offer.job) delivered again within \(Self.repeatAnswerAfter.wholeSeconds) s of its last answer; not answered again")
             }
             snapshot.answeredOffers[index].lastSentAt = receivedAt
             return Step(snapshot: snapshot, messages: [.reply(reply)], notes: ["offer \(offer.job) delivered again; same answer"])
@@ -609,8 +610,8 @@ public struct UnitStateMachine: Sendable {
         }
         // The decoder bounds respond_within_s and the configuration the timeout; out of range is never
         // reached, but would mean the longest window rather than a trap.
-        let windowMs = Int64(millisecondsOf: offer.respondWithinS ?? settings.offerTimeoutS).map { min(max($0, 1), 3_600_000) } ?? 3_600_000
-        if let sent = offer.t, sent.saturatingAdd(windowMs) <= receivedAt {
+        let window = min(max(offer.respondWithinS.map(Duration.checkedSeconds) ?? settings.offerTimeout, .milliseconds(1)), Self.longestAnswerWindow)
+        if let sent = offer.t, UnitTime(milliseconds: sent) + window <= receivedAt {
             return remember(JobReply(job: offer.job, reply: .expired, reason: "answer window over on arrival", t: receivedAt))
         }
         guard case .available = state else {
@@ -620,21 +621,21 @@ public struct UnitStateMachine: Sendable {
         guard job.passengers <= seats else {
             return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(seats) seats", t: receivedAt))
         }
-        let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt.saturatingAdd(windowMs))
-        var step = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, windowMs: windowMs))
+        let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt + window)
+        var step = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, window: window))
         step.timers.append(.start(.offerDeadline(job: job.id), fireAt: pending.deadline))
         return step
     }
 
-    private func offerText(_ job: Job, windowMs: Int64) -> String {
+    private func offerText(_ job: Job, window: Duration) -> String {
         var text = "Job \(job.id): \(job.pickup.label), \(job.passengers) pax"
         if job.meetingTime != nil { text += ", reservation" }
         if job.shared { text += ", shared" }
         if let note = job.note { text += " (\(note))" }
-        return text + ". Accept within \(windowMs / 1000) s?"
+        return text + ". Accept within \(window.wholeSeconds) s?"
     }
 
-    private mutating func handleCancel(_ cancel: JobCancel, now: Int64) -> Step {
+    private mutating func handleCancel(_ cancel: JobCancel, now: UnitTime) -> Step {
         guard let job = state.job, job.id == cancel.job else {
             return .note("cancel for unknown job \(cancel.job) ignored")
         }
@@ -653,7 +654,7 @@ public struct UnitStateMachine: Sendable {
         }
     }
 
-    private mutating func handleUpdate(_ update: JobUpdate, now: Int64) -> Step {
+    private mutating func handleUpdate(_ update: JobUpdate, now: UnitTime) -> Step {
         guard var job = state.job, job.id == update.job else {
             return .note("update for unknown job \(update.job) ignored")
         }
@@ -689,7 +690,7 @@ public struct UnitStateMachine: Sendable {
     // MARK: Helpers
 
     /// Moves to `next`: the snapshot, the event, the status, and what the driver is told.
-    private mutating func transition(to next: DriverState, now: Int64, reason: String? = nil, tell: String) -> Step {
+    private mutating func transition(to next: DriverState, now: UnitTime, reason: String? = nil, tell: String) -> Step {
         let from = state
         snapshot.state = next
         var cancelled: [TimerChange] = []
@@ -707,7 +708,7 @@ public struct UnitStateMachine: Sendable {
     }
 
     /// Answers the pending offer once and for all, remembering the answer for redeliveries.
-    private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: Int64, then next: DriverState, tell: String) -> Step {
+    private mutating func answerOffer(_ code: ReplyCode, reason: String?, now: UnitTime, then next: DriverState, tell: String) -> Step {
         guard case .offered(let offer) = state else { return Step() }
         let reply = JobReply(job: offer.job.id, reply: code, reason: reason, t: now)
         snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply))

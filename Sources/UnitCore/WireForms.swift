@@ -4,10 +4,10 @@ import TaxiProtocol
 // turns a fix, a status or a ride into wire form is here.
 
 extension PositionPoint {
-    public init(_ fix: Fix, staleAgeMs: Int64? = nil) {
-        self.init(t: fix.time, lat: fix.latitude, lon: fix.longitude, spd: fix.speed, hdg: fix.track, acc: fix.accuracy)
-        stale = staleAgeMs.map { _ in true }
-        age = staleAgeMs
+    public init(_ fix: Fix, staleAge: Duration? = nil) {
+        self.init(t: fix.time.milliseconds, lat: fix.latitude, lon: fix.longitude, spd: fix.speed, hdg: fix.track, acc: fix.accuracy)
+        stale = staleAge.map { _ in true }
+        age = staleAge?.wholeMilliseconds
     }
 }
 
@@ -20,14 +20,14 @@ extension Coordinate {
 extension OwnTracksLocation {
     public init(_ fix: Fix, tid: String) {
         self.init(
-            timeMs: fix.time, latitude: fix.latitude, longitude: fix.longitude, accuracyM: fix.accuracy, speedMS: fix.speed, course: fix.track,
+            timeMs: fix.time.milliseconds, latitude: fix.latitude, longitude: fix.longitude, accuracyM: fix.accuracy, speedMS: fix.speed, course: fix.track,
             altitudeM: fix.altitude, tid: tid)
     }
 }
 
 extension StatusMessage {
     public init(
-        online: Bool, unit: String, status: UnitStatus, zone: String?, t: Int64?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil,
+        online: Bool, unit: String, status: UnitStatus, zone: String?, t: UnitTime?, outbox: OutboxDepth? = nil, aside: [String: Int]? = nil,
         driver: String? = nil
     ) {
         self.init(
@@ -37,19 +37,19 @@ extension StatusMessage {
 }
 
 extension ZoneEventMessage {
-    public init(unit: String, seq: Int64, id: String, t: Int64, change: ZoneChange, driver: String? = nil) {
+    public init(unit: String, seq: Int64, id: String, t: UnitTime, change: ZoneChange, driver: String? = nil) {
         self.init(ZoneEvent(t: t, zone: change.to, zoneLeft: change.from), unit: unit, seq: seq, id: id, driver: driver)
     }
 }
 
 extension IgnitionEventMessage {
-    public init(unit: String, seq: Int64, id: String, t: Int64, change: IgnitionChange, driver: String? = nil) {
+    public init(unit: String, seq: Int64, id: String, t: UnitTime, change: IgnitionChange, driver: String? = nil) {
         self.init(IgnitionEvent(t: t, ignition: change.on ? "on" : "off", state: change.state), unit: unit, seq: seq, id: id, driver: driver)
     }
 }
 
 extension SoonClearEventMessage {
-    public init(unit: String, seq: Int64, id: String, t: Int64, soonClear: SoonClear, driver: String? = nil) {
+    public init(unit: String, seq: Int64, id: String, t: UnitTime, soonClear: SoonClear, driver: String? = nil) {
         self.init(SoonClearEvent(t: t, job: soonClear.job, clearInMin: soonClear.minutes), unit: unit, seq: seq, id: id, driver: driver)
     }
 }
@@ -60,7 +60,7 @@ extension RideMessage {
         let body = FinishedRide(
             job: ride.job, passengers: ride.passengers,
             pickup: Stop(t: ride.pickupTime, at: ride.pickupFix.map(Coordinate.init)), drop: Stop(t: ride.dropTime, at: ride.dropFix.map(Coordinate.init)),
-            distanceM: distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }, waitingS: ride.waitingMs.map { max(0, $0) / 1000 })
+            distanceM: distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }, waitingS: ride.waiting.map { max(.zero, $0).wholeSeconds })
         self.init(body, unit: unit, seq: seq, id: id, driver: driver)
     }
 }

@@ -71,7 +71,7 @@ struct ControlDesk {
                 depthByClass: Self.byClassName(overview.depth),
                 oldest: overview.oldest.map {
                     ControlOutboxEntry(
-                        messageClass: "\($0.messageClass)", topic: $0.topic, id: $0.messageID, createdAt: $0.createdAt,
+                        messageClass: "\($0.messageClass)", topic: $0.topic, id: $0.messageID, createdAt: $0.createdAt.milliseconds,
                         inFlight: inFlight.contains($0.rowID))
                 }))
         } catch {
@@ -83,7 +83,7 @@ struct ControlDesk {
         do {
             let rides = try store.rides().suffix(max(0, last)).reversed().map { ride in
                 ControlRide(
-                    job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime, dropTime: ride.dropTime,
+                    job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime.milliseconds, dropTime: ride.dropTime.milliseconds,
                     pickupPosition: ride.pickupPosition.map { .init(lat: $0.lat, lon: $0.lon) },
                     dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM)
             }
@@ -99,14 +99,14 @@ struct ControlDesk {
     }
 
     /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
-    static func jobStatus(_ state: DriverState, now: Int64) -> ControlStatus.Job? {
+    static func jobStatus(_ state: DriverState, now: UnitTime) -> ControlStatus.Job? {
         guard let job = state.job else { return nil }
-        func secondsUntil(_ time: Int64) -> Int { Int(clamping: max(0, time.saturatingSubtract(now)) / 1000) }
+        func secondsUntil(_ time: UnitTime) -> Int { Int(clamping: max(.zero, time - now).wholeSeconds) }
         var offerSecondsLeft: Int?
         if case .offered(let offer) = state { offerSecondsLeft = secondsUntil(offer.deadline) }
         return ControlStatus.Job(
             id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
-            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime, meetingInS: job.meetingTime.map(secondsUntil),
+            offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime?.milliseconds, meetingInS: job.meetingTime.map(secondsUntil),
             shared: job.shared, note: job.note)
     }
 }

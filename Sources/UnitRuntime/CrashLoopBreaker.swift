@@ -36,7 +36,7 @@ enum CrashLoopBreaker {
     }
 
     /// Counts this start; returns the open job it had to drop, if any.
-    static func started(store: LocalCache, at time: Int64, logger: Logger, poison: PoisonGuard, boot: String = bootID()) -> DroppedJob? {
+    static func started(store: LocalCache, at time: UnitTime, logger: Logger, poison: PoisonGuard, boot: String = bootID()) -> DroppedJob? {
         let earlier = ((try? store.loadValue(Count.self, forKey: key)) ?? nil).flatMap { $0.boot == boot ? $0.starts : nil } ?? 0
         // The count includes this start; the ones before it died early.
         let diedEarly = max(0, earlier)

@@ -99,11 +99,11 @@ struct DriverPanel {
         noticeSerial += 1
     }
 
-    /// `distance`: metres from the taxi's last fix, nil without one. `unitClockAheadMs`: the unit
+    /// `distance`: metres from the taxi's last fix, nil without one. `unitClockAhead`: the unit
     /// clock minus the system clock, which the terminal counts down on.
     /// `login`: the id and PIN being typed, shown instead of the off-duty screen.
     func view(
-        state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, unitClockAheadMs: Int64,
+        state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, unitClockAhead: Duration,
         login: LoginEntry? = nil, distance: (Place) -> Double?
     ) -> DriverView {
         func pickup(_ job: Job) -> DriverView.Pickup {
@@ -116,7 +116,7 @@ struct DriverPanel {
         case .offDuty: mode = .offDuty
         case .available: mode = .available
         case .paused(let reason): mode = .paused(reason: reason.rawValue)
-        case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline.saturatingSubtract(unitClockAheadMs))
+        case .offered(let offer): mode = .offered(pickup(offer.job), deadline: offer.deadline - unitClockAhead)
         case .enRoute(let job): mode = .enRoute(pickup(job))
         case .atPickup(let job, _): mode = .atPickup(pickup(job))
         case .onBoard(let job, _):

@@ -30,19 +30,18 @@ struct EngineClock {
         return sample
     }
 
-    /// The clocks as they were when an input arrived (monotonic `arrivedAtS`): a fix may have
+    /// The clocks as they were when an input arrived (monotonic `arrivedAt`): a fix may have
     /// waited in the inbox for its batch, and the unit clock follows GPS time from its arrival.
-    mutating func sample(arrivedAtS: Double) -> ClockSample {
+    mutating func sample(arrivedAt: Duration) -> ClockSample {
         var sample = sample()
-        let waitedS = max(0, sample.monotonicS - arrivedAtS)
-        sample.systemS -= waitedS
-        sample.monotonicS -= waitedS
+        let waited = max(.zero, sample.monotonic - arrivedAt)
+        sample.system = sample.system - waited
+        sample.monotonic -= waited
         return sample
     }
 
-    /// The system clock, ms since the Unix epoch; saturates rather than trapping on a clock set to
-    /// the far future.
-    static func systemMs() -> Int64 {
-        Int64(roundingChecked: Date().timeIntervalSince1970 * 1000) ?? .max
+    /// The system clock; saturates rather than trapping on a clock set to the far future.
+    static func systemTime() -> UnitTime {
+        UnitTime(seconds: Date().timeIntervalSince1970)
     }
 }

@@ -77,7 +77,7 @@ final class EngineLoop {
         local: ConfigValue, store: LocalCache, broker mqtt: any BrokerPort, fixes gpsd: any FixSource, logger: Logger, devices: DriverDeviceSet?,
         options: EngineOptions, inbox: EngineInbox<EngineInput>
     ) throws {
-        let startedAt = EngineClock.systemMs()
+        let startedAt = EngineClock.systemTime()
         self.inbox = inbox
         poisonGuard = PoisonGuard(store: store, at: startedAt, logger: logger)
         droppedJob = CrashLoopBreaker.started(store: store, at: startedAt, logger: logger, poison: poisonGuard)
@@ -151,7 +151,7 @@ final class EngineLoop {
             startRollbackTimer: { [inbox] after in inbox.post(.fleetRollbackDue, after: after) })
         gpsd.deliverEvents { [inbox] event in
             let isSample = if case .sample = event { true } else { false }
-            inbox.post(.gps(event, arrivedAtS: Monotonic.seconds()), mayWait: isSample ? .fix : [], droppable: isSample)
+            inbox.post(.gps(event, arrivedAt: Monotonic.elapsed), mayWait: isSample ? .fix : [], droppable: isSample)
         }
         mqtt.deliverEvents { [inbox, inboundFlow] linked in
             switch linked.event {
@@ -213,12 +213,12 @@ final class EngineLoop {
         applyDriverPreferences()
         // Re-arm the restored offer's deadline (or answer `timeout` if it passed while we were
         // down) and a rollback trial cut short by a restart.
-        let now = clockMs()
+        let now = clockNow()
         perform(core.start(at: now), for: .job(.resumed(at: now)), before: core.machine.state)
-        if let dropped = droppedJob { step(.job(.jobDropped(job: dropped.job, state: dropped.state, at: clockMs()))) }
+        if let dropped = droppedJob { step(.job(.jobDropped(job: dropped.job, state: dropped.state, at: clockNow()))) }
         // Answered unhandled where there is someone to answer.
         if let poison = poisonGuard.setAsideAtStart { refusePoison(topic: poison.topic) }
-        _ = performer.batchHandled(at: clockMs())
+        _ = performer.batchHandled(at: clockNow())
         refreshDriverView()
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
@@ -228,7 +228,7 @@ final class EngineLoop {
                 inbox.post(.startSettled, after: CrashLoopBreaker.settledAfter)
                 // Read once: the section is local only, a fleet document cannot change it.
                 if options.telemetry != nil, configuration.telemetry.intervalS > 0 {
-                    let interval = Duration.milliseconds(Int64(millisecondsOf: configuration.telemetry.intervalS) ?? EngineTimers.longestMs)
+                    let interval = Duration.checkedSeconds(configuration.telemetry.intervalS)
                     group.addTask { [inbox] in
                         while (try? await Task.sleep(for: interval)) != nil { inbox.post(.telemetryDue) }
                     }
@@ -246,11 +246,11 @@ final class EngineLoop {
                     for input in batch where outcome == .running {
                         outcome = handle(input)
                     }
-                    inbox.deferred = performer.batchHandled(at: clockMs())
+                    inbox.deferred = performer.batchHandled(at: clockNow())
                     refreshDriverView()
                     if outcome == .finished { break loop }
                 }
-                performer.finish(now: clockMs())
+                performer.finish(now: clockNow())
                 group.cancelAll()
             }
         } onGracefulShutdown: { [inbox] in
@@ -262,14 +262,14 @@ final class EngineLoop {
 
     private func handle(_ input: EngineInput) -> LoopOutcome {
         switch input {
-        case .gps(let event, let arrivedAtS):
-            handleGPS(event, arrivedAtS: arrivedAtS)
+        case .gps(let event, let arrivedAt):
+            handleGPS(event, arrivedAt: arrivedAt)
         case .mqtt(let linked):
             guard linked.generation == linkGeneration else { return .running }
             return handleMQTT(linked.event)
         case .control(let request, let reply):
             // What was acknowledged is marked before the answer reads the store.
-            performer.settle(at: clockMs())
+            performer.settle(at: clockNow())
             reply.resume(returning: control.answer(
                 request, status: currentStatus, press: { DriverCommand.parse($0).map { self.driverCommand($0, key: nil) } },
                 inFlight: performer.inFlightRows, configLayers: { fleetConfigLayers }))
@@ -278,14 +278,14 @@ final class EngineLoop {
         case .driver(let press):
             driverPressed(press)
         case .timerFired(let id, let generation):
-            if performer.timerFired(id, generation: generation) { step(.job(.timerFired(id, at: clockMs()))) }
+            if performer.timerFired(id, generation: generation) { step(.job(.timerFired(id, at: clockNow()))) }
         case .maintenance:
             // A healthy loop comes round every second; connecting may block for a while.
             mqtt.restartLoopIfSilent(longerThan: .seconds(max(60, 3 * configuration.mqtt.keepaliveS)))
             // Retention ages rows by the unit clock: only a synchronised system clock is trusted for
             // that, never GPS time that may have jumped ahead.
             let reading = core.machine.positions.clock.reading(at: clock.sample())
-            if performer.maintain(now: reading.milliseconds, retentionClockTrusted: reading.source == .system, inbox: core.machine.driverMessages.inbox) {
+            if performer.maintain(now: reading.time, retentionClockTrusted: reading.source == .system, inbox: core.machine.driverMessages.inbox) {
                 publishStatus()
             }
             // Something set aside while running (an unreadable outbox row) is reported like one at start.
@@ -302,7 +302,7 @@ final class EngineLoop {
             // Switching brokers now would lose the offline status' acknowledgement; the trial resumes at the next start.
             if !stopping { step(.fleetConfig(.rollbackDue(lastError: broker.lastError))) }
         case .commitWindowClosed:
-            performer.commitWindowClosed(now: clockMs())
+            performer.commitWindowClosed(now: clockNow())
         case .startSettled:
             CrashLoopBreaker.settled(store: store, logger: logger)
         case .telemetryDue:
@@ -324,7 +324,7 @@ final class EngineLoop {
 
     @discardableResult
     private func perform(_ step: UnitStep, for input: UnitInput, before: DriverState) -> StepPerformer.Performed {
-        let performed = performer.perform(step, now: clockMs(), status: currentStatus, adopt: adopt) { publishStatus() }
+        let performed = performer.perform(step, now: clockNow(), status: currentStatus, adopt: adopt) { publishStatus() }
         if let id = performed.storedAlarmID { core.alarmStored(messageID: id) }
         if let recorded = step.job.fixes.last { lastFix = (recorded.fix, .now) }
         publishPositionFeeds(step.job.fixes)
@@ -372,14 +372,14 @@ final class EngineLoop {
         if next.reconnect {
             logger.notice("broker settings changed; reconnecting", metadata: ["broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)"])
             performer.brokerSessionEnded()
-            broker = .init(connected: false, since: clockMs(), lastError: nil)
+            broker = .init(connected: false, since: clockNow().milliseconds, lastError: nil)
             linkGeneration = mqtt.connect(configuration)
         }
     }
 
     // MARK: GPS
 
-    private func handleGPS(_ event: GPSDEvent, arrivedAtS: Double) {
+    private func handleGPS(_ event: GPSDEvent, arrivedAt: Duration) {
         switch event {
         case .connected:
             gpsConnected = true
@@ -389,10 +389,10 @@ final class EngineLoop {
             else { logger.debug("gpsd not reachable", metadata: ["reason": "\(reason)"]) }
             gpsConnected = false
             // No fix follows soon: what gpsd sent is stored now.
-            performer.commitHeldFixes(now: clockMs())
+            performer.commitHeldFixes(now: clockNow())
         case .sample(let sample):
             metrics.fixesReceived.increment()
-            step(.job(.gps(sample, at: clock.sample(arrivedAtS: arrivedAtS))))
+            step(.job(.gps(sample, at: clock.sample(arrivedAt: arrivedAt))))
         }
     }
 
@@ -402,7 +402,7 @@ final class EngineLoop {
         switch event {
         case .connected(let session):
             mqtt.reserveConnectionNumbers(in: store, logger: logger)
-            broker = .init(connected: true, since: clockMs(), lastError: nil)
+            broker = .init(connected: true, since: clockNow().milliseconds, lastError: nil)
             metrics.brokerConnects.increment()
             logger.info("connected to broker", metadata: ["broker": "\(brokerInUse)"])
             performer.brokerSessionStarted(session)
@@ -416,7 +416,7 @@ final class EngineLoop {
             if broker.lastError != reason { logger.warning("cannot connect to broker", metadata: ["reason": "\(reason)"]) }
             broker.lastError = reason
         case .disconnected(_, let reason):
-            broker = .init(connected: false, since: clockMs(), lastError: reason)
+            broker = .init(connected: false, since: clockNow().milliseconds, lastError: reason)
             metrics.brokerDisconnects.increment()
             logger.warning("broker connection lost; messages wait in the store", metadata: ["reason": "\(reason)"])
             performer.brokerSessionEnded()
@@ -427,7 +427,7 @@ final class EngineLoop {
             // Counted whatever was refused; an outbox row is kept and sent again, a status waits for the next one.
             metrics.messagesRefused.increment()
             if ticket == offlineStatusTicket { return .finished }
-            performer.refused(ticket, reasonCode: reasonCode, at: clockMs())
+            performer.refused(ticket, reasonCode: reasonCode, at: clockNow())
         case .message(let message):
             if poisonGuard.isPoison(message) {
                 refusePoison(topic: message.topic)
@@ -459,7 +459,7 @@ final class EngineLoop {
         // The counts as last read (at start and every upkeep tick): no query on the way to the broker.
         let aside = online ? lastAsideCounts : nil
         var status = StatusMessage(
-            online: online, unit: configuration.unit.id, status: core.machine.status, zone: zone, t: clockMs(), outbox: depth, aside: aside,
+            online: online, unit: configuration.unit.id, status: core.machine.status, zone: zone, t: clockNow(), outbox: depth, aside: aside,
             driver: online ? core.session.driver : nil)
         if online { addBirthFacts(to: &status) }
         status.conn = mqtt.connectionNumber
@@ -480,11 +480,11 @@ final class EngineLoop {
     /// other keys only mean something mapped. The PIN and the badge number are passed on, never logged.
     private func driverPressed(_ press: DriverPress) {
         if let on = press.ignition {
-            step(.job(.ignition(on: on, at: clockMs())))
+            step(.job(.ignition(on: on, at: clockNow())))
             return
         }
         if let badge = press.badge {
-            for line in step(.badge(badge, context: sessionContext(readingPreferences: false), at: clockMs())).told { logger.info("badge read: \(line)") }
+            for line in step(.badge(badge, context: sessionContext(readingPreferences: false), at: clockNow())).told { logger.info("badge read: \(line)") }
             return
         }
         if press.discarded {
@@ -508,7 +508,7 @@ final class EngineLoop {
     private func driverCommand(_ command: DriverCommand?, key: LoginEntry.Key?) -> DriverAnswer {
         // Only a session word needs the driver's stored preferences: no store read on a job key's way to the broker.
         let session = if case .session? = command?.action { true } else { false }
-        let performed = step(.driver(command, key: key, context: sessionContext(readingPreferences: session), at: clockMs()))
+        let performed = step(.driver(command, key: key, context: sessionContext(readingPreferences: session), at: clockNow()))
         // The terminal shows nothing of an SOS; whoever pressed it here is told it is stored.
         let sos = if case .job(.sos)? = command?.action { true } else { false }
         let stored = sos ? performed.storedAlarmID.map { ["SOS alarm \($0) stored; it goes to the dispatcher before anything else"] } ?? [] : []
@@ -548,14 +548,14 @@ final class EngineLoop {
         // Deadlines are on the unit clock, which is GPS time while the system clock is
         // unsynchronised (hours off on a board without a real-time clock); the terminal counts down
         // on the system clock. In steps of 100 ms, so that GPS jitter does not change the view.
-        let unitClockAheadMs = clockMs().saturatingSubtract(EngineClock.systemMs()) / 100 * 100
+        let unitClockAhead = Duration.milliseconds((clockNow() - EngineClock.systemTime()).wholeMilliseconds / 100 * 100)
         var view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
-            unitClockAheadMs: unitClockAheadMs, login: machine.state.name == .offDuty ? core.loginEntry : nil,
+            unitClockAhead: unitClockAhead, login: machine.state.name == .offDuty ? core.loginEntry : nil,
             distance: { place in fix?.distance(to: place.coordinate) })
         view.inbox = DriverView.Inbox(machine.driverMessages)
         view.driver = core.session.driver
-        view.queue = machine.driverMessages.queuePosition(now: clockMs())
+        view.queue = machine.driverMessages.queuePosition(now: clockNow())
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)
@@ -574,7 +574,7 @@ final class EngineLoop {
         logger.info("shutting down")
         // A clean stop is no crash.
         CrashLoopBreaker.settled(store: store, logger: logger)
-        performer.stopSending(now: clockMs())
+        performer.stopSending(now: clockNow())
         guard broker.connected else { return .finished }
         publishStatus(online: false)
         guard offlineStatusTicket != nil else { return .finished }
@@ -583,5 +583,5 @@ final class EngineLoop {
     }
 
     /// The unit clock (system time when synchronised, else GPS time), ms.
-    func clockMs() -> Int64 { core.machine.positions.clock.reading(at: clock.sample()).milliseconds }
+    func clockNow() -> UnitTime { core.machine.positions.clock.reading(at: clock.sample()).time }
 }

@@ -16,7 +16,7 @@ extension EngineLoop {
         return ControlStatus(
             unit: configuration.unit.id,
             state: status.state.rawValue,
-            gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time),
+            gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time.milliseconds),
             broker: ControlStatus.Broker(
                 connected: broker.connected, since: broker.since, lastError: broker.lastError,
                 downForS: brokerDownSince.map { (ContinuousClock.now - $0) / .seconds(1) }),
@@ -25,7 +25,7 @@ extension EngineLoop {
                 position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored,
             pauseReason: status.pauseReason?.rawValue,
-            job: ControlDesk.jobStatus(machine.state, now: clockMs()),
+            job: ControlDesk.jobStatus(machine.state, now: clockNow()),
             seatsLeft: status.seatsLeft,
             sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus,
@@ -61,7 +61,7 @@ extension EngineLoop {
         let snapshot = registry.snapshot()
         if broker.connected {
             let message = TelemetryMessage(
-                unit: configuration.unit.id, t: clockMs(), uptimeS: Self.wholeUnits(ContinuousClock.now - startedAt, of: .seconds(1)),
+                unit: configuration.unit.id, t: clockNow(), uptimeS: Self.wholeUnits(ContinuousClock.now - startedAt, of: .seconds(1)),
                 counters: snapshot.counters, gauges: snapshot.gauges)
             do {
                 // QoS 0 and not through the outbox: the next one replaces a lost one, and a backlog

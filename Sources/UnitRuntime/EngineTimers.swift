@@ -5,7 +5,7 @@ import UnitCore
 /// the generation tells a restarted timer from a stale firing of the one it replaced.
 final class EngineTimers {
     /// No timer waits longer; the longest offer window is an hour.
-    static let longestMs: Int64 = 3_600_000
+    static let longest: Duration = .seconds(3_600)
 
     private let post: (TimerID, UInt64, Duration) -> Task<Void, Never>
     private var running: [TimerID: (task: Task<Void, Never>, generation: UInt64)] = [:]
@@ -18,11 +18,10 @@ final class EngineTimers {
 
     /// Capped: a unit clock that steps back (GPS time giving way to a system clock years off) must
     /// not push a deadline out of reach; a timer that fires early is re-checked by the machine.
-    func start(_ id: TimerID, fireAt: Int64, now: Int64) {
+    func start(_ id: TimerID, fireAt: UnitTime, now: UnitTime) {
         running[id]?.task.cancel()
         generation += 1
-        let delayMs = min(max(0, fireAt.saturatingSubtract(now)), Self.longestMs)
-        running[id] = (post(id, generation, .milliseconds(delayMs)), generation)
+        running[id] = (post(id, generation, min(max(.zero, fireAt - now), Self.longest)), generation)
     }
 
     func cancel(_ id: TimerID) {

@@ -41,9 +41,9 @@ extension EngineLoop {
         guard let carried = fleetTopics.first(where: { $0.topic == message.topic })?.carries else { return false }
         switch carried {
         case .config(let scope):
-            step(.fleetConfig(.received(scope, topic: message.topic, payload: message.payload, retained: message.retained, at: clockMs())))
+            step(.fleetConfig(.received(scope, topic: message.topic, payload: message.payload, retained: message.retained, at: clockNow())))
         case .command:
-            step(.fleetCommand(payload: message.payload, topic: message.topic, at: clockMs()))
+            step(.fleetCommand(payload: message.payload, topic: message.topic, at: clockNow()))
         }
         return true
     }
@@ -56,7 +56,7 @@ extension EngineLoop {
         case .config(let scope):
             step(.fleetConfig(.refusedUnread(scope, rejection)))
         case .command:
-            step(.fleetCommandRefusedUnread(rejection, at: clockMs()))
+            step(.fleetCommandRefusedUnread(rejection, at: clockNow()))
         }
         return true
     }

@@ -10,7 +10,7 @@ extension CommandReplyMessage {
 }
 
 extension ConfigAckMessage {
-    init(_ ack: ConfigAck, unit: String, seq: Int64, id: String, t: Int64) {
+    init(_ ack: ConfigAck, unit: String, seq: Int64, id: String, t: UnitTime) {
         self.init(
             ConfigAckReport(t: t, scope: ack.scope, version: ack.version, result: ack.result, reason: ack.reason, errors: ack.errors),
             unit: unit, seq: seq, id: id)

@@ -26,7 +26,7 @@ extension EngineLoop {
             return
         }
         logger.warning("message refused unread", metadata: ["topic": "\(inbound.rawValue)", "why": "\(why)"])
-        step(.job(.malformed(problem(inbound), at: clockMs())))
+        step(.job(.malformed(problem(inbound), at: clockNow())))
     }
 
     func receive(_ message: MQTTMessage) {
@@ -35,7 +35,7 @@ extension EngineLoop {
             logger.debug("ignoring message", metadata: ["topic": "\(message.topic)"])
             return
         }
-        let now = clockMs()
+        let now = clockNow()
         switch InboundMessage.decode(topic: topic, payload: message.payload, now: now) {
         case .success(let inbound):
             // Payloads hold addresses, names and message texts: their contents only at debug.

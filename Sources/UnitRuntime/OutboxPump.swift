@@ -20,7 +20,7 @@ import UnitCore
 /// In steady state a fix costs one commit: the engine's transaction that stores it also marks the
 /// last PUBACKs and packs the live message (`pack(in:at:)`). A PUBACK with nothing to send after
 /// it is not committed on its own; it waits for that next commit (the next fix, a second later),
-/// at most `ackDelayMs` (the maintenance tick flushes it). Until then `status` leaves the row out
+/// at most `ackDelay` (the maintenance tick flushes it). Until then `status` leaves the row out
 /// (the store is told it is acknowledged); a kill in between only means that message is sent again
 /// with its `id`, which receivers drop.
 ///
@@ -40,18 +40,18 @@ import UnitCore
 ///
 /// A PUBACK that refuses the message (MQTT 5 reason code 0x80 or more: an ACL that denies the
 /// topic, a quota) marks nothing: the message is kept and sent again after a backoff that doubles
-/// from `retryMinMs` to `retryMaxMs` while refusals go on, so a broker that keeps refusing costs a
+/// from `retryMin` to `retryMax` while refusals go on, so a broker that keeps refusing costs a
 /// publish a minute, not a loop. It is logged (one line a minute at most) and counted.
 final class OutboxPump {
     typealias Publish = (_ topic: String, OutboxMessage) throws(MQTTLinkError) -> MQTTPublishTicket
 
     /// How long an acknowledged row may stay unmarked when nothing else needs a commit.
-    static let ackDelayMs: Int64 = 2000
+    static let ackDelay: Duration = .seconds(2)
     /// The backoff after a refused publish. The engine pumps at least every upkeep tick (2 s).
-    static let retryMinMs: Int64 = 1000
-    static let retryMaxMs: Int64 = 60_000
+    static let retryMin: Duration = .seconds(1)
+    static let retryMax: Duration = .seconds(60)
     /// At most one line about refused publishes per this long.
-    static let refusalLogEveryMs: Int64 = 60_000
+    static let refusalLogEvery: Duration = .seconds(60)
 
     private let store: LocalCache
     private var packer: PositionPacker
@@ -88,20 +88,20 @@ final class OutboxPump {
     /// them out.
     private var acknowledgedRows: [Int64] = []
     /// When a `pump` first left `acknowledgedRows` unmarked.
-    private var acknowledgedWaitingSince: Int64?
+    private var acknowledgedWaitingSince: UnitTime?
     /// Packed in the engine's commit, handed to libmosquitto by the next `pump`.
     private var packed: [OutboxMessage] = []
     /// Backfill messages committed ahead of the window, oldest first; ids above `cursors[.backfill]`.
     private var packedAhead: [OutboxMessage] = []
     /// Refused by the broker in this session, oldest first: handed over again from `retryAt`.
     private var refusedMessages: [OutboxMessage] = []
-    private var retryAt: Int64?
+    private var retryAt: UnitTime?
     /// Refusals since a message sent again was accepted: the backoff's exponent.
     private var refusalsInARow = 0
     /// Rows sent again after a refusal; the first of them accepted resets the backoff.
     private var retriedRows: Set<Int64> = []
     /// The refusal log's own limit: when it last wrote, and what it swallowed since.
-    private var refusalLoggedAt: Int64?
+    private var refusalLoggedAt: UnitTime?
     private var refusalsNotLogged = 0
     /// Off while shutting down: PUBACKs are still marked, nothing new is handed over.
     var sending = true
@@ -191,23 +191,23 @@ final class OutboxPump {
     /// A PUBACK that refuses the message: the row stays undelivered and is sent again after the
     /// backoff. True when the ticket was an outbox row's (for the telemetry's count).
     @discardableResult
-    func refused(_ ticket: MQTTPublishTicket, reasonCode: Int32, at time: Int64) -> Bool {
+    func refused(_ ticket: MQTTPublishTicket, reasonCode: Int32, at time: UnitTime) -> Bool {
         // A held message refused is handed over again by a later pump, once it is stored with the rest.
         if ticket.session == session, heldByTicket.removeValue(forKey: ticket) != nil { return true }
         guard ticket.session == session, let message = rowsByTicket.removeValue(forKey: ticket) else { return false }
         storedInFlight.remove(message.rowID)
         refusedMessages.append(message)
-        let delay = min(Self.retryMaxMs, Self.retryMinMs << min(refusalsInARow, 6))
+        let delay = min(Self.retryMax, Self.retryMin * (1 << min(refusalsInARow, 6)))
         refusalsInARow = min(refusalsInARow + 1, 64)
-        retryAt = max(retryAt ?? time, time.saturatingAdd(delay))
-        if let loggedAt = refusalLoggedAt, time >= loggedAt, time.saturatingSubtract(loggedAt) < Self.refusalLogEveryMs {
+        retryAt = max(retryAt ?? time, time + delay)
+        if let loggedAt = refusalLoggedAt, time >= loggedAt, time - loggedAt < Self.refusalLogEvery {
             refusalsNotLogged += 1
         } else {
             logger.warning(
                 "the broker refused a message; it stays in the outbox and is sent again",
                 metadata: [
                     "topic": "\(message.topic)", "id": "\(message.messageID)", "reason_code": "0x\(String(reasonCode, radix: 16))",
-                    "retry_in_ms": "\(delay)", "refused_since_last_line": "\(refusalsNotLogged)",
+                    "retry_in_ms": "\(delay.wholeMilliseconds)", "refused_since_last_line": "\(refusalsNotLogged)",
                 ])
             refusalLoggedAt = time
             refusalsNotLogged = 0
@@ -242,7 +242,7 @@ final class OutboxPump {
 
     /// The end of a batch of inputs: pumps if asked to. Returns whether PUBACKs may wait for a
     /// later input (the engine's inbox then does not wake for them). `time` is read only for a pump.
-    func batchHandled(at time: @autoclosure () -> Int64) -> Bool {
+    func batchHandled(at time: @autoclosure () -> UnitTime) -> Bool {
         pumpIfWanted(at: time)
         acknowledgementsMayWait = sending && inFlight < maxInFlight && heldByTicket.isEmpty
         return acknowledgementsMayWait
@@ -250,12 +250,12 @@ final class OutboxPump {
 
     /// Before anything reads the store for someone (a control answer): what was acknowledged is
     /// marked first.
-    func settle(at time: @autoclosure () -> Int64) {
+    func settle(at time: @autoclosure () -> UnitTime) {
         if !acknowledgedRows.isEmpty { wanted = true }
         pumpIfWanted(at: time)
     }
 
-    private func pumpIfWanted(at time: () -> Int64) {
+    private func pumpIfWanted(at time: () -> UnitTime) {
         guard wanted else { return }
         pump(at: time())
     }
@@ -269,7 +269,7 @@ final class OutboxPump {
     /// and packs what goes next in that same commit. Returns whether it packed anything, for
     /// `pump` to hand over once the commit is done. A failure here is undone and logged, never
     /// the engine's: its fix or reply is stored regardless, and `pump` tries again.
-    func pack(in transaction: LocalCache.Transaction, at time: Int64) -> Bool {
+    func pack(in transaction: LocalCache.Transaction, at time: UnitTime) -> Bool {
         // Something packed and not handed over yet would be packed again: let `pump` do it.
         guard session != nil, packed.isEmpty else { return false }
         let free = sendableNow(transaction, at: time)
@@ -291,7 +291,7 @@ final class OutboxPump {
 
     /// Hands over what was packed, then marks what was acknowledged and, unless `sending` is off
     /// (shutting down), fills the free in-flight slots, in one commit.
-    func pump(at time: Int64) {
+    func pump(at time: UnitTime) {
         wanted = false
         guard let session else { return }
         let alreadyPacked = packed
@@ -358,18 +358,18 @@ final class OutboxPump {
     }
 
     /// Marks what was acknowledged and reads (or packs) what goes next, in the caller's transaction.
-    private func markAndTakeNext(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64) throws -> Taken {
+    private func markAndTakeNext(_ transaction: LocalCache.Transaction, limit: Int, at time: UnitTime) throws -> Taken {
         try transaction.markDelivered(acknowledgedRows, at: time)
         return try nextMessages(transaction, limit: limit, at: time, packing: true)
     }
 
     /// A PUBACK alone is worth a commit only when shutting down, when many wait, or when no other
-    /// commit came along for `ackDelayMs`.
-    private func mustMarkAcknowledged(at time: Int64, stopping: Bool) -> Bool {
+    /// commit came along for `ackDelay`.
+    private func mustMarkAcknowledged(at time: UnitTime, stopping: Bool) -> Bool {
         guard !acknowledgedRows.isEmpty else { return false }
         let since = acknowledgedWaitingSince ?? time
         acknowledgedWaitingSince = since
-        return stopping || acknowledgedRows.count >= maxInFlight || time - since >= Self.ackDelayMs
+        return stopping || acknowledgedRows.count >= maxInFlight || time - since >= Self.ackDelay
     }
 
     private func committed(marked: Int, _ taken: Taken) {
@@ -403,7 +403,7 @@ final class OutboxPump {
     }
 
     /// How many to hand over now: the free slots in flight when there is work, within the rate limit.
-    private func sendableNow(_ hints: some OutboxHints, at time: Int64) -> Int {
+    private func sendableNow(_ hints: some OutboxHints, at time: UnitTime) -> Int {
         let slots = max(0, maxInFlight - inFlight)
         guard slots > 0, mayHaveWork(hints, at: time) else { return 0 }
         switch allowance() {
@@ -420,13 +420,13 @@ final class OutboxPump {
     }
 
     /// From the hints alone: false means nothing is waiting that this session has not handed over.
-    private func mayHaveWork(_ hints: some OutboxHints, at time: Int64) -> Bool {
+    private func mayHaveWork(_ hints: some OutboxHints, at time: UnitTime) -> Bool {
         retryDue(at: time) || [OutboxLane.alarm, .reply, .event, .livePosition].contains { hints.newestRowID(in: $0) > cursors[$0] ?? 0 }
             || hints.newestRowID(in: .backfill) > backfillCursor || !packedAhead.isEmpty
             || hints.hasFreshFix || !liveResends.isEmpty || hints.hasQueuedPositions
     }
 
-    private func retryDue(at time: Int64) -> Bool {
+    private func retryDue(at time: UnitTime) -> Bool {
         guard let retryAt, !refusedMessages.isEmpty else { return false }
         return time >= retryAt
     }
@@ -438,7 +438,7 @@ final class OutboxPump {
 
     /// What goes next, in lane order; what it takes from `liveResends` and `packedAhead` is removed
     /// once committed. Without `packing` (a read, the store not writable) no queued fix is packed.
-    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: Int64, packing: Bool) throws -> Taken {
+    private func nextMessages(_ transaction: LocalCache.Transaction, limit: Int, at time: UnitTime, packing: Bool) throws -> Taken {
         var taken = Taken()
         // Refused ones first: they are the oldest, and their backoff is over.
         var next = retryDue(at: time) ? Array(refusedMessages.prefix(limit)) : []

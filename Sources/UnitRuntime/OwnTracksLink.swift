@@ -72,7 +72,7 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
             backoff: ReconnectBackoff(minimumS: configuration.mqtt.reconnectMinS, maximumS: configuration.mqtt.reconnectMaxS),
             logger: logger, threadName: "mqtt-owntracks"
         ) { [weak self] in
-            self?.lastWill() ?? Self.lastWill(topic: topic, connectedAtMs: EngineClock.systemMs())
+            self?.lastWill() ?? Self.lastWill(topic: topic, connectedAtMs: EngineClock.systemTime().milliseconds)
         }
         connection.deliverEvents { [weak self] event in self?.handle(event) }
         let current = state.withLock { state -> Bool in
@@ -87,7 +87,7 @@ public final class OwnTracksLink: BackgroundAdapter, Sendable {
     /// OwnTracks' `lwt` for a connection attempt beginning now, by the unit clock.
     private func lastWill() -> MQTTWill {
         let (topic, clock, trustSystemClock) = state.withLock { ($0.topic, $0.clock, $0.trustSystemClock) }
-        return Self.lastWill(topic: topic, connectedAtMs: clock.reading(at: SystemClock.sample(trustSystem: trustSystemClock)).milliseconds)
+        return Self.lastWill(topic: topic, connectedAtMs: clock.reading(at: SystemClock.sample(trustSystem: trustSystemClock)).time.milliseconds)
     }
 
     private static func lastWill(topic: String, connectedAtMs: Int64) -> MQTTWill {

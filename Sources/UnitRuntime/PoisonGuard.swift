@@ -38,7 +38,7 @@ final class PoisonGuard {
     private(set) var setAsideAtStart: Message?
 
     /// Reads what the last run left in hand: a death while handling it.
-    init(store: LocalCache, at time: Int64, logger: Logger) {
+    init(store: LocalCache, at time: UnitTime, logger: Logger) {
         self.store = store
         self.logger = logger
         poison = ((try? store.loadValue([Message].self, forKey: Self.poisonKey)) ?? nil) ?? []
@@ -59,13 +59,13 @@ final class PoisonGuard {
 
     /// Sets aside the message in hand, however often the unit died on it (the crash-loop breaker's
     /// step before the snapshot). False when there was none.
-    func setAsideInHand(reason: String, at time: Int64) -> Bool {
+    func setAsideInHand(reason: String, at time: UnitTime) -> Bool {
         guard let inHand = (try? store.loadValue(Message.self, forKey: Self.inHandKey)) ?? nil else { return false }
         setAside(inHand, reason: reason, at: time)
         return true
     }
 
-    private func setAside(_ message: Message, reason: String, at time: Int64) {
+    private func setAside(_ message: Message, reason: String, at time: UnitTime) {
         logger.critical("POISON MESSAGE set aside unhandled", metadata: ["topic": "\(message.topic)", "bytes": "\(message.payload.count)", "reason": "\(reason)"])
         poison = Array((poison + [message]).suffix(Self.remembered))
         suspect = nil

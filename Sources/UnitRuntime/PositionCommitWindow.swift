@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// Fixes that come alone are committed at most once per `window` (`[store] position_commit_ms`).
@@ -16,7 +17,7 @@ struct PositionCommitWindow {
         var fix: Fix
         var report: Bool
         /// The unit clock when the fix came, which decides its retention.
-        var createdAt: Int64
+        var createdAt: UnitTime
     }
 
     var window: Duration

@@ -7,15 +7,15 @@ import UnitCore
 struct PositionFeeds {
     /// `pos/last` is refreshed at most this often by fix time (and on every connection): a
     /// restarted dispatcher sees every unit at once, the live lane corrects it within a report.
-    static let lastPositionEveryMs: Int64 = 30_000
+    static let lastPositionEvery: Duration = .seconds(30)
 
     /// Fix time of the last `pos/last` handed to the broker.
-    private(set) var lastPositionT: Int64?
+    private(set) var lastPositionT: UnitTime?
 
     /// A clock that went back (the receiver's) counts as due.
     func lastPositionDue(_ fix: Fix) -> Bool {
         guard let last = lastPositionT, fix.time >= last else { return true }
-        return fix.time.saturatingSubtract(last) >= Self.lastPositionEveryMs
+        return fix.time - last >= Self.lastPositionEvery
     }
 
     mutating func lastPositionPublished(_ fix: Fix) {

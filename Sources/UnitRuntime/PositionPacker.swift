@@ -12,7 +12,7 @@ struct PositionPacker {
 
     /// The newest queued fix as a live message: one row and a short id, at most 64 bytes for a
     /// moving fix. The outbox keeps its own UUID for the row; the message's id is made from the fix.
-    func live(in transaction: LocalCache.Transaction, at time: Int64) throws -> OutboxMessage? {
+    func live(in transaction: LocalCache.Transaction, at time: UnitTime) throws -> OutboxMessage? {
         guard let newest = try transaction.takeNewestQueuedPoint() else { return nil }
         return try transaction.enqueue(
             topic: UnitTopic.pos.rawValue, lane: .livePosition, createdAt: time, pointCount: 1, newestPoint: newest.id
@@ -23,7 +23,7 @@ struct PositionPacker {
 
     /// The oldest queued fixes as up to `messages` backfill messages of up to `batchMax` points each,
     /// oldest first, with consecutive sequence numbers reserved in one statement.
-    func backfill(in transaction: LocalCache.Transaction, messages: Int, at time: Int64) throws -> [OutboxMessage] {
+    func backfill(in transaction: LocalCache.Transaction, messages: Int, at time: UnitTime) throws -> [OutboxMessage] {
         let limit = max(1, batchMax)
         let queued = try transaction.takeOldestQueuedPoints(limit: limit.saturatingMultiply(max(0, messages)))
         guard !queued.ids.isEmpty else { return [] }

@@ -84,7 +84,7 @@ final class StepPerformer {
     /// `status` command; `adopt`: the engine takes a new configuration in force (its own parts:
     /// the broker link, the clocks, the terminal); `publishStatus` sends the retained status.
     func perform(
-        _ step: UnitStep, now: Int64, status: () -> ControlStatus, adopt: (UnitStep.ConfigurationInForce) -> Void, publishStatus: () -> Void
+        _ step: UnitStep, now: UnitTime, status: () -> ControlStatus, adopt: (UnitStep.ConfigurationInForce) -> Void, publishStatus: () -> Void
     ) -> Performed {
         driver = step.driver
         var performed = Performed()
@@ -128,9 +128,9 @@ final class StepPerformer {
             }
         }
         switch step.rollbackTimer {
-        case .start(let seconds)?:
+        case .start(let after)?:
             rollbackTimer?.cancel()
-            rollbackTimer = startRollbackTimer(.seconds(seconds))
+            rollbackTimer = startRollbackTimer(after)
         case .cancel?:
             rollbackTimer?.cancel()
             rollbackTimer = nil
@@ -204,7 +204,7 @@ final class StepPerformer {
 
     /// Commits the fixes held by the commit window, alone (the window closed, gpsd went away,
     /// shutdown).
-    func commitHeldFixes(now: @autoclosure () -> Int64) {
+    func commitHeldFixes(now: @autoclosure () -> UnitTime) {
         guard !commitWindow.held.isEmpty else { return }
         do {
             if try commit(UnitStep(driver: driver), [], now: now(), status: nil).queued { outbox.want() }
@@ -243,7 +243,7 @@ final class StepPerformer {
     /// The upkeep tick: room first (a WAL that starts over), then what waits in memory (messages,
     /// and the driver's `inbox` when a step's changes to it were not stored), then the chores.
     /// True when the retained status is stale.
-    func maintain(now: Int64, retentionClockTrusted: Bool, inbox: [InboxMessage]) -> Bool {
+    func maintain(now: UnitTime, retentionClockTrusted: Bool, inbox: [InboxMessage]) -> Bool {
         upkeep.makeRoom()
         storeHeldMessages()
         if inboxUnstored {
@@ -260,7 +260,7 @@ final class StepPerformer {
 
     /// A step that only records fixes may leave them to the commit window; everything else commits
     /// at once, with the held fixes.
-    private func commit(_ step: UnitStep, _ messages: [UnstoredMessage], now: Int64, status: ControlStatus?) throws -> Commit {
+    private func commit(_ step: UnitStep, _ messages: [UnstoredMessage], now: UnitTime, status: ControlStatus?) throws -> Commit {
         let durability = step.durability
         guard durability > .nothingToStore || !commitWindow.held.isEmpty else { return Commit() }
         let instant = ContinuousClock.now
@@ -283,7 +283,7 @@ final class StepPerformer {
     /// held fixes (they came first), the step's fixes, snapshot and ride, the driver's session,
     /// the fleet's documents and commands, and the outbox's marks and next messages.
     private func write(
-        _ unitStep: UnitStep, _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: Int64,
+        _ unitStep: UnitStep, _ messages: [UnstoredMessage], held: [PositionCommitWindow.HeldFix], durability: Durability, now: UnitTime,
         status: ControlStatus?
     ) throws -> Commit {
         let step = unitStep.job
@@ -333,7 +333,7 @@ final class StepPerformer {
     }
 
     /// `config/ack`, on the event lane.
-    private func ackMessage(_ ack: ConfigAck, now: Int64) -> UnstoredMessage {
+    private func ackMessage(_ ack: ConfigAck, now: UnitTime) -> UnstoredMessage {
         let unit = self.unit
         return UnstoredMessage(topic: UnitTopic.configAck.rawValue, messageClass: .event, createdAt: now) { seq, id in
             try Array(JSONEncoder.wire.encode(ConfigAckMessage(ack, unit: unit, seq: seq, id: id, t: now)))
@@ -341,7 +341,7 @@ final class StepPerformer {
     }
 
     /// A refused command's `cmd/reply`; an executed one's is made in its transaction (`execute`).
-    private func commandReply(_ outcome: CommandOutcome?, now: Int64) -> [UnstoredMessage] {
+    private func commandReply(_ outcome: CommandOutcome?, now: UnitTime) -> [UnstoredMessage] {
         guard case .refuse(let refusal) = outcome else { return [] }
         var reply = CommandReplyMessage(
             unit: unit, seq: 0, id: "", t: now, cmdID: refusal.id, cmd: refusal.name,
@@ -363,7 +363,7 @@ final class StepPerformer {
     /// An admitted command, in the step's transaction: its id remembered until it expires, what it
     /// does, and its reply.
     private func execute(
-        _ command: FleetCommand, _ execution: CommandExecution, in transaction: LocalCache.Transaction, status: ControlStatus?, now: Int64
+        _ command: FleetCommand, _ execution: CommandExecution, in transaction: LocalCache.Transaction, status: ControlStatus?, now: UnitTime
     ) throws {
         var reply = CommandReplyMessage(unit: unit, seq: 0, id: "", t: now, cmdID: command.id, cmd: command.name, result: .ok)
         try transaction.rememberCommand(command.id, expiresAt: command.expiresAt, now: now)
@@ -391,7 +391,7 @@ final class StepPerformer {
     }
 
     /// `ride`, on the event lane (QoS 1 like every unit message but the telemetry).
-    private func rideMessage(_ ride: RideSummary, distanceM: Double?, now: Int64) -> UnstoredMessage {
+    private func rideMessage(_ ride: RideSummary, distanceM: Double?, now: UnitTime) -> UnstoredMessage {
         let unit = self.unit, driver = self.driver
         return UnstoredMessage(topic: RideMessage.topic, messageClass: .event, createdAt: now) { seq, id in
             try Array(JSONEncoder.wire.encode(RideMessage(ride, distanceM: distanceM, unit: unit, seq: seq, id: id, driver: driver)))
@@ -399,7 +399,7 @@ final class StepPerformer {
     }
 
     /// `body` with the unit, sequence number, id and driver every unit message carries beside it.
-    private func enveloped(_ body: some Encodable & Sendable, topic: String, messageClass: MessageClass, now: Int64) -> UnstoredMessage {
+    private func enveloped(_ body: some Encodable & Sendable, topic: String, messageClass: MessageClass, now: UnitTime) -> UnstoredMessage {
         let unit = self.unit, driver = self.driver
         return UnstoredMessage(topic: topic, messageClass: messageClass, createdAt: now) { seq, id in
             try Array(JSONEncoder.wire.encode(Envelope(body, unit: unit, seq: seq, id: id, driver: driver)))
@@ -407,7 +407,7 @@ final class StepPerformer {
     }
 
     /// A message for the dispatcher with its topic and class; numbered and given an id when stored.
-    private func unstored(_ message: OutgoingMessage, now: Int64) -> UnstoredMessage {
+    private func unstored(_ message: OutgoingMessage, now: UnitTime) -> UnstoredMessage {
         let unit = self.unit, driver = self.driver
         switch message {
         case .reply(let reply):
@@ -435,9 +435,9 @@ final class StepPerformer {
             return enveloped(reply, topic: MessageTopic.reply.rawValue, messageClass: .reply, now: now)
         case .messageRead(let read):
             return enveloped(read, topic: MessageTopic.read.rawValue, messageClass: .reply, now: now)
-        case .stalePosition(let fix, let ageMs):
+        case .stalePosition(let fix, let age):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
-                try LivePositionMessage(point: PositionPoint(fix, staleAgeMs: ageMs), seq: seq).json()
+                try LivePositionMessage(point: PositionPoint(fix, staleAge: age), seq: seq).json()
             }
         }
     }
@@ -451,7 +451,7 @@ final class StepPerformer {
     /// True when `ticket` was an outbox message's.
     func acknowledged(_ ticket: MQTTPublishTicket) -> Bool { outbox.acknowledged(ticket) }
 
-    func refused(_ ticket: MQTTPublishTicket, reasonCode: Int32, at now: Int64) {
+    func refused(_ ticket: MQTTPublishTicket, reasonCode: Int32, at now: UnitTime) {
         _ = outbox.refused(ticket, reasonCode: reasonCode, at: now)
     }
 
@@ -462,7 +462,7 @@ final class StepPerformer {
     func want() { outbox.want() }
 
     /// A batch of inputs was handled: the inputs that may wait for the next one.
-    func batchHandled(at now: @autoclosure () -> Int64) -> InputDeferral {
+    func batchHandled(at now: @autoclosure () -> UnitTime) -> InputDeferral {
         // A PUBACK only frees a slot in flight: while the pump has free slots and nothing to fill
         // them with, it neither wakes the loop nor commits on its own; the next pump (the next
         // fix, the upkeep tick) marks it. Shutdown waits for one.
@@ -474,7 +474,7 @@ final class StepPerformer {
     }
 
     /// What was acknowledged is marked before anyone reads the store.
-    func settle(at now: @autoclosure () -> Int64) { outbox.settle(at: now()) }
+    func settle(at now: @autoclosure () -> UnitTime) { outbox.settle(at: now()) }
 
     var inFlight: Int { outbox.inFlight }
 
@@ -490,7 +490,7 @@ final class StepPerformer {
     var diskStatus: ControlStatus.Store? { upkeep.diskStatus }
 
     /// The commit window's timer fired: the fixes held are committed if it is their time.
-    func commitWindowClosed(now: @autoclosure () -> Int64) {
+    func commitWindowClosed(now: @autoclosure () -> UnitTime) {
         if commitWindow.isDue(at: .now) { commitHeldFixes(now: now()) }
     }
 
@@ -498,14 +498,14 @@ final class StepPerformer {
     func timerFired(_ id: TimerID, generation: UInt64) -> Bool { timers.fired(id, generation: generation) }
 
     /// Shutdown begins: nothing new is sent; what is held is stored and the pump runs once more.
-    func stopSending(now: @autoclosure () -> Int64) {
+    func stopSending(now: @autoclosure () -> UnitTime) {
         outbox.sending = false
         commitHeldFixes(now: now())
         outbox.want()
     }
 
     /// The loop ends: the held fixes are stored and no timer fires any more.
-    func finish(now: @autoclosure () -> Int64) {
+    func finish(now: @autoclosure () -> UnitTime) {
         commitHeldFixes(now: now())
         timers.cancelAll()
         rollbackTimer?.cancel()

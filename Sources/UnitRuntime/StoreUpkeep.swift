@@ -13,7 +13,7 @@ import UnitCore
 struct UnstoredMessage {
     let topic: String
     let messageClass: MessageClass
-    let createdAt: Int64
+    let createdAt: UnitTime
     let encode: (_ seq: Int64, _ id: String) throws -> [UInt8]
     var prepared: Prepared?
 
@@ -23,7 +23,7 @@ struct UnstoredMessage {
         let payload: [UInt8]
     }
 
-    init(topic: String, messageClass: MessageClass, createdAt: Int64, encode: @escaping (_ seq: Int64, _ id: String) throws -> [UInt8]) {
+    init(topic: String, messageClass: MessageClass, createdAt: UnitTime, encode: @escaping (_ seq: Int64, _ id: String) throws -> [UInt8]) {
         self.topic = topic
         self.messageClass = messageClass
         self.createdAt = createdAt
@@ -52,18 +52,18 @@ struct StoreUpkeep {
     /// Delivered rows removed per run: small, so the pump never waits long for the writer.
     static let purgeBatch = 500
     /// Retention scans the whole queue, so it runs rarely.
-    static let retentionEveryMs: Int64 = 10 * 60 * 1000
+    static let retentionEvery: Duration = .seconds(10 * 60)
 
     private let store: LocalCache
     /// `max_mb` and `retention_days`; the fleet may change them. A new retention is applied at the
     /// next tick, not at the next of the rare retention passes: it is in force once acknowledged.
     var limits: UnitConfiguration.Store {
-        didSet { if limits.retentionDays != oldValue.retentionDays { lastRetentionRun = 0 } }
+        didSet { if limits.retentionDays != oldValue.retentionDays { lastRetentionRun = .epoch } }
     }
     private let logger: Logger
     /// Positions lost while the store was not writable, not yet added to its counter.
     private var uncountedLostPositions = 0
-    private var lastRetentionRun: Int64 = 0
+    private var lastRetentionRun = UnitTime.epoch
     private var lastDepth: OutboxDepth?
     /// Messages the store refused (disk full, read-only), oldest first.
     private(set) var unstored: [UnstoredMessage] = []
@@ -153,7 +153,7 @@ struct StoreUpkeep {
 
     /// Returns true when the thinned/dropped counters changed, so the retained status is stale.
     /// `depth` reads what waits for the broker (the outbox pump's count).
-    mutating func run(now: Int64, retentionClockTrusted: Bool, depth: () throws -> OutboxDepth) -> Bool {
+    mutating func run(now: UnitTime, retentionClockTrusted: Bool, depth: () throws -> OutboxDepth) -> Bool {
         let budget = self.budget ?? measureBudget()
         do {
             // Delivered rows go first: on a full disk their pages are the room everything else needs.
@@ -164,10 +164,9 @@ struct StoreUpkeep {
                 logger.warning("positions were lost while the store was not writable", metadata: ["count": "\(uncountedLostPositions)"])
                 uncountedLostPositions = 0
             }
-            if retentionClockTrusted, now.saturatingSubtract(lastRetentionRun) >= Self.retentionEveryMs {
+            if retentionClockTrusted, now - lastRetentionRun >= Self.retentionEvery {
                 lastRetentionRun = now
-                let retentionMs = Int64(millisecondsOf: limits.retentionDays * 86_400) ?? .max
-                let dropped = try store.dropPositions(createdBefore: now.saturatingSubtract(retentionMs))
+                let dropped = try store.dropPositions(createdBefore: now - .checkedSeconds(limits.retentionDays * 86_400))
                 if dropped > 0 { logger.notice("dropped undelivered positions past retention", metadata: ["count": "\(dropped)"]) }
             }
             let bound = try store.enforceBound(maxBytes: budget.positionBytes, walBytes: budget.walBytes)

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Platform
+import TaxiProtocol
 import UnitCore
 
 /// The machine's clocks, read for the core (which has none).
@@ -12,8 +13,8 @@ enum SystemClock {
     /// `trustSystem`: treat the system clock as synchronised whatever the kernel says.
     static func sample(trustSystem: Bool) -> ClockSample {
         ClockSample(
-            systemS: Date().timeIntervalSince1970, systemSynchronised: trustSystem || isSynchronised,
-            monotonicS: Monotonic.seconds())
+            system: UnitTime(seconds: Date().timeIntervalSince1970), systemSynchronised: trustSystem || isSynchronised,
+            monotonic: Monotonic.elapsed)
     }
 
     /// What `timedatectl` calls "System clock synchronized": the kernel's NTP state, set by chrony,

@@ -16,8 +16,8 @@ import UnitCore
 
 /// Everything that can happen to the unit, in the one order the engine sees it.
 enum EngineInput: Sendable {
-    /// `arrivedAtS`: the monotonic clock when the reader handed it over; a fix may wait in the inbox.
-    case gps(GPSDEvent, arrivedAtS: Double)
+    /// `arrivedAt`: the monotonic clock when the reader handed it over; a fix may wait in the inbox.
+    case gps(GPSDEvent, arrivedAt: Duration)
     case mqtt(BrokerLink.Event)
     case control(ControlRequest, reply: CheckedContinuation<ControlResponse, Never>)
     case healthProbe(EngineProbe)

@@ -44,13 +44,13 @@ struct Harness {
 
     @discardableResult
     mutating func event(_ unit: String, _ from: StateName, _ to: StateName, job: String? = nil, t: Int64? = nil) -> [DispatchAction] {
-        feed(.report(unit: unit, .event(id: id(), Transition(t: t ?? now, from: from, to: to, job: job))))
+        feed(.report(unit: unit, .event(id: id(), Transition(t: UnitTime(milliseconds: t ?? now), from: from, to: to, job: job))))
     }
 
     @discardableResult
     mutating func reply(_ unit: String, _ job: String, _ kind: ReplyCode, t: Int64? = nil) -> [DispatchAction] {
         now += 10
-        return feed(.report(unit: unit, .reply(id: id(), JobReply(job: job, reply: kind, t: t ?? now))))
+        return feed(.report(unit: unit, .reply(id: id(), JobReply(job: job, reply: kind, t: UnitTime(milliseconds: t ?? now)))))
     }
 
     /// Taxis queued in zone A in this order.
@@ -233,7 +233,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         h.request("R1", at: inA)
         h.reply("T1", "R1", .accept)
         h.request("R2", at: inB, shares: "R1")
-        let refused = h.feed(.report(unit: "T1", .reply(id: "x", JobReply(job: "R1", re: .jobUpdate, reply: .invalid, reason: "too many passengers", t: h.now))))
+        let refused = h.feed(.report(unit: "T1", .reply(id: "x", JobReply(job: "R1", re: .jobUpdate, reply: .invalid, reason: "too many passengers", t: UnitTime(milliseconds: h.now)))))
         #expect(logs(refused).contains("T1 refused job/update for R1 (invalid): too many passengers"))
         #expect(offers(refused).isEmpty && cancels(refused).isEmpty)
         #expect(h.dispatcher.stats.invalid == 0)
@@ -411,7 +411,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         var h = Harness()
         h.queue("T1", "T2")
         h.request("R1", at: inA)
-        let reject = JobReply(job: "R1", reply: .reject, t: h.now)
+        let reject = JobReply(job: "R1", reply: .reject, t: UnitTime(milliseconds: h.now))
         #expect(offers(h.feed(.report(unit: "T1", .reply(id: "same", reject)))) == ["R1→T2"])
         #expect(h.feed(.report(unit: "T1", .reply(id: "same", reject))).isEmpty)
         #expect(h.dispatcher.stats.rejected == 1)
@@ -460,7 +460,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(actions.contains(.send(unit: "T1", .update(JobUpdate(
             job: "R1", addPickup: .init(lat: inB.lat, lon: inB.lon, passengers: 1), update: "R2-joined")))))
         #expect(h.dispatcher.stats.shared == 1)
-        let shown = h.feed(.report(unit: "T1", .reply(id: "y", JobReply(job: "R1", re: .jobUpdate, reply: .shown, t: h.now, update: "R2-joined"))))
+        let shown = h.feed(.report(unit: "T1", .reply(id: "y", JobReply(job: "R1", re: .jobUpdate, reply: .shown, t: UnitTime(milliseconds: h.now), update: "R2-joined"))))
         #expect(logs(shown).contains("T1 showed update R2-joined of R1 to the driver"))
         #expect(offers(shown).isEmpty && cancels(shown).isEmpty)
         #expect(h.dispatcher.stats.updatesShown == 1)
@@ -487,7 +487,7 @@ func logs(_ actions: [DispatchAction]) -> String {
         // The unit got the offer 7 ms later; the driver thought for 3 s; the reply took 5 ms back.
         h.event("T1", .available, .offered, job: "R1", t: sent + 7)
         h.now = sent + 7 + 3000 + 5
-        h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .accept, t: sent + 7 + 3000))))
+        h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .accept, t: UnitTime(milliseconds: sent + 7 + 3000)))))
         #expect(h.dispatcher.stats.offerToReplyMs == [3012])
         #expect(h.dispatcher.stats.offerToReplyTransitMs == [12])
         #expect(h.dispatcher.stats.offerLegMs == [7])
@@ -520,12 +520,12 @@ func logs(_ actions: [DispatchAction]) -> String {
         // T1 gets the offer after 7 ms and rejects it after 2 s; the reject takes 5 ms back.
         h.event("T1", .available, .offered, job: "R1", t: requested + 7)
         h.now = requested + 2012
-        let next = h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .reject, t: requested + 2007))))
+        let next = h.feed(.report(unit: "T1", .reply(id: "r1", JobReply(job: "R1", reply: .reject, t: UnitTime(milliseconds: requested + 2007)))))
         #expect(offers(next) == ["R1→T2"])
         // T2 gets it after 5 ms and accepts after 1 s; the accept takes 4 ms back.
         h.event("T2", .available, .offered, job: "R1", t: requested + 2017)
         h.now = requested + 3021
-        h.feed(.report(unit: "T2", .reply(id: "r2", JobReply(job: "R1", reply: .accept, t: requested + 3017))))
+        h.feed(.report(unit: "T2", .reply(id: "r2", JobReply(job: "R1", reply: .accept, t: UnitTime(milliseconds: requested + 3017)))))
         #expect(h.dispatcher.stats.requestToAssignmentMs == [3021])
         #expect(h.dispatcher.stats.requestToAssignmentWithoutThinkMs == [21])
     }

@@ -1,6 +1,7 @@
 import DriverDevices
 import DriverDisplay
 import Foundation
+import TaxiProtocol
 import TestHarness
 import Testing
 
@@ -54,7 +55,7 @@ let catalogueDirectory = Corpus.packageRoot + "/share/taxiunitd/lang"
 
     @Test func anOfferCountsDownRingsAndBlinks() async throws {
         let rig = try await rig()
-        let deadline = TestClock.milliseconds() + 5000
+        let deadline = TestClock.now() + .seconds(5)
         let pickup = DriverView.Pickup(address: "Via Roma 12", distanceM: 350, passengers: 2, meetingTime: nil)
         rig.terminal.show(DriverView(mode: .offered(pickup, deadline: deadline), online: true))
         let first = try await rig.screen.waitFor("the offer") { $0.rows[0].hasPrefix("NEW JOB") }

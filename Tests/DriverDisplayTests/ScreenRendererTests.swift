@@ -22,7 +22,7 @@ func renderer(_ language: String = "en", size: ScreenSize = ScreenSize(columns: 
 }
 
 /// 14:30 UTC on a day in 2026, ms.
-let halfPastTwo: Int64 = 1_795_271_400_000
+let halfPastTwo: UnitTime = 1_795_271_400_000
 
 @Suite struct ScreenRendererTests {
     let pickup = DriverView.Pickup(address: "Via Roma 12, Milano", distanceM: 1234, passengers: 2, meetingTime: nil)
@@ -67,13 +67,13 @@ let halfPastTwo: Int64 = 1_795_271_400_000
         var reservation = pickup
         reservation.meetingTime = halfPastTwo
         let offer = DriverView(mode: .offered(reservation, deadline: halfPastTwo), online: true)
-        let rows = try renderer().render(offer, now: halfPastTwo - 25 * 60_000, utcOffsetS: 3600, showNotice: true).screen.rows
+        let rows = try renderer().render(offer, now: halfPastTwo - .seconds(25 * 60), utcOffsetS: 3600, showNotice: true).screen.rows
         #expect(rows[2] == "1.2 km  2 pax @15:30")
         let enRoute = DriverView(mode: .enRoute(reservation), online: true)
         let r = try renderer()
-        #expect(r.render(enRoute, now: halfPastTwo - 25 * 60_000, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 25m   ")
-        #expect(r.render(enRoute, now: halfPastTwo - 25 * 60_000 + 1, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 25m   ")
-        #expect(r.render(enRoute, now: halfPastTwo - 3 * 3600_000, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 3h    ")
+        #expect(r.render(enRoute, now: halfPastTwo - .seconds(25 * 60), utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 25m   ")
+        #expect(r.render(enRoute, now: halfPastTwo - .seconds(25 * 60) + .milliseconds(1), utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 25m   ")
+        #expect(r.render(enRoute, now: halfPastTwo - .seconds(3 * 3600), utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 in 3h    ")
         #expect(r.render(enRoute, now: halfPastTwo, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Meet 14:30 NOW      ")
     }
 
@@ -229,17 +229,17 @@ let everyRefusal: [DriverRefusal] = [
 /// Every view the terminal can show, with the longest values each field takes.
 func worstCaseViews() -> [DriverView] {
     let pickup = DriverView.Pickup(
-        address: "A", distanceM: 9_949, passengers: 8, meetingTime: halfPastTwo + 9 * 3600_000 + 29 * 60_000, passengerName: "N",
+        address: "A", distanceM: 9_949, passengers: 8, meetingTime: halfPastTwo + .seconds(9 * 3600 + 29 * 60), passengerName: "N",
         pickupCode: "C", stops: 9)
     let stop = DriverView.Stop(address: "A", distanceM: 9_949)
-    var modes: [DriverView.Mode] = [.offDuty, .available, .offered(pickup, deadline: halfPastTwo + 60_000), .enRoute(pickup),
+    var modes: [DriverView.Mode] = [.offDuty, .available, .offered(pickup, deadline: halfPastTwo + .seconds(60)), .enRoute(pickup),
                                    .atPickup(pickup), .onBoard(passengers: 8), .onBoard(passengers: 8, dropoff: stop)]
     var noMeeting = pickup
     noMeeting.meetingTime = nil
-    modes += [.enRoute(noMeeting), .offered(noMeeting, deadline: halfPastTwo + 60_000)]
+    modes += [.enRoute(noMeeting), .offered(noMeeting, deadline: halfPastTwo + .seconds(60))]
     modes += ["break", "refuel", "personal", "other"].map { DriverView.Mode.paused(reason: $0) }
     var meetingSoon = pickup
-    meetingSoon.meetingTime = halfPastTwo + 99 * 60_000
+    meetingSoon.meetingTime = halfPastTwo + .seconds(99 * 60)
     modes += [.enRoute(meetingSoon)]
     var noPassenger = noMeeting
     noPassenger.passengerName = nil
@@ -247,7 +247,7 @@ func worstCaseViews() -> [DriverView] {
     modes += [.enRoute(noPassenger), .atPickup(noPassenger)]
     modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
     let notices: [DriverView.Notice?] = [
-        nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + 23 * 3600_000), .freeSeats(99), .newMessage,
+        nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + .seconds(23 * 3600)), .freeSeats(99), .newMessage,
         .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink),
     ]
         + everyRefusal.map { .refused($0) }
@@ -427,7 +427,7 @@ func worstCaseViews() -> [DriverView] {
         #expect(screen.rows[2...] == ["passenger withdrew  ", "JOB CANCELLED       "])
         #expect(r.render(view, now: 0, utcOffsetS: 0, showNotice: false).screen.rows[2] == "Free seats 4        ")
         let reminder = DriverView(mode: .enRoute(pickup), online: true, notice: .reminder(meetingTime: halfPastTwo), noticeSerial: 2)
-        let reminded = r.render(reminder, now: halfPastTwo - 600_000, utcOffsetS: 3600, showNotice: true).screen
+        let reminded = r.render(reminder, now: halfPastTwo - .seconds(600), utcOffsetS: 3600, showNotice: true).screen
         #expect(reminded.rows[3] == "REMINDER 15:30      ")
         #expect(reminded.lines[3].alert)
     }

@@ -2,6 +2,7 @@ import Crypto
 import FleetConsole
 import FleetControl
 import StrictJSON
+import TaxiProtocol
 import Testing
 import UnitConfig
 import UnitCore
@@ -63,7 +64,7 @@ import UnitCore
         let members: [(key: String, value: JSONDocument)] = [("cmd", .string("purge")), ("days", .number(literal: "30")), ("expires_at", .number(literal: String(now + 60_000))), ("id", .string("c-1"))]
         let payload = try Preflight.command(members, topic: "taxi/north/T1/cmd", now: now, key: key)
         var gate = CommandGate(trust: FleetTrust(publicKeys: [Array(key.publicKey.rawRepresentation)], requireSigned: true))
-        #expect(gate.admit(payload, topic: "taxi/north/T1/cmd", now: now) == .execute(FleetCommand(id: "c-1", name: "purge", action: .purge(days: 30), expiresAt: now + 60_000)))
+        #expect(gate.admit(payload, topic: "taxi/north/T1/cmd", now: UnitTime(milliseconds: now)) == .execute(FleetCommand(id: "c-1", name: "purge", action: .purge(days: 30), expiresAt: UnitTime(milliseconds: now + 60_000))))
         let tooFar: [(key: String, value: JSONDocument)] = [("cmd", .string("status")), ("expires_at", .number(literal: String(now + 90_000_000))), ("id", .string("c-2"))]
         #expect(throws: ConfigError.self) { try Preflight.command(tooFar, topic: "taxi/north/T1/cmd", now: now, key: key) }
         let unknown: [(key: String, value: JSONDocument)] = [("cmd", .string("reboot")), ("expires_at", .number(literal: String(now + 1000))), ("id", .string("c-3"))]

@@ -136,16 +136,16 @@ import UnitCore
         #expect(machine.handle(try fleet.config(1, #"{"mqtt":{"max_inflight":3}}"#)).last == .use(machine.configuration, reconnect: false))
         #expect(machine.handle(try fleet.config(2, #"{"mqtt":{"keepalive_s":60,"topic_prefix":"cab"}}"#)).last == .use(machine.configuration, reconnect: true))
         #expect(machine.onProbation == nil)
-        #expect(machine.handle(try fleet.config(3, #"{"mqtt":{"port":8883}}"#)).last == .startRollbackTimer(seconds: 30))
+        #expect(machine.handle(try fleet.config(3, #"{"mqtt":{"port":8883}}"#)).last == .startRollbackTimer(after: .seconds(30)))
     }
 
     @Test func anMQTTChangeIsOnTrialUntilTheFleetsRetainedConfigArrivesOnTheNewBroker() throws {
         var machine = try fleet.machine()
         let actions = machine.handle(try fleet.config(1, #"{"mqtt":{"host":"broker-b"}}"#, at: 5_000))
         #expect(actions.contains(.use(machine.configuration, reconnect: true)))
-        #expect(actions.last == .startRollbackTimer(seconds: 30))
+        #expect(actions.last == .startRollbackTimer(after: .seconds(30)))
         #expect(machine.onProbation == .fleet)
-        #expect(machine.startupActions(now: 5_000) == [.startRollbackTimer(seconds: 30)])
+        #expect(machine.startupActions(now: 5_000) == [.startRollbackTimer(after: .seconds(30))])
 
         // A connection alone proves nothing (any broker accepts one): the machine is not even told.
         // A retained document that is not the fleet's (unsigned, or signed by someone else) neither.
@@ -217,11 +217,11 @@ import UnitCore
         #expect(restarted.configuration == machine.configuration)
         #expect(restarted.restoreProblems.isEmpty)
         #expect(restarted.onProbation == .unit)
-        #expect(restarted.startupActions(now: 0) == [.startRollbackTimer(seconds: 30)])
+        #expect(restarted.startupActions(now: 0) == [.startRollbackTimer(after: .seconds(30))])
         // The window runs from the trial's start, across restarts; a clock gone back gives no more.
-        #expect(restarted.startupActions(now: 20_000) == [.startRollbackTimer(seconds: 10)])
-        #expect(restarted.startupActions(now: 45_000) == [.startRollbackTimer(seconds: 0)])
-        #expect(restarted.startupActions(now: -5_000) == [.startRollbackTimer(seconds: 30)])
+        #expect(restarted.startupActions(now: 20_000) == [.startRollbackTimer(after: .seconds(10))])
+        #expect(restarted.startupActions(now: 45_000) == [.startRollbackTimer(after: .seconds(0))])
+        #expect(restarted.startupActions(now: -5_000) == [.startRollbackTimer(after: .seconds(30))])
     }
 
     @Test func aTrialKeepsTheWindowOfTheConfigBeforeItAcrossRestarts() throws {
@@ -233,7 +233,7 @@ import UnitCore
         #expect(stored[.fleet]?.probation == .init(lastGood: nil, startedAt: 1_000, windowS: 30))
         let restarted = try fleet.machine(records: stored)
         #expect(restarted.configuration.fleet.rollbackAfterS == 600)
-        #expect(restarted.startupActions(now: 11_000) == [.startRollbackTimer(seconds: 20)])
+        #expect(restarted.startupActions(now: 11_000) == [.startRollbackTimer(after: .seconds(20))])
     }
 
     @Test func storedDocumentsAreVerifiedAgainAtStartSoARemovedKeyRevokesThem() throws {

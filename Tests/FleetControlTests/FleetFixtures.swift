@@ -44,7 +44,7 @@ struct FleetFixture {
         try FleetSignature.sign(JSONDocument.parse(Array(json.utf8)), topic: topic, with: key).canonicalBytes
     }
 
-    func config(_ version: Int, _ settings: String, scope: ConfigScope = .fleet, retained: Bool = false, at now: Int64 = 0) throws -> FleetConfigEvent {
+    func config(_ version: Int, _ settings: String, scope: ConfigScope = .fleet, retained: Bool = false, at now: UnitTime = 0) throws -> FleetConfigEvent {
         let topic = scope == .fleet ? fleetTopic : unitTopic
         return .received(scope, topic: topic, payload: try signed(#"{"version":\#(version),"settings":\#(settings)}"#, topic: topic), retained: retained, at: now)
     }

@@ -1,4 +1,5 @@
 import FleetControl
+import TaxiProtocol
 import Testing
 import UnitConfig
 import UnitCoordination
@@ -8,7 +9,7 @@ import UnitCore
 /// what the step announces is already in force in the core when the shell gets it.
 @Suite struct UnitCoordinatorTests {
     let fleet = FleetFixture()
-    let now: Int64 = 1_800_000_000_000
+    let now: UnitTime = 1_800_000_000_000
 
     func coordinator() throws -> UnitCoordinator {
         let fleetConfig = try fleet.machine()
@@ -75,15 +76,15 @@ import UnitCore
 
     @Test func anExecutedCommandCarriesWhatItDoesAndIsStoredWithItsReply() throws {
         var core = try coordinator()
-        let purge = try fleet.signed(#"{"id":"c1","cmd":"purge","days":2,"expires_at":\#(now + 60_000)}"#, topic: fleet.commandTopic)
+        let purge = try fleet.signed(#"{"id":"c1","cmd":"purge","days":2,"expires_at":\#(now + .milliseconds(60_000))}"#, topic: fleet.commandTopic)
         let step = core.handle(.fleetCommand(payload: purge, topic: fleet.commandTopic, at: now))
-        #expect(step.command == .execute(FleetCommand(id: "c1", name: "purge", action: .purge(days: 2), expiresAt: now + 60_000), .purge(before: now - 2 * 86_400_000)))
+        #expect(step.command == .execute(FleetCommand(id: "c1", name: "purge", action: .purge(days: 2), expiresAt: now + .milliseconds(60_000)), .purge(before: now - .seconds(2 * 86_400))))
         #expect(step.durability == .promised)
-        #expect(core.handle(.fleetCommand(payload: purge, topic: fleet.commandTopic, at: now + 1)).command == .ignore(id: "c1"))
+        #expect(core.handle(.fleetCommand(payload: purge, topic: fleet.commandTopic, at: now + .milliseconds(1))).command == .ignore(id: "c1"))
 
-        let report = try fleet.signed(#"{"id":"c2","cmd":"report","expires_at":\#(now + 60_000)}"#, topic: fleet.commandTopic)
+        let report = try fleet.signed(#"{"id":"c2","cmd":"report","expires_at":\#(now + .milliseconds(60_000))}"#, topic: fleet.commandTopic)
         let reported = core.handle(.fleetCommand(payload: report, topic: fleet.commandTopic, at: now))
-        #expect(reported.command == .execute(FleetCommand(id: "c2", name: "report", action: .report, expiresAt: now + 60_000), .noFixToReport))
+        #expect(reported.command == .execute(FleetCommand(id: "c2", name: "report", action: .report, expiresAt: now + .milliseconds(60_000)), .noFixToReport))
 
         let refused = core.handle(.fleetCommand(payload: Array("{}".utf8), topic: fleet.commandTopic, at: now))
         guard case .refuse = refused.command else {

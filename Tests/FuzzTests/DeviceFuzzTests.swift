@@ -23,11 +23,11 @@ import UnitCore
                     let (fraction, bits, pick) = field
                     return pick == 0 ? Double(bitPattern: UInt64(bitPattern: bits)) : range.lowerBound + fraction * (range.upperBound - range.lowerBound)
                 }
-                let clock = ClockSample(systemS: 1_800_000_000, systemSynchronised: synchronised, monotonicS: Double(index))
+                let clock = ClockSample(system: UnitTime(seconds: 1_800_000_000), systemSynchronised: synchronised, monotonic: .checkedSeconds(Double(index)))
                 let sample = GPSSample(mode: mode, time: v[0], latitude: v[1], longitude: v[2], speed: v[3], track: v[4], horizontalError: v[5])
                 guard let (fix, _) = pipeline.handle(sample, at: clock, state: "panic") else { continue }
                 #expect(abs(fix.latitude) <= 90 && abs(fix.longitude) <= 180)
-                #expect(fix.time > 0 && fix.time < Int64(FixValidator.latestTimeS) * 1000)
+                #expect(fix.time > .epoch && fix.time < UnitTime(seconds: FixValidator.latestTimeS))
                 #expect(fix.speed.map(FixValidator.speedRange.contains) ?? true)
                 #expect(fix.track.map { $0 >= 0 && $0 < 360 } ?? true)
                 #expect(fix.accuracy.map { $0 >= 0 } ?? true)
@@ -45,7 +45,7 @@ import UnitCore
             for (position, byte) in mutations { bytes[position % bytes.count] = UInt8(byte) }
             guard let sample = GPSDConnection.unpack(String(decoding: bytes, as: UTF8.self)) else { return }
             var validator = FixValidator()
-            _ = validator.validate(sample, clock: ClockReading(time: 1_800_000_000, source: .system))
+            _ = validator.validate(sample, clock: ClockReading(time: UnitTime(seconds: 1_800_000_000), source: .system))
         }
     }
 

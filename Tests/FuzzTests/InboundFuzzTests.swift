@@ -37,7 +37,7 @@ import UnitCore
                 #expect(offer.job.utf8.count <= InboundLimits.idBytes && !offer.job.isEmpty)
                 #expect(offer.respondWithinS.map(InboundLimits.respondWithinS.contains) ?? true)
                 #expect(offer.passengers.map(InboundLimits.passengers.contains) ?? true)
-                #expect(offer.meetingTime.map { $0.saturatingSubtract(now).magnitude <= InboundLimits.timeWindowMs.magnitude } ?? true)
+                #expect(offer.meetingTime.map { $0.saturatingSubtract(now.milliseconds).magnitude <= InboundLimits.timeWindowMs.magnitude } ?? true)
             case .update(let update):
                 #expect(update.passengers.map(InboundLimits.passengers.contains) ?? true)
                 #expect(update.addPickup?.passengers.map(InboundLimits.passengers.contains) ?? true)
@@ -55,7 +55,7 @@ import UnitCore
             for state in [StateName.available, .offered, .enRoute, .onBoard] {
                 var machine = Scenario.machine(in: state)
                 _ = machine.handle(.inbound(message, receivedAt: now))
-                _ = machine.handle(.timerFired(.offerDeadline(job: "J-1842"), at: now.saturatingAdd(3_600_000)))
+                _ = machine.handle(.timerFired(.offerDeadline(job: "J-1842"), at: now + .seconds(3_600)))
                 _ = machine.handle(.driver(.accept, at: now))
                 #expect(machine.seatsLeft >= 0)
             }
@@ -110,7 +110,7 @@ import UnitCore
             var now = Self.now
             for (kind, value, small) in steps {
                 // The clock mostly moves forward a little, sometimes jumps anywhere.
-                now = kind == 11 ? value : now.saturatingAdd(Int64(small) * 1000)
+                now = kind == 11 ? UnitTime(milliseconds: value) : now + .seconds(small)
                 let job = "J\(small % 3)"
                 let event: UnitEvent = switch kind {
                 case 0: .driver(.duty, at: now)
@@ -141,5 +141,5 @@ import UnitCore
 }
 
 extension Scenario {
-    static let now: Int64 = 1_800_000_000_000
+    static let now: UnitTime = 1_800_000_000_000
 }

@@ -7,7 +7,7 @@ enum Scenario {
 
     static func machine(in state: StateName) -> UnitStateMachine {
         var machine = UnitStateMachine(settings: UnitSettings(seats: 4))
-        let start = now - 600_000
+        let start = now - .seconds(600)
         let offer = JobOffer(job: "J-1842", pickup: pickup, respondWithinS: 3600)
         var events: [UnitEvent] = []
         switch state {

@@ -22,7 +22,7 @@ import UnitCore
         _ = machine.handle(.resumed(at: now))
         _ = machine.handle(.driver(.accept, at: now))
         _ = machine.handle(.driver(.sos, at: now))
-        _ = machine.handle(.timerFired(.heartbeat, at: now.saturatingAdd(60_000)))
+        _ = machine.handle(.timerFired(.heartbeat, at: now + .seconds(60)))
         #expect(machine.seatsLeft >= 0)
         // What restored is written again in this release's format and reads back the same.
         #expect((try? JSONDecoder().decode(UnitSnapshot.self, from: JSONEncoder().encode(snapshot))) == snapshot)

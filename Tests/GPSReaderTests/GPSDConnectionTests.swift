@@ -1,11 +1,12 @@
 import Foundation
 @testable import GPSReader
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
 
 /// A synchronised system clock on 2026-05-28: the reference for the date checks.
-let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
+let synchronisedNow = ClockReading(time: UnitTime(seconds: 1_780_000_000), source: .system)
 
 /// TPV lines as gpsd 3.22 writes them, decoded by libgps's own parser and judged by the unit's rule.
 @Suite struct GPSUnpackTests {
@@ -60,7 +61,7 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         // A receiver with the rollover bug reports 2026-05-28 as 1024 weeks earlier: 2006-10-12.
         #expect(try validate(#"{"class":"TPV","mode":3,"time":"2006-10-12T14:00:00.000Z","lat":46.5,"lon":7.5}"#) == .failure(.weekRollover))
         // Without a synchronised clock the software's release date is the reference.
-        let bootedIn1970 = ClockReading(time: 12, source: .unsynchronised)
+        let bootedIn1970 = ClockReading(time: UnitTime(seconds: 12), source: .unsynchronised)
         #expect(try validate(#"{"class":"TPV","mode":3,"time":"2003-06-01T00:00:00.000Z","lat":46.5,"lon":7.5}"#, clock: bootedIn1970) == .failure(.weekRollover))
     }
 
@@ -105,7 +106,7 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
             case .connected: connected = true
             case .sample(let sample):
                 // gpsd 3.22 dates this 2005 log in 2025: a GPS-derived clock is the fair reference.
-                if case .success(let fix) = validator.validate(sample, clock: ClockReading(time: sample.time, source: .gps)) { fixes.append(fix) }
+                if case .success(let fix) = validator.validate(sample, clock: ClockReading(time: UnitTime(seconds: sample.time), source: .gps)) { fixes.append(fix) }
             case .disconnected: break
             }
             if fixes.count >= 5 || ContinuousClock.now > deadline { break }

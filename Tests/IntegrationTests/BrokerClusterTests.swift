@@ -41,7 +41,7 @@ import Testing
         try await Task.sleep(for: .seconds(2))
         let all = onFirst.messages + onSecond.messages
         let points = Set(ReceivedPositions.all(all, topic: posTopic).flatMap { $0.points.map(\.t) })
-        #expect(points == Set((0..<fixes).map { OutboxTests.fix($0).time }), "every fix arrives (dedup by id)")
+        #expect(points == Set((0..<fixes).map { OutboxTests.fix($0).time.milliseconds }), "every fix arrives (dedup by id)")
         #expect(Set(all.filter { $0.topic.hasSuffix("/job/reply") }.compactMap(OutboxTests.id)) == Set(injected.replyIDs))
         #expect(Set(all.filter { $0.topic.hasSuffix("/event") }.compactMap(OutboxTests.id)) == Set(injected.eventIDs))
 

@@ -1,6 +1,7 @@
 import ControlSocket
 import Foundation
 import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
@@ -145,9 +146,9 @@ import UnitCore
         var fixes: [Fix] = []
         for line in gpspipeOutput.split(whereSeparator: \.isNewline) where line.contains(#""class":"TPV""#) {
             guard let sample = GPSSample(gpsdJSON: line) else { continue }
-            let now = ClockSample(systemS: Date().timeIntervalSince1970, systemSynchronised: systemSynchronised, monotonicS: 0)
+            let now = ClockSample(system: UnitTime(seconds: Date().timeIntervalSince1970), systemSynchronised: systemSynchronised, monotonic: .checkedSeconds(0))
             if case .success(let fix) = validator.validate(sample, clock: clock.reading(at: now)) {
-                clock.fixAccepted(fixTimeS: sample.time, at: now)
+                clock.fixAccepted(fixTime: UnitTime(seconds: sample.time), at: now)
                 fixes.append(fix)
             }
         }

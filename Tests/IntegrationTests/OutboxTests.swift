@@ -1,6 +1,7 @@
 import Foundation
 import LocalCache
 import MQTTLink
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
@@ -16,7 +17,7 @@ import UnitCore
     /// A taxi driving north-east at about 10 m/s, one fix a second.
     static func fix(_ index: Int) -> Fix {
         Fix(
-            time: baseTime + Int64(index) * 1000, latitude: 46.5 + Double(index) * 0.00007, longitude: 7.5 + Double(index) * 0.00009,
+            time: UnitTime(milliseconds: baseTime) + .seconds(index), latitude: 46.5 + Double(index) * 0.00007, longitude: 7.5 + Double(index) * 0.00009,
             speed: 10 + Double(index % 7) * 0.13, track: Double((index * 3) % 360), accuracy: 4.5)
     }
 
@@ -109,10 +110,10 @@ import UnitCore
         let positions = ReceivedPositions.all(sent, topic: posTopic)
         let first = try #require(positions.first)
         #expect(!first.backfill)
-        #expect(first.points.map(\.t) == [Self.fix(fixes - 1).time], "the first position after reconnect is the newest fix")
+        #expect(first.points.map(\.t) == [Self.fix(fixes - 1).time.milliseconds], "the first position after reconnect is the newest fix")
         #expect(positions.dropFirst().allSatisfy { $0.backfill })
         let history = positions.dropFirst().flatMap(\.points)
-        #expect(history.map(\.t) == (0..<(fixes - 1)).map { Self.fix($0).time }, "the backfill is the history in order")
+        #expect(history.map(\.t) == (0..<(fixes - 1)).map { Self.fix($0).time.milliseconds }, "the backfill is the history in order")
         #expect(positions.dropFirst().allSatisfy { $0.points.count <= 50 })
         let sample = try #require(history.dropFirst(1234).first)
         let expected = Self.fix(1234)
@@ -167,7 +168,7 @@ import UnitCore
         // status and pos/last are retained state beside the outbox, published again on each connection.
         let received = messages.filter { $0.topic != unit.topicBase + "status" && $0.topic != unit.topicBase + "pos/last" }
         let points = Set(ReceivedPositions.all(received, topic: posTopic).flatMap { $0.points.map(\.t) })
-        #expect(points == Set((0..<fixes).map { Self.fix($0).time }))
+        #expect(points == Set((0..<fixes).map { Self.fix($0).time.milliseconds }))
         let otherIDs = Set(received.filter { !$0.topic.hasSuffix("/pos") }.compactMap(Self.id))
         #expect(otherIDs == Set(injected.eventIDs + injected.replyIDs))
 
@@ -213,7 +214,7 @@ import UnitCore
         // status and pos/last are retained state beside the outbox, published again on each connection.
         let received = messages.filter { $0.topic != unit.topicBase + "status" && $0.topic != unit.topicBase + "pos/last" }
         let points = Set(ReceivedPositions.all(received, topic: posTopic).flatMap { $0.points.map(\.t) })
-        #expect(points == Set((0..<fixes).map { Self.fix($0).time }), "nothing is lost")
+        #expect(points == Set((0..<fixes).map { Self.fix($0).time.milliseconds }), "nothing is lost")
         #expect(Set(received.filter { $0.topic.hasSuffix("/event") }.compactMap(Self.id)) == Set(injected.eventIDs))
         var payloads: [String: [UInt8]] = [:]
         for message in received {

@@ -23,7 +23,7 @@ import UnitCore
         gps.stop()
         try await unit.waitForStatus("gpsd gone") { !$0.gps.connected }
         let stored = try LocalCache(path: unit.storePath).storedFixes()
-        let storedTimes = Set(stored.map(\.time))
+        let storedTimes = Set(stored.map(\.time.milliseconds))
         let topic = unit.topicBase + "pos"
         let messages = try await recorder.waitFor("every stored fix published", timeoutS: 30) { messages in
             Set(ReceivedPositions.all(messages, topic: topic).flatMap { $0.points.map(\.t) }).isSuperset(of: storedTimes)
@@ -61,7 +61,7 @@ import UnitCore
 
         let store = try LocalCache(path: unit.storePath)
         #expect(try store.outboxOverview(limitPerClass: 10).depth[.event] == 1, "the event was stored before the driver was answered")
-        let storedTimes = try store.storedFixes().map(\.time)
+        let storedTimes = try store.storedFixes().map(\.time.milliseconds)
         #expect(storedTimes.contains(try #require(held.gps.lastFixTime)))
         #expect(storedTimes.contains(try #require(beforePress.gps.lastFixTime)), "the fixes held at the press were committed with it")
         #expect(storedTimes == storedTimes.sorted(), "in the order they came")
@@ -74,7 +74,7 @@ import UnitCore
         // Well past the window: its commit has happened, whatever the load.
         try await Task.sleep(for: .seconds(2))
         unit.killHard()
-        let storedTimes = try LocalCache(path: unit.storePath).storedFixes().map(\.time)
+        let storedTimes = try LocalCache(path: unit.storePath).storedFixes().map(\.time.milliseconds)
         #expect(storedTimes.contains(try #require(seen.gps.lastFixTime)), "a fix older than the window survives a kill")
     }
 }

@@ -110,7 +110,7 @@ import Testing
         unit.stop()
         // Every fix stored up to the drain arrives; reportingIntervalS 0 reports them all.
         let until = try #require(drained.gps.lastFixTime)
-        let stored = Set(try LocalCache(path: unit.storePath).storedFixes().map(\.time).filter { $0 <= until })
+        let stored = Set(try LocalCache(path: unit.storePath).storedFixes().map(\.time.milliseconds).filter { $0 <= until })
         #expect(stored.count > 20)
         try await recorder.waitFor("everything queued", timeoutS: 20) { messages in
             Set(Self.positions(messages, topic: unit.topicBase + "pos").flatMap { $0.points.map(\.t) }).isSuperset(of: stored)
@@ -134,7 +134,7 @@ import Testing
         broker.stop()
         try await unit.waitForStatus("fixes queued while offline") { !$0.broker.connected && $0.outbox.depth >= 10 }
         unit.killHard()
-        let queuedBeforeKill = Set(try LocalCache(path: unit.storePath).storedFixes().map(\.time))
+        let queuedBeforeKill = Set(try LocalCache(path: unit.storePath).storedFixes().map(\.time.milliseconds))
 
         try broker.start()
         try await unit.start()

@@ -15,7 +15,7 @@ import UnitCore
         path = scratch.file("unit.sqlite")
     }
 
-    func kept(_ id: String, readAt: Int64? = nil) -> InboxMessage {
+    func kept(_ id: String, readAt: UnitTime? = nil) -> InboxMessage {
         InboxMessage(message: TextMessage(id: id, text: "text of \(id)", replies: ["OK"], priority: .urgent), receivedAt: 1000, readAt: readAt)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
@@ -36,8 +37,8 @@ import UnitCore
         #expect(try store.driverPreferences("9") == DriverPreferences())
     }
 
-    func ride(dropTime: Int64) -> RideSummary {
-        RideSummary(job: "J\(dropTime)", passengers: 1, pickupTime: dropTime - 100, dropTime: dropTime, pickupFix: nil, dropFix: nil)
+    func ride(dropTime: UnitTime) -> RideSummary {
+        RideSummary(job: "J\(dropTime)", passengers: 1, pickupTime: dropTime - .milliseconds(100), dropTime: dropTime, pickupFix: nil, dropFix: nil)
     }
 
     @Test func retentionAlsoRemovesOldRides() throws {

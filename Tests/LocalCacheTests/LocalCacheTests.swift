@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 @testable import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
@@ -15,7 +16,7 @@ import UnitCore
         path = scratch.file("unit.sqlite")
     }
 
-    func event(_ store: LocalCache, createdAt: Int64 = 1000) throws {
+    func event(_ store: LocalCache, createdAt: UnitTime = 1000) throws {
         try store.write { try $0.enqueue(topic: "event", messageClass: .event, createdAt: createdAt) { _, id in Array(id.utf8) } }
     }
 
@@ -24,12 +25,12 @@ import UnitCore
     @Test func messageIDsSortByTheirTimeAndNeverRepeatWithinAMillisecond() {
         let now = TestClock.milliseconds()
         let times: [Int64] = [now, now + 1, now + 60_000, 281_474_976_710_655]
-        let ordered = times.map { MessageID.timeOrdered(at: $0) }
+        let ordered = times.map { MessageID.timeOrdered(at: UnitTime(milliseconds: $0)) }
         #expect(ordered == ordered.sorted())
         let hex = String(repeating: "0", count: 12 - String(now, radix: 16).count) + String(now, radix: 16)
         #expect(ordered[0].hasPrefix("\(hex.prefix(8))-\(hex.suffix(4))-7"), "the first 48 bits are the time in milliseconds")
         #expect(ordered[3].hasPrefix("ffffffff-ffff-7"))
-        let sameMillisecond = (0..<10_000).map { _ in MessageID.timeOrdered(at: times[0]) }
+        let sameMillisecond = (0..<10_000).map { _ in MessageID.timeOrdered(at: UnitTime(milliseconds: times[0])) }
         #expect(Set(sameMillisecond).count == sameMillisecond.count)
     }
 
@@ -83,11 +84,11 @@ import UnitCore
             }
             try transaction.queuePosition(QueuedPositions.fix(1), createdAt: 1)
             let kept = try transaction.undoingOnFailure { try transaction.packBackfill(limit: 1, createdAt: 1) }
-            #expect(try kept.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == [QueuedPositions.fix(0).time])
+            #expect(try kept.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == [QueuedPositions.fix(0).time.milliseconds])
         }
         #expect(try store.outboxDepth().position == 2, "the undone live message's fix is queued again, nothing lost")
         let batches = try store.write { try $0.packBackfill(limit: 50, createdAt: 1) }
-        #expect(try batches.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == [QueuedPositions.fix(1).time])
+        #expect(try batches.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == [QueuedPositions.fix(1).time.milliseconds])
         #expect(try store.pendingLivePositions().isEmpty, "the undone live message is gone")
     }
 
@@ -219,7 +220,7 @@ import UnitCore
         let record = ConfigScopeRecord(
             seenVersion: 3,
             applied: AppliedConfigDocument(version: 3, payload: Array("{}".utf8), topic: "taxi/north/config"),
-            probation: .init(lastGood: AppliedConfigDocument(version: 2, payload: Array("[]".utf8), topic: "cab/north/config"), startedAt: TestClock.milliseconds(), windowS: 90))
+            probation: .init(lastGood: AppliedConfigDocument(version: 2, payload: Array("[]".utf8), topic: "cab/north/config"), startedAt: TestClock.now(), windowS: 90))
         try store.write { try $0.saveFleetConfig(record, for: .fleet, at: 1) }
         let plain = ConfigScopeRecord(seenVersion: 1, applied: AppliedConfigDocument(version: 1, payload: Array("{}".utf8), topic: "taxi/north/T1/config"))
         try store.write { try $0.saveFleetConfig(plain, for: .unit, at: 1) }

@@ -11,7 +11,7 @@ import UnitCore
 /// `TAXIUNITD_WRITE_GOLDENS=<release> swift test --filter StoreGoldenTests`.
 enum StoreGolden {
     static let unit = "T-0042"
-    static let t0: Int64 = 1_800_000_000_000
+    static let t0: UnitTime = 1_800_000_000_000
 
     static func path(_ release: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -20,7 +20,7 @@ enum StoreGolden {
 
     /// The history: every other fix lacks the optional values.
     static let fixes: [Fix] = (0..<12).map { index in
-        let time = t0 + Int64(index) * 1000
+        let time = t0 + .seconds(index)
         let latitude = 46.948 + Double(index) * 1.25e-4, longitude = 7.4395 - Double(index) * 2.5e-5
         return index.isMultiple(of: 2)
             ? Fix(time: time, latitude: latitude, longitude: longitude, speed: 8.5 + Double(index) / 4, track: 10 * Double(index), accuracy: 4.5)
@@ -29,8 +29,8 @@ enum StoreGolden {
     /// Queued for `pos`: the newest goes live, the 3 oldest into a backfill message, 4 stay queued.
     static let queued = Array(fixes[4..<12])
     static let rides = [
-        RideSummary(job: "J-1001", passengers: 2, pickupTime: t0 + 3000, dropTime: t0 + 9000, pickupFix: fixes[3], dropFix: fixes[9]),
-        RideSummary(job: "J-1002", passengers: 1, pickupTime: t0 + 10_000, dropTime: t0 + 11_000, pickupFix: nil, dropFix: nil),
+        RideSummary(job: "J-1001", passengers: 2, pickupTime: t0 + .milliseconds(3000), dropTime: t0 + .milliseconds(9000), pickupFix: fixes[3], dropFix: fixes[9]),
+        RideSummary(job: "J-1002", passengers: 1, pickupTime: t0 + .milliseconds(10_000), dropTime: t0 + .milliseconds(11_000), pickupFix: nil, dropFix: nil),
     ]
     static let fleetConfig: [ConfigScope: ConfigScopeRecord] = [
         .fleet: ConfigScopeRecord(seenVersion: 4, applied: AppliedConfigDocument(version: 3, payload: Array(#"{"version":3,"job":{"offer_timeout_s":45}}"#.utf8))),
@@ -39,16 +39,16 @@ enum StoreGolden {
             probation: .init(lastGood: AppliedConfigDocument(version: 6, payload: Array(#"{"version":6}"#.utf8)))),
     ]
     /// Expiry per command id; `expired` is forgotten when a later command is remembered.
-    static let commands: [String: Int64] = ["cmd-0193-a": t0 + 86_400_000, "cmd-0193-b": t0 + 3_600_000]
+    static let commands: [String: UnitTime] = ["cmd-0193-a": t0 + .milliseconds(86_400_000), "cmd-0193-b": t0 + .milliseconds(3_600_000)]
     static let snapshot = UnitSnapshot(
         state: .onBoard(
             Job(id: "J-1003", pickup: Place(lat: 46.948, lon: 7.4395, address: "Bahnhofplatz 1"), passengers: 2, note: "two cases"),
-            since: RideStart(time: t0 + 11_000, fix: fixes[11])),
-        panic: Panic(raisedAt: t0 + 11_500, messageID: "0193f7a2-c4e8-7b3d-9a1c-2e4f6a8b0c1d"),
+            since: RideStart(time: t0 + .milliseconds(11_000), fix: fixes[11])),
+        panic: Panic(raisedAt: t0 + .milliseconds(11_500), messageID: "0193f7a2-c4e8-7b3d-9a1c-2e4f6a8b0c1d"),
         answeredOffers: [
-            AnsweredOffer(job: "J-1002", reply: JobReply(job: "J-1002", reply: .accept, t: t0 + 1000)),
+            AnsweredOffer(job: "J-1002", reply: JobReply(job: "J-1002", reply: .accept, t: t0 + .milliseconds(1000))),
             AnsweredOffer(job: "J-0999", reply: nil),
-            AnsweredOffer(job: "J-1003", reply: JobReply(job: "J-1003", reply: .accept, t: t0 + 2000), lastSentAt: t0 + 2500),
+            AnsweredOffer(job: "J-1003", reply: JobReply(job: "J-1003", reply: .accept, t: t0 + .milliseconds(2000)), lastSentAt: t0 + .milliseconds(2500)),
         ])
 
     /// `{"seq":…,"n":…}`: payloads whose sequence number shows they went through the topic's counter.
@@ -67,39 +67,39 @@ enum StoreGolden {
         let store = try LocalCache(path: path)
         // Set aside first: setting aside empties the table it comes from.
         try store.write { try $0.saveValue(["state": ["enRoute": [String: Int]()]], forKey: "unit_snapshot") }
-        try store.setAsideValue(forKey: "unit_snapshot", kind: .snapshot, reason: "keyNotFound _0", at: t0 - 9000)
-        try store.write { try $0.saveFleetConfig(ConfigScopeRecord(seenVersion: 1, applied: AppliedConfigDocument(version: 1, payload: [0xFF])), for: .fleet, at: t0 - 8000) }
-        try store.setAsideFleetConfig(reason: "not UTF-8", at: t0 - 8000)
-        try store.write { try $0.rememberCommand("cmd-0192-z", expiresAt: t0 + 1000, now: t0 - 7000) }
-        try store.setAsideExecutedCommands(reason: "unreadable", at: t0 - 7000)
+        try store.setAsideValue(forKey: "unit_snapshot", kind: .snapshot, reason: "keyNotFound _0", at: t0 - .milliseconds(9000))
+        try store.write { try $0.saveFleetConfig(ConfigScopeRecord(seenVersion: 1, applied: AppliedConfigDocument(version: 1, payload: [0xFF])), for: .fleet, at: t0 - .milliseconds(8000)) }
+        try store.setAsideFleetConfig(reason: "not UTF-8", at: t0 - .milliseconds(8000))
+        try store.write { try $0.rememberCommand("cmd-0192-z", expiresAt: t0 + .milliseconds(1000), now: t0 - .milliseconds(7000)) }
+        try store.setAsideExecutedCommands(reason: "unreadable", at: t0 - .milliseconds(7000))
         try store.write { transaction in
-            let row = try transaction.enqueue(topic: "event", messageClass: .event, createdAt: t0 - 6000, encode: payload(0))
+            let row = try transaction.enqueue(topic: "event", messageClass: .event, createdAt: t0 - .milliseconds(6000), encode: payload(0))
             try transaction.setAsideOutboxRow(row, reason: "unreadable: qos 7")
         }
 
         try store.write { transaction in
-            for (index, fix) in fixes.enumerated() { try transaction.insertPosition(fix, createdAt: t0 + Int64(index) * 1000 + 200) }
+            for (index, fix) in fixes.enumerated() { try transaction.insertPosition(fix, createdAt: t0 + .milliseconds(index * 1000 + 200)) }
             for ride in rides { try transaction.insertRide(ride) }
         }
         try store.write { transaction in
-            for (index, fix) in queued.enumerated() { try transaction.queuePosition(fix, createdAt: t0 + Int64(index + 4) * 1000 + 200) }
+            for (index, fix) in queued.enumerated() { try transaction.queuePosition(fix, createdAt: t0 + .milliseconds((index + 4) * 1000 + 200)) }
         }
         let delivered = try store.write { transaction in
-            let live = try transaction.packLive(unit: unit, createdAt: t0 + 12_000)
-            _ = try transaction.packBackfill(unit: unit, limit: 3, createdAt: t0 + 12_000)
-            let alarm = try transaction.enqueue(topic: "sos", messageClass: .alarm, createdAt: t0 + 11_500, encode: payload(1))
-            try transaction.enqueue(topic: "sos", messageClass: .alarm, createdAt: t0 + 11_600, encode: payload(2))
-            try transaction.enqueue(topic: "reply", messageClass: .reply, createdAt: t0 + 2000, encode: payload(3))
-            let event = try transaction.enqueue(topic: "event", messageClass: .event, createdAt: t0 + 3000, encode: payload(4))
-            try transaction.enqueue(topic: "event", messageClass: .event, createdAt: t0 + 9000, encode: payload(5))
+            let live = try transaction.packLive(unit: unit, createdAt: t0 + .milliseconds(12_000))
+            _ = try transaction.packBackfill(unit: unit, limit: 3, createdAt: t0 + .milliseconds(12_000))
+            let alarm = try transaction.enqueue(topic: "sos", messageClass: .alarm, createdAt: t0 + .milliseconds(11_500), encode: payload(1))
+            try transaction.enqueue(topic: "sos", messageClass: .alarm, createdAt: t0 + .milliseconds(11_600), encode: payload(2))
+            try transaction.enqueue(topic: "reply", messageClass: .reply, createdAt: t0 + .milliseconds(2000), encode: payload(3))
+            let event = try transaction.enqueue(topic: "event", messageClass: .event, createdAt: t0 + .milliseconds(3000), encode: payload(4))
+            try transaction.enqueue(topic: "event", messageClass: .event, createdAt: t0 + .milliseconds(9000), encode: payload(5))
             return [live?.rowID, alarm, event].compactMap { $0 }
         }
-        try store.write { try $0.markDelivered(delivered, at: t0 + 12_500) }
+        try store.write { try $0.markDelivered(delivered, at: t0 + .milliseconds(12_500)) }
         try store.countDroppedPositions(3)
         try store.write { try LocalCache.add(5, to: .thinned, $0.db) }
         try store.write { transaction in
             for (scope, record) in fleetConfig.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                try transaction.saveFleetConfig(record, for: scope, at: t0 + 500)
+                try transaction.saveFleetConfig(record, for: scope, at: t0 + .milliseconds(500))
             }
             for (id, expiry) in commands.sorted(by: { $0.key < $1.key }) { try transaction.rememberCommand(id, expiresAt: expiry, now: t0) }
             try transaction.saveValue(snapshot, forKey: "unit_snapshot")
@@ -148,15 +148,15 @@ enum StoreGolden {
         #expect(measured.pickupPosition == Coordinate(StoreGolden.fixes[3]) && measured.dropPosition == Coordinate(StoreGolden.fixes[9]))
         #expect(measured.distanceM == Coordinate.pathLength(StoreGolden.fixes[3...9].map(Coordinate.init)))
         #expect(try store.rides().last == RideRecord(
-            job: "J-1002", passengers: 1, pickupTime: t0 + 10_000, dropTime: t0 + 11_000, pickupPosition: nil, dropPosition: nil, distanceM: 0))
+            job: "J-1002", passengers: 1, pickupTime: t0 + .milliseconds(10_000), dropTime: t0 + .milliseconds(11_000), pickupPosition: nil, dropPosition: nil, distanceM: 0))
         #expect(try store.fleetConfigRecords() == StoreGolden.fleetConfig)
         #expect(try store.executedCommands(now: t0) == StoreGolden.commands)
-        #expect(try store.executedCommands(now: t0 + 3_600_000) == ["cmd-0193-a": t0 + 86_400_000])
+        #expect(try store.executedCommands(now: t0 + .milliseconds(3_600_000)) == ["cmd-0193-a": t0 + .milliseconds(86_400_000)])
         #expect(try store.loadValue(UnitSnapshot.self, forKey: "unit_snapshot") == StoreGolden.snapshot)
         #expect(try store.loadValue(StoreGolden.EarlyStarts.self, forKey: "early_starts")?.boot == "6f1c3d52-8d2e-4a57-b4a0-2a7e8c1e9b10")
         #expect(try store.asideCounts() == [.snapshot: 1, .fleetConfig: 1, .executedCommands: 1, .outboxRow: 1])
         let aside = try store.database.read { try AsideRow.fetchAll($0, sql: "SELECT * FROM aside ORDER BY id") }
-        #expect(aside.map { [$0.kind, $0.reason, "\($0.at - t0)"] } == [
+        #expect(aside.map { [$0.kind, $0.reason, "\(($0.at - t0).wholeMilliseconds)"] } == [
             ["snapshot", "keyNotFound _0", "-9000"], ["fleet_config", "not UTF-8", "-8000"], ["executed_commands", "unreadable", "-7000"],
             ["outbox_row", "unreadable: qos 7", "-6000"],
         ])
@@ -182,8 +182,8 @@ enum StoreGolden {
 
         // The queue keeps the 4 fixes not packed yet, and the topic counters go on where they were.
         let next = try store.write { transaction in
-            (try transaction.packLive(unit: StoreGolden.unit, createdAt: t0 + 13_000),
-             try transaction.packBackfill(unit: StoreGolden.unit, limit: 10, createdAt: t0 + 13_000))
+            (try transaction.packLive(unit: StoreGolden.unit, createdAt: t0 + .milliseconds(13_000)),
+             try transaction.packBackfill(unit: StoreGolden.unit, limit: 10, createdAt: t0 + .milliseconds(13_000)))
         }
         let live = try #require(next.0)
         // The newest queued fix, and the topic counter went on (seq 3, in the id's last digit).

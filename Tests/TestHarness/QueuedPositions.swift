@@ -7,14 +7,14 @@ import UnitCore
 /// and the outbox packer's.
 public enum QueuedPositions {
     /// When the track starts: a day before the first test that uses it, from the clock.
-    public static let start = TestClock.aDayAgoMilliseconds()
+    public static let start = TestClock.aDayAgo()
 
     /// The `index`th fix of a steady 1 Hz track.
     public static func fix(_ index: Int) -> Fix {
-        Fix(time: start + Int64(index) * 1000, latitude: 46.5 + Double(index) * 1e-5, longitude: 7.5, speed: 5, track: 90, accuracy: 3)
+        Fix(time: start + .seconds(index), latitude: 46.5 + Double(index) * 1e-5, longitude: 7.5, speed: 5, track: 90, accuracy: 3)
     }
 
-    public static func queue(_ store: LocalCache, _ range: Range<Int>, createdAt: Int64 = 1000) throws {
+    public static func queue(_ store: LocalCache, _ range: Range<Int>, createdAt: UnitTime = 1000) throws {
         try store.write { transaction in
             for index in range { try transaction.queuePosition(fix(index), createdAt: createdAt) }
         }

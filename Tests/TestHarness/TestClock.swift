@@ -1,4 +1,5 @@
 import Foundation
+import TaxiProtocol
 
 /// Times for tests that run the daemon, the engine or the store against the real clock. A literal
 /// epoch time passes only until the calendar passes it (retention, offer windows and command expiry
@@ -14,4 +15,10 @@ public enum TestClock {
     /// A day before now: a backlog of up to 86,400 one-second fixes ending before now, recent enough
     /// for the store's retention.
     public static func aDayAgoMilliseconds() -> Int64 { milliseconds() - 86_400_000 }
+
+    /// Now, as the unit tells times.
+    public static func now() -> UnitTime { UnitTime(milliseconds: milliseconds()) }
+
+    /// A day before now, as the unit tells times.
+    public static func aDayAgo() -> UnitTime { UnitTime(milliseconds: aDayAgoMilliseconds()) }
 }

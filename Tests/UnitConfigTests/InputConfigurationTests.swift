@@ -115,7 +115,7 @@ import UnitCore
             off_duty_after_min = 2.5
             """)
         #expect(config.input.ignition?.signal == IgnitionSignal(kind: .switch, code: 5, inverted: true))
-        #expect(config.unitSettings.ignitionOff == .offDuty(afterMs: 150_000))
+        #expect(config.unitSettings.ignitionOff == .offDuty(after: .seconds(150)))
         #expect(try parse("").unitSettings.ignitionOff == .ask)
         let key = try parse("[input.ignition]\ndevice = \"/dev/input/event5\"\ntype = \"key\"\ncode = \"KEY_F12\"\n")
         #expect(key.input.ignition?.signal == IgnitionSignal(kind: .key, code: 88))

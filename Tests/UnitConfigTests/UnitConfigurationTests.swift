@@ -43,7 +43,7 @@ import UnitCore
         #expect(config.mqtt.keepaliveS == 30)
         #expect(config.unitTopicBase == "taxi/north/T7/")
         #expect(config.unit.seats == 4)
-        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeoutS: 60, arrivalRadiusM: 20, noShowWaitS: 300, noShowRadiusM: 100, seats: 4))
+        #expect(config.unitSettings == UnitSettings(positions: PositionSettings(), offerTimeout: .seconds(60), arrivalRadiusM: 20, noShowWait: .seconds(300), noShowRadiusM: 100, seats: 4))
     }
 
     @Test func theOwnTracksFeedIsOffByDefaultAndChecked() throws {
@@ -88,7 +88,7 @@ import UnitCore
         let config = try parse("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 7\n[job]\noffer_timeout_s = 2\narrival_radius_m = 35\nno_show_wait_s = 0\nno_show_radius_m = 50\nreminder_min = 0\n")
         #expect(config.unit.seats == 7)
         #expect(config.unitSettings == UnitSettings(
-            positions: PositionSettings(), offerTimeoutS: 2, arrivalRadiusM: 35, noShowWaitS: 0, noShowRadiusM: 50, seats: 7, reminderMin: 0))
+            positions: PositionSettings(), offerTimeout: .seconds(2), arrivalRadiusM: 35, noShowWait: .zero, noShowRadiusM: 50, seats: 7, reminderMin: 0))
         let bad = problems("[unit]\nid = \"T7\"\nfleet = \"n\"\nseats = 0\n[job]\noffer_timeout_s = 0\nlate = 1\nreminder_min = 1441\n")
         #expect(bad.count == 4)
         #expect(bad.contains { $0.hasPrefix("job.reminder_min") })

@@ -18,7 +18,7 @@ import UnitCore
         var failures: [String] = []
 
         mutating func step(_ code: Int) {
-            now += 1000
+            now += .seconds(1)
             let id = "m\(code % 7)"
             let event: UnitEvent
             switch code % 9 {

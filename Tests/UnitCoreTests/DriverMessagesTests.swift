@@ -20,7 +20,7 @@ import UnitCore
 
     @Test func aMessageWithRepliesAndPriorityDecodes() {
         #expect(decode(.msg, #"{"id":"m1","text":"Call base","replies":["OK","Later"],"priority":"urgent","t":\#(now)}"#)
-            == .success(.message(TextMessage(id: "m1", text: "Call base", replies: ["OK", "Later"], priority: .urgent, t: now))))
+            == .success(.message(TextMessage(id: "m1", text: "Call base", replies: ["OK", "Later"], priority: .urgent, t: now.milliseconds))))
         // An integer id is its decimal string, like a job id.
         #expect(decode(.msg, #"{"id":17,"text":"Hi"}"#) == .success(.message(TextMessage(id: "17", text: "Hi"))))
     }
@@ -80,19 +80,19 @@ import UnitCore
         #expect(kept.readAt == nil && step.durability == .promised)
         #expect(unit.driverMessages.unread == 1)
         // Delivered again: kept once, no second alert.
-        let again = unit.handle(.inbound(.message(TextMessage(id: "m1", text: "Call base")), receivedAt: now + 1))
+        let again = unit.handle(.inbound(.message(TextMessage(id: "m1", text: "Call base")), receivedAt: now + .milliseconds(1)))
         #expect(again.inbox == [] && again.told == [], "nothing stored, nothing to ring for")
         #expect(unit.driverMessages.inbox.count == 1)
 
-        let read = unit.handle(.driver(.message(.read), at: now + 10))
-        #expect(read.messages == [.messageRead(MessageRead(msg: "m1", t: now + 10))])
+        let read = unit.handle(.driver(.message(.read), at: now + .milliseconds(10)))
+        #expect(read.messages == [.messageRead(MessageRead(msg: "m1", t: now + .milliseconds(10)))])
         #expect(read.told == ["Message m1 (1/1): Call base"], "what taxiunitctl press msg answers")
         #expect(read.durability == .promised)
         #expect(unit.driverMessages.unread == 0 && unit.driverMessages.open?.id == "m1")
         // Closing and opening it again sends nothing more.
-        #expect(unit.handle(.driver(.message(.read), at: now + 11)).messages == [])
+        #expect(unit.handle(.driver(.message(.read), at: now + .milliseconds(11))).messages == [])
         #expect(unit.driverMessages.open == nil)
-        #expect(unit.handle(.driver(.message(.read), at: now + 12)).messages == [])
+        #expect(unit.handle(.driver(.message(.read), at: now + .milliseconds(12))).messages == [])
         #expect(unit.driverMessages.open?.id == "m1")
     }
 
@@ -106,9 +106,9 @@ import UnitCore
         _ = unit.handle(.driver(.message(.read), at: now))
         _ = unit.handle(.driver(.message(.read), at: now))
         #expect(unit.driverMessages.reading == DriverMessages.Reading(id: "m1", page: 2, choice: nil))
-        let next = unit.handle(.driver(.message(.read), at: now + 5))
-        #expect(next.messages == [.messageRead(MessageRead(msg: "m2", t: now + 5))])
-        _ = unit.handle(.driver(.message(.read), at: now + 6))
+        let next = unit.handle(.driver(.message(.read), at: now + .milliseconds(5)))
+        #expect(next.messages == [.messageRead(MessageRead(msg: "m2", t: now + .milliseconds(5)))])
+        _ = unit.handle(.driver(.message(.read), at: now + .milliseconds(6)))
         #expect(unit.driverMessages.open == nil)
     }
 
@@ -121,8 +121,8 @@ import UnitCore
         _ = unit.handle(.driver(.message(.choose(nil)), at: now))
         #expect(unit.driverMessages.reading?.choice == 1)
         #expect(unit.handle(.driver(.message(.choose(3)), at: now)).refusals == [.noSuchReply(count: 2)])
-        let sent = unit.handle(.driver(.message(.send), at: now + 20))
-        #expect(sent.messages == [.messageReply(MessageReply(msg: "m1", text: "No", choice: 2, t: now + 20))])
+        let sent = unit.handle(.driver(.message(.send), at: now + .milliseconds(20)))
+        #expect(sent.messages == [.messageReply(MessageReply(msg: "m1", text: "No", choice: 2, t: now + .milliseconds(20)))])
         #expect(sent.durability == .promised)
         #expect(unit.driverMessages.inbox.first?.answer == "No" && unit.driverMessages.open == nil)
     }
@@ -199,11 +199,11 @@ import UnitCore
         #expect(unit.driverMessages.queuePosition(now: now) == nil, "not available: ignored")
         _ = unit.handle(.driver(.duty, at: now))
         _ = unit.handle(.inbound(.queue(QueuePosition(zone: "Z1", position: 2, of: 3)), receivedAt: now))
-        #expect(unit.driverMessages.queuePosition(now: now + 60_000) == QueuePosition(zone: "Z1", position: 2, of: 3))
-        #expect(unit.driverMessages.queuePosition(now: now + MessageLimits.queueFreshMs + 1) == nil)
-        _ = unit.handle(.driver(.pause(.break), at: now + 1))
-        _ = unit.handle(.driver(.resume, at: now + 2))
-        #expect(unit.driverMessages.queuePosition(now: now + 2) == nil, "the place was lost on leaving available")
+        #expect(unit.driverMessages.queuePosition(now: now + .milliseconds(60_000)) == QueuePosition(zone: "Z1", position: 2, of: 3))
+        #expect(unit.driverMessages.queuePosition(now: now + .milliseconds(MessageLimits.queueFreshMs + 1)) == nil)
+        _ = unit.handle(.driver(.pause(.break), at: now + .milliseconds(1)))
+        _ = unit.handle(.driver(.resume, at: now + .milliseconds(2)))
+        #expect(unit.driverMessages.queuePosition(now: now + .milliseconds(2)) == nil, "the place was lost on leaving available")
     }
 
     @Test func wordWrapKeepsWordsWholeAndCutsOnlyWordsLongerThanALine() {

@@ -12,7 +12,7 @@ import UnitCore
         }
     }
 
-    func login(_ session: inout DriverSession, _ id: String, _ pin: String, state: StateName = .offDuty, at now: Int64) -> DriverSession.Outcome {
+    func login(_ session: inout DriverSession, _ id: String, _ pin: String, state: StateName = .offDuty, at now: UnitTime) -> DriverSession.Outcome {
         session.handle(.login(driver: id, pin: pin), state: state, now: now, verify: Self.verify, preferences: { _ in DriverPreferences() })
     }
 
@@ -45,7 +45,7 @@ import UnitCore
     }
 
     @Test func threeWrongPINsLockWithAGrowingLockAndTheRightOneResets() {
-        var session = DriverSession(lockout: PINLockout(freeTries: 3, firstLockMs: 30_000, longestMs: 100_000))
+        var session = DriverSession(lockout: PINLockout(freeTries: 3, firstLock: .milliseconds(30_000), longest: .milliseconds(100_000)))
         #expect(login(&session, "42", "0000", at: 0) == .refused(.wrongLogin))
         #expect(login(&session, "7", "0000", at: 0) == .refused(.wrongLogin))
         // The third failure locks at once, for the first lock.
@@ -67,19 +67,19 @@ import UnitCore
     }
 
     @Test func manyFailuresNeverOverflowTheLock() {
-        var lockout = PINLockout(freeTries: 1, firstLockMs: 1, longestMs: .max)
-        for _ in 0..<200 { lockout.failed(at: .max - 5) }
+        var lockout = PINLockout(freeTries: 1, firstLock: .milliseconds(1), longest: .milliseconds(Int64.max))
+        for _ in 0..<200 { lockout.failed(at: .max - .milliseconds(5)) }
         #expect(lockout.lockedUntil == .max)
         #expect(lockout.failures == 200)
     }
 
     @Test func theSessionAndItsLockSurviveARestartAndAFutureLockIsBounded() {
-        var session = DriverSession(lockout: PINLockout(freeTries: 1, firstLockMs: 1000, longestMs: 5000))
+        var session = DriverSession(lockout: PINLockout(freeTries: 1, firstLock: .milliseconds(1000), longest: .milliseconds(5000)))
         _ = login(&session, "42", "0000", at: 0)
-        var restored = DriverSession(restoring: session.record, lockout: PINLockout(freeTries: 1, firstLockMs: 1000, longestMs: 5000))
+        var restored = DriverSession(restoring: session.record, lockout: PINLockout(freeTries: 1, firstLock: .milliseconds(1000), longest: .milliseconds(5000)))
         #expect(login(&restored, "42", "1234", at: 500) == .refused(.loginLocked(secondsLeft: 1)))
         // A lock from a store written with a clock far ahead lasts no longer than the longest lock.
-        var ahead = DriverSession(restoring: DriverSessionRecord(failures: 9, lockedUntil: 9_000_000_000_000), lockout: PINLockout(firstLockMs: 1000, longestMs: 5000))
+        var ahead = DriverSession(restoring: DriverSessionRecord(failures: 9, lockedUntil: 9_000_000_000_000), lockout: PINLockout(firstLock: .milliseconds(1000), longest: .milliseconds(5000)))
         #expect(login(&ahead, "42", "1234", at: 0) == .refused(.loginLocked(secondsLeft: 5)))
         #expect(login(&ahead, "42", "1234", at: 5000) == .loggedIn("42"))
         // A stored driver id that is not one is nobody.
@@ -129,7 +129,7 @@ import UnitCore
 }
 
 @Suite struct LoginEntryTests {
-    func type(_ entry: inout LoginEntry, _ text: String, at now: Int64 = 0) -> [LoginEntry.Outcome] {
+    func type(_ entry: inout LoginEntry, _ text: String, at now: UnitTime = 0) -> [LoginEntry.Outcome] {
         text.map { character in
             switch character {
             case "\n": entry.type(.enter, at: now)
@@ -162,8 +162,8 @@ import UnitCore
         var entry = LoginEntry(at: 0)
         _ = type(&entry, String(repeating: "9", count: 100) + "\n" + String(repeating: "1", count: 100), at: 1000)
         #expect(entry.driver.count == 32 && entry.pin.count == 12)
-        #expect(!entry.expired(at: 1000 + LoginEntry.idleMs - 1))
-        #expect(entry.expired(at: 1000 + LoginEntry.idleMs))
+        #expect(!entry.expired(at: 1000 + LoginEntry.idle - .milliseconds(1)))
+        #expect(entry.expired(at: 1000 + LoginEntry.idle))
     }
 
     @Test func aLoginPromptIsOnlyOfferedWhenALoginCouldBeTried() {
@@ -210,7 +210,7 @@ import UnitCore
     }
 
     @Test func unknownBadgesCountAsWrongLoginsAndLockLikeThem() {
-        var session = DriverSession(lockout: PINLockout(freeTries: 2, firstLockMs: 30_000))
+        var session = DriverSession(lockout: PINLockout(freeTries: 2, firstLock: .milliseconds(30_000)))
         #expect(session.badge(state: .offDuty, now: 0, pinRequired: false, identify: { nil }) == .refused(.wrongLogin))
         #expect(session.badge(state: .offDuty, now: 1, pinRequired: false, identify: { nil }) == .refused(.loginLocked(secondsLeft: 30)))
         var asked = false

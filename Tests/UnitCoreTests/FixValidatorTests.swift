@@ -1,8 +1,9 @@
+import TaxiProtocol
 import Testing
 import UnitCore
 
 /// 2026-05-28T20:26:40Z, read from a synchronised system clock.
-let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
+let synchronisedNow = ClockReading(time: UnitTime(seconds: 1_780_000_000), source: .system)
 
 @Suite struct FixValidatorTests {
     let t0 = 1_779_999_000.0
@@ -12,7 +13,7 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         let fix = try validator.validate(
             GPSSample(mode: 3, time: t0 + 0.25, latitude: 46.5, longitude: 7.56, speed: 3, track: 90, horizontalError: 12), clock: synchronisedNow
         ).get()
-        #expect(fix == Fix(time: Int64(t0) * 1000 + 250, latitude: 46.5, longitude: 7.56, speed: 3, track: 90, accuracy: 12))
+        #expect(fix == Fix(time: UnitTime(seconds: t0) + .milliseconds(250), latitude: 46.5, longitude: 7.56, speed: 3, track: 90, accuracy: 12))
     }
 
     @Test func modeOneWithTimeAndNaNCoordinatesIsRejected() {
@@ -56,7 +57,7 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         var validator = FixValidator()
         _ = try validator.validate(GPSSample(mode: 3, time: t0, latitude: 1, longitude: 2), clock: synchronisedNow).get()
         #expect(validator.validate(GPSSample(mode: 3, time: t0, latitude: 1.1, longitude: 2), clock: synchronisedNow) == .failure(.sameTimeAsPrevious))
-        #expect((try? validator.validate(GPSSample(mode: 3, time: t0 + 1, latitude: 1.1, longitude: 2), clock: synchronisedNow).get()) != nil)
+        #expect((try? validator.validate(GPSSample(mode: 3, time: t0 + 0.001, latitude: 1.1, longitude: 2), clock: synchronisedNow).get()) != nil)
     }
 
     @Test func unknownSpeedTrackAndErrorBecomeNil() throws {
@@ -70,13 +71,13 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         let rolledOver = t0 - FixValidator.rolloverPeriodS
         #expect(validator.validate(GPSSample(mode: 3, time: rolledOver, latitude: 1, longitude: 2), clock: synchronisedNow) == .failure(.weekRollover))
         // A day short of the period is old, but not the rollover signature.
-        let old = synchronisedNow.time - FixValidator.rolloverPeriodS + 86_400
+        let old = synchronisedNow.time.seconds - FixValidator.rolloverPeriodS + 86_400
         #expect((try? validator.validate(GPSSample(mode: 3, time: old, latitude: 1, longitude: 2), clock: synchronisedNow).get()) != nil)
     }
 
     @Test func withoutAnyTrustedClockTheReleaseDateIsTheReference() {
         // A board without a real-time clock: the system says 1970 and no fix has been seen yet.
-        let bootedIn1970 = ClockReading(time: 30, source: .unsynchronised)
+        let bootedIn1970 = ClockReading(time: UnitTime(seconds: 30), source: .unsynchronised)
         var validator = FixValidator()
         let rolledOver = FixValidator.earliestReferenceS - FixValidator.rolloverPeriodS
         #expect(validator.validate(GPSSample(mode: 3, time: rolledOver, latitude: 1, longitude: 2), clock: bootedIn1970) == .failure(.weekRollover))
@@ -85,9 +86,9 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
 
     @Test func aFixFarAheadOfTheSynchronisedClockIsRejected() {
         var validator = FixValidator()
-        let ahead = synchronisedNow.time + FixValidator.futureAllowanceS + 1
+        let ahead = synchronisedNow.time.seconds + FixValidator.futureAllowanceS + 1
         #expect(validator.validate(GPSSample(mode: 3, time: ahead, latitude: 1, longitude: 2), clock: synchronisedNow) == .failure(.inFuture))
-        let slightlyAhead = synchronisedNow.time + 30
+        let slightlyAhead = synchronisedNow.time.seconds + 30
         #expect((try? validator.validate(GPSSample(mode: 3, time: slightlyAhead, latitude: 1, longitude: 2), clock: synchronisedNow).get()) != nil)
     }
 
@@ -95,7 +96,7 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
     func onlyASynchronisedSystemClockCanCallAFixFuture(source: ClockSource) {
         var validator = FixValidator()
         let clock = ClockReading(time: synchronisedNow.time, source: source)
-        let ahead = clock.time + 10 * 86_400
+        let ahead = clock.time.seconds + 10 * 86_400
         #expect((try? validator.validate(GPSSample(mode: 3, time: ahead, latitude: 1, longitude: 2), clock: clock).get()) != nil)
     }
 
@@ -103,9 +104,9 @@ let synchronisedNow = ClockReading(time: 1_780_000_000, source: .system)
         var validator = FixValidator(maxHorizontalErrorM: 50)
         #expect(validator.validate(GPSSample(mode: 3, time: t0, latitude: 1, longitude: 2, horizontalError: 50.5), clock: synchronisedNow)
             == .failure(.tooInaccurate(horizontalErrorM: 50.5)))
-        #expect((try? validator.validate(GPSSample(mode: 3, time: t0 + 1, latitude: 1, longitude: 2, horizontalError: 50), clock: synchronisedNow).get()) != nil)
+        #expect((try? validator.validate(GPSSample(mode: 3, time: t0 + 0.001, latitude: 1, longitude: 2, horizontalError: 50), clock: synchronisedNow).get()) != nil)
         // Unknown accuracy is not known to be bad.
-        #expect((try? validator.validate(GPSSample(mode: 3, time: t0 + 2, latitude: 1, longitude: 2), clock: synchronisedNow).get()) != nil)
+        #expect((try? validator.validate(GPSSample(mode: 3, time: t0 + 0.002, latitude: 1, longitude: 2), clock: synchronisedNow).get()) != nil)
     }
 
     @Test func aRejectedFixDoesNotBecomeThePreviousTime() {

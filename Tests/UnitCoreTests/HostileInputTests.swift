@@ -50,20 +50,20 @@ import UnitCore
         var machine = Scenario.machine(in: .available)
         _ = machine.handle(.driver(.sos, at: now))
         machine.alarmStored(messageID: "first")
-        _ = machine.handle(.driver(.sos, at: now + 1000))
+        _ = machine.handle(.driver(.sos, at: now + .milliseconds(1000)))
         machine.alarmStored(messageID: "second")
-        let stale = machine.handle(.inbound(.sosAck(SOSAck(id: "first")), receivedAt: now + 2000))
+        let stale = machine.handle(.inbound(.sosAck(SOSAck(id: "first")), receivedAt: now + .milliseconds(2000)))
         #expect(machine.snapshot.panic != nil)
         #expect(!(stale.snapshot != nil))
-        _ = machine.handle(.inbound(.sosAck(SOSAck(id: "second")), receivedAt: now + 3000))
+        _ = machine.handle(.inbound(.sosAck(SOSAck(id: "second")), receivedAt: now + .milliseconds(3000)))
         #expect(machine.snapshot.panic == nil)
 
         // Without an id, or before the alarm's id is known, an ack keeps its old meaning.
-        _ = machine.handle(.driver(.sos, at: now + 4000))
-        _ = machine.handle(.inbound(.sosAck(SOSAck()), receivedAt: now + 5000))
+        _ = machine.handle(.driver(.sos, at: now + .milliseconds(4000)))
+        _ = machine.handle(.inbound(.sosAck(SOSAck()), receivedAt: now + .milliseconds(5000)))
         #expect(machine.snapshot.panic == nil)
-        _ = machine.handle(.driver(.sos, at: now + 6000))
-        _ = machine.handle(.inbound(.sosAck(SOSAck(id: "anything")), receivedAt: now + 7000))
+        _ = machine.handle(.driver(.sos, at: now + .milliseconds(6000)))
+        _ = machine.handle(.inbound(.sosAck(SOSAck(id: "anything")), receivedAt: now + .milliseconds(7000)))
         #expect(machine.snapshot.panic == nil)
     }
 
@@ -80,22 +80,22 @@ import UnitCore
 
     @Test func impossibleFixesAreDroppedAndCounted() {
         var pipeline = PositionPipeline()
-        let clock = ClockSample(systemS: Double(now / 1000), systemSynchronised: false, monotonicS: 100)
-        let t = Double(now / 1000)
+        let clock = ClockSample(system: UnitTime(seconds: Double(now.milliseconds / 1000)), systemSynchronised: false, monotonic: .checkedSeconds(100))
+        let t = Double(now.milliseconds / 1000)
         let poison: [GPSSample] = [
             GPSSample(mode: 3, time: t, latitude: 46.5, longitude: 7.5, speed: 1e20),
-            GPSSample(mode: 3, time: t + 1, latitude: 46.5, longitude: 7.5, track: 1e20),
-            GPSSample(mode: 3, time: t + 2, latitude: 46.5, longitude: 7.5, horizontalError: -1),
-            GPSSample(mode: 3, time: t + 3, latitude: 91, longitude: 7.5),
+            GPSSample(mode: 3, time: t + 0.001, latitude: 46.5, longitude: 7.5, track: 1e20),
+            GPSSample(mode: 3, time: t + 0.002, latitude: 46.5, longitude: 7.5, horizontalError: -1),
+            GPSSample(mode: 3, time: t + 0.003, latitude: 91, longitude: 7.5),
             GPSSample(mode: 3, time: 4_102_444_800, latitude: 46.5, longitude: 7.5),
             GPSSample(mode: 3, time: 1e300, latitude: 46.5, longitude: 7.5),
-            GPSSample(mode: 3, time: t + 4, latitude: 46.5, longitude: 7.5, speed: -3),
+            GPSSample(mode: 3, time: t + 0.004, latitude: 46.5, longitude: 7.5, speed: -3),
         ]
         for sample in poison { #expect(pipeline.handle(sample, at: clock, state: "available") == nil, "\(sample)") }
         #expect(pipeline.fixesOutOfRange == poison.count)
-        let good = pipeline.handle(GPSSample(mode: 3, time: t + 5, latitude: 46.5, longitude: 7.5, speed: 150, track: 360, horizontalError: 0), at: clock, state: "available")
+        let good = pipeline.handle(GPSSample(mode: 3, time: t + 0.005, latitude: 46.5, longitude: 7.5, speed: 150, track: 360, horizontalError: 0), at: clock, state: "available")
         #expect(good?.fix.track == 0 && good?.fix.speed == 150)
-        #expect(pipeline.handle(GPSSample(mode: 1, time: t + 6, latitude: .nan, longitude: .nan), at: clock, state: "available") == nil)
+        #expect(pipeline.handle(GPSSample(mode: 1, time: t + 0.006, latitude: .nan, longitude: .nan), at: clock, state: "available") == nil)
         #expect(pipeline.fixesOutOfRange == poison.count, "no fix is not nonsense")
     }
 
@@ -110,10 +110,10 @@ import UnitCore
         #expect(PositionBatch.decode([[.max, 1, 1], [.max, 1, 1], [.max, .max, .max]]) == nil)
         #expect(PositionBatch.decode([[.min, .min, .min], [.min, .min, .min]]) == nil)
         // What is read back from the store is made valid first: a stored 1e20 speed is left out.
-        let stored = PositionPoint(t: Scenario.t0, lat: 46.5, lon: 7.5, spd: 1e20, hdg: 400, acc: -1)
-        #expect(stored.sanitised == PositionPoint(t: Scenario.t0, lat: 46.5, lon: 7.5))
+        let stored = PositionPoint(t: Scenario.t0.milliseconds, lat: 46.5, lon: 7.5, spd: 1e20, hdg: 400, acc: -1)
+        #expect(stored.sanitised == PositionPoint(t: Scenario.t0.milliseconds, lat: 46.5, lon: 7.5))
         #expect(PositionPoint(t: .max, lat: 46.5, lon: 7.5).sanitised == nil)
-        #expect(PositionPoint(t: Scenario.t0, lat: .nan, lon: 7.5).sanitised == nil)
+        #expect(PositionPoint(t: Scenario.t0.milliseconds, lat: .nan, lon: 7.5).sanitised == nil)
     }
 
     @Test func logExcerptsAreShortAndCannotForgeLines() {
@@ -138,7 +138,7 @@ import UnitCore
     @Test func anOfferTimesOutWhateverTheClockSays() {
         var machine = Scenario.machine(in: .available)
         _ = machine.handle(.inbound(.offer(Scenario.offer("STEP", window: 60)), receivedAt: now))
-        let actions = machine.handle(.timerFired(.offerDeadline(job: "STEP"), at: now - 5 * 365 * 86_400_000))
+        let actions = machine.handle(.timerFired(.offerDeadline(job: "STEP"), at: now - .milliseconds(5) * 365 * 86_400_000))
         #expect(Scenario.replies(actions).map(\.reply) == [.timeout])
         #expect(machine.state == .available)
     }

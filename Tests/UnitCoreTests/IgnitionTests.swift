@@ -18,8 +18,8 @@ import UnitCore
         #expect(off.status?.ignitionOn == false)
         #expect(off.suggestsOffDuty)
         #expect(machine.state == .available, "asking changes nothing: the driver decides")
-        #expect(machine.handle(.ignition(on: false, at: t + 1000)) == Step(), "the same reading again is no news")
-        let on = machine.handle(.ignition(on: true, at: t + 2000))
+        #expect(machine.handle(.ignition(on: false, at: t + .milliseconds(1000))) == Step(), "the same reading again is no news")
+        let on = machine.handle(.ignition(on: true, at: t + .milliseconds(2000)))
         #expect(ignitionEvents(on) == [IgnitionChange(on: true, state: .available)])
         #expect(on.timers.contains(.cancel(.ignitionOffDuty)))
         #expect(!on.suggestsOffDuty)
@@ -27,25 +27,25 @@ import UnitCore
 
     @Test func offDutyAfterAWhileUnlessTheIgnitionComesBackOrTheDriverLeavesAvailable() {
         var settings = UnitSettings()
-        settings.ignitionOff = .offDuty(afterMs: 300_000)
+        settings.ignitionOff = .offDuty(after: .seconds(300))
         var machine = Scenario.machine(in: .available, settings: settings)
         let off = machine.handle(.ignition(on: false, at: t))
-        #expect(off.timers.contains(.start(.ignitionOffDuty, fireAt: t + 300_000)))
+        #expect(off.timers.contains(.start(.ignitionOffDuty, fireAt: t + .milliseconds(300_000))))
         #expect(!off.suggestsOffDuty)
-        let due = machine.handle(.timerFired(.ignitionOffDuty, at: t + 300_000))
+        let due = machine.handle(.timerFired(.ignitionOffDuty, at: t + .milliseconds(300_000)))
         #expect(machine.state == .offDuty)
-        #expect(due.messages.contains(.event(Transition(t: t + 300_000, from: .available, to: .offDuty, reason: "ignition_off"))))
+        #expect(due.messages.contains(.event(Transition(t: t + .milliseconds(300_000), from: .available, to: .offDuty, reason: "ignition_off"))))
 
         var backOn = Scenario.machine(in: .available, settings: settings)
         _ = backOn.handle(.ignition(on: false, at: t))
-        _ = backOn.handle(.ignition(on: true, at: t + 1000))
-        _ = backOn.handle(.timerFired(.ignitionOffDuty, at: t + 300_000))
+        _ = backOn.handle(.ignition(on: true, at: t + .milliseconds(1000)))
+        _ = backOn.handle(.timerFired(.ignitionOffDuty, at: t + .milliseconds(300_000)))
         #expect(backOn.state == .available, "a firing that outlived its reason changes nothing")
 
         var offered = Scenario.machine(in: .available, settings: settings)
         _ = offered.handle(.ignition(on: false, at: t))
-        _ = offered.handle(.inbound(.offer(Scenario.offer("J9", window: 3600)), receivedAt: t + 1000))
-        _ = offered.handle(.timerFired(.ignitionOffDuty, at: t + 300_000))
+        _ = offered.handle(.inbound(.offer(Scenario.offer("J9", window: 3600)), receivedAt: t + .milliseconds(1000)))
+        _ = offered.handle(.timerFired(.ignitionOffDuty, at: t + .milliseconds(300_000)))
         #expect(offered.state.name == .offered, "a driver who left available keeps the job")
     }
 
@@ -55,20 +55,20 @@ import UnitCore
         var machine = Scenario.machine(in: .available, settings: settings)
         let off = machine.handle(.ignition(on: false, at: t))
         #expect(ignitionEvents(off).count == 1)
-        #expect(!off.suggestsOffDuty && !off.timers.contains(.start(.ignitionOffDuty, fireAt: t + 300_000)))
+        #expect(!off.suggestsOffDuty && !off.timers.contains(.start(.ignitionOffDuty, fireAt: t + .milliseconds(300_000))))
         #expect(off.timers.allSatisfy { if case .start(.ignitionOffDuty, _) = $0 { false } else { true } })
     }
 
     @Test func whileOffPositionsFollowTheIgnitionOffRuleButNeverInPanic() {
         var machine = Scenario.machine(in: .available)
-        let start = Double(t / 1000)
+        let start = t.seconds
         #expect(!machine.handle(.gps(Scenario.sample(start))).fixes.isEmpty)
         _ = machine.handle(.ignition(on: false, at: t))
         // `available` reports every 30 s; parked with the engine off, every 600 s.
         let reported = (1...19).map { machine.handle(.gps(Scenario.sample(start + Double($0) * 31))).fixes.filter(\.report).count }.reduce(0, +)
         #expect(reported == 0)
         #expect(machine.handle(.gps(Scenario.sample(start + 601))).fixes.first?.report == true)
-        _ = machine.handle(.driver(.sos, at: t + 602_000))
+        _ = machine.handle(.driver(.sos, at: t + .milliseconds(602_000)))
         #expect(machine.handle(.gps(Scenario.sample(start + 603))).fixes.first?.report == true, "panic reports every fix")
     }
 
@@ -79,7 +79,7 @@ import UnitCore
         let off = machine.handle(.ignition(on: false, at: t))
         #expect(ignitionEvents(off).isEmpty)
         #expect(off.status?.ignitionOn == nil && machine.status.ignitionOn == nil)
-        _ = machine.handle(.driver(.duty, at: t + 1000))
+        _ = machine.handle(.driver(.duty, at: t + .milliseconds(1000)))
         #expect(machine.status.ignitionOn == false, "on duty the status says it again")
     }
 }

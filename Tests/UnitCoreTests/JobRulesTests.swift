@@ -23,30 +23,30 @@ import UnitCore
     }
 
     @Test func rule2_theOfferWindowRunsFromReceiptAndSilenceIsTimeout() {
-        var machine = available(UnitSettings(offerTimeoutS: 45))
+        var machine = available(UnitSettings(offerTimeout: .seconds(45)))
         let actions = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
-        #expect(actions.timers.contains(.start(.offerDeadline(job: "J2"), fireAt: t + 45_000)), "default window from config")
+        #expect(actions.timers.contains(.start(.offerDeadline(job: "J2"), fireAt: t + .milliseconds(45_000))), "default window from config")
         #expect(Scenario.told(actions) == ["Job J2: Bahnhofplatz 1, 1 pax. Accept within 45 s?"])
         guard case .offered(let pending) = machine.state else { Issue.record("not offered"); return }
-        #expect(pending.deadline == t + 45_000)
+        #expect(pending.deadline == t + .milliseconds(45_000))
 
-        let timeout = machine.handle(.timerFired(.offerDeadline(job: "J2"), at: t + 45_000))
-        #expect(Scenario.replies(timeout) == [JobReply(job: "J2", reply: .timeout, t: t + 45_000)])
+        let timeout = machine.handle(.timerFired(.offerDeadline(job: "J2"), at: t + .milliseconds(45_000)))
+        #expect(Scenario.replies(timeout) == [JobReply(job: "J2", reply: .timeout, t: t + .milliseconds(45_000))])
         #expect(machine.state == .available)
 
         var own = available()
         let ownWindow = own.handle(.inbound(.offer(Scenario.offer("J3", window: 2)), receivedAt: t))
-        #expect(ownWindow.timers.contains(.start(.offerDeadline(job: "J3"), fireAt: t + 2_000)), "the offer's own window wins")
+        #expect(ownWindow.timers.contains(.start(.offerDeadline(job: "J3"), fireAt: t + .milliseconds(2_000))), "the offer's own window wins")
     }
 
     @Test func rule3_anOfferOlderThanItsWindowIsExpiredAndNeverShown() {
         var machine = available()
-        let actions = machine.handle(.inbound(.offer(Scenario.offer("J2", window: 30, sentAt: t - 30_000)), receivedAt: t))
+        let actions = machine.handle(.inbound(.offer(Scenario.offer("J2", window: 30, sentAt: t - .milliseconds(30_000))), receivedAt: t))
         #expect(Scenario.replies(actions) == [JobReply(job: "J2", reply: .expired, reason: "answer window over on arrival", t: t)])
         #expect(Scenario.told(actions).isEmpty)
         #expect(machine.state == .available)
         // One millisecond younger is still shown.
-        let fresh = machine.handle(.inbound(.offer(Scenario.offer("J3", window: 30, sentAt: t - 29_999)), receivedAt: t))
+        let fresh = machine.handle(.inbound(.offer(Scenario.offer("J3", window: 30, sentAt: t - .milliseconds(29_999))), receivedAt: t))
         #expect(Scenario.replies(fresh).isEmpty)
         #expect(machine.state.name == .offered)
     }
@@ -54,45 +54,45 @@ import UnitCore
     @Test func rule4_aRedeliveredOfferChangesNothingAndGetsTheSameAnswer() {
         var machine = available()
         _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
-        let whilePending = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + 1000))
+        let whilePending = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .milliseconds(1000)))
         #expect(Scenario.replies(whilePending).isEmpty)
         #expect(!whilePending.timers.contains { if case .start = $0 { true } else { false } }, "the deadline is not extended")
 
-        let reject = machine.handle(.driver(.reject(reason: "too far"), at: t + 2000))
+        let reject = machine.handle(.driver(.reject(reason: "too far"), at: t + .milliseconds(2000)))
         let first = Scenario.replies(reject)
-        let again = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + 9000))
+        let again = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .milliseconds(9000)))
         #expect(Scenario.replies(again) == first)
         #expect(machine.state == .available, "a redelivery is not a new offer")
 
         // A busy answer is repeated too, even once the unit is free.
         var busy = Scenario.machine(in: .paused)
         let busyAnswer = Scenario.replies(busy.handle(.inbound(.offer(Scenario.offer("J5")), receivedAt: t)))
-        _ = busy.handle(.driver(.resume, at: t + 1))
-        #expect(Scenario.replies(busy.handle(.inbound(.offer(Scenario.offer("J5")), receivedAt: t + 2))) == busyAnswer)
+        _ = busy.handle(.driver(.resume, at: t + .milliseconds(1)))
+        #expect(Scenario.replies(busy.handle(.inbound(.offer(Scenario.offer("J5")), receivedAt: t + .milliseconds(2)))) == busyAnswer)
         #expect(busy.state == .available)
     }
 
     @Test func rule4_copiesOfARedeliveredOfferDoNotPileUpAnswers() {
         var machine = available()
         _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
-        let first = Scenario.replies(machine.handle(.driver(.reject(reason: "too far"), at: t + 2000)))
+        let first = Scenario.replies(machine.handle(.driver(.reject(reason: "too far"), at: t + .milliseconds(2000))))
         // The first copy is answered at once; further copies within 30 s of that re-answer are not
         // (it is stored and on its way); after that, one copy is answered again.
-        let again = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + 3000))
+        let again = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .milliseconds(3000)))
         #expect(Scenario.replies(again) == first)
         #expect((again.snapshot != nil), "when it was last answered survives a restart")
         for copy in 1...100 {
-            #expect(Scenario.replies(machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + 3000 + Int64(copy) * 100))).isEmpty)
+            #expect(Scenario.replies(machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .milliseconds(3000 + copy * 100)))).isEmpty)
         }
-        #expect(Scenario.replies(machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + 33_000))) == first)
+        #expect(Scenario.replies(machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .milliseconds(33_000)))) == first)
         #expect(machine.state == .available)
     }
 
     @Test func rule4_aWithdrawnOfferRedeliveredIsIgnored() {
         var machine = available()
         _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
-        _ = machine.handle(.inbound(.cancel(JobCancel(job: "J2")), receivedAt: t + 1))
-        let again = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + 2))
+        _ = machine.handle(.inbound(.cancel(JobCancel(job: "J2")), receivedAt: t + .milliseconds(1)))
+        let again = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .milliseconds(2)))
         #expect(Scenario.replies(again).isEmpty)
         #expect(machine.state == .available)
     }
@@ -136,14 +136,14 @@ import UnitCore
     @Test func rule7_arrivalByButtonOrByAFixWithinTheRadius() {
         var machine = Scenario.machine(in: .enRoute, settings: UnitSettings(arrivalRadiusM: 20))
         // 0.0002° of latitude is about 22 m: outside.
-        let outside = machine.handle(.gps(Scenario.sample(Double(t / 1000), lat: 46.5002)))
+        let outside = machine.handle(.gps(Scenario.sample(t.seconds, lat: 46.5002)))
         #expect(outside == Step(fixes: outside.fixes) && outside.fixes.count == 1, "only the fix is recorded")
         #expect(machine.state.name == .enRoute)
         // 0.00015° is about 17 m: inside.
-        let inside = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 1, lat: 46.50015)))
+        let inside = machine.handle(.gps(Scenario.sample(t.seconds + 1, lat: 46.50015)))
         #expect(machine.state.name == .atPickup)
         #expect(Scenario.told(inside) == ["Arrived at Bahnhofplatz 1. Passenger on board?"])
-        #expect(inside.messages.contains(.event(Transition(t: t + 1000, from: .enRoute, to: .atPickup, job: "J1", reason: "arrived_by_gps"))))
+        #expect(inside.messages.contains(.event(Transition(t: t + .milliseconds(1000), from: .enRoute, to: .atPickup, job: "J1", reason: "arrived_by_gps"))))
 
         var pressed = Scenario.machine(in: .enRoute)
         _ = pressed.handle(.driver(.arrived, at: t))
@@ -164,23 +164,23 @@ import UnitCore
     }
 
     @Test func rule9_noShowOnlyAfterTheWaitAndNearThePickup() {
-        var machine = available(UnitSettings(noShowWaitS: 300, noShowRadiusM: 100))
+        var machine = available(UnitSettings(noShowWait: .seconds(300), noShowRadiusM: 100))
         _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
         _ = machine.handle(.driver(.accept, at: t))
         _ = machine.handle(.driver(.arrived, at: t))
         // 0.0008° ≈ 89 m from the pickup.
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 10, lat: 46.5008)))
-        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + 299_000))) == [.noShowTooEarly(secondsLeft: 1)])
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 20, lat: 46.5010)))
-        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + 300_000))) == [.tooFarForNoShow])
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 30, lat: 46.5008)))
-        let actions = machine.handle(.driver(.noShow, at: t + 300_000))
+        _ = machine.handle(.gps(Scenario.sample(t.seconds + 10, lat: 46.5008)))
+        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + .milliseconds(299_000)))) == [.noShowTooEarly(secondsLeft: 1)])
+        _ = machine.handle(.gps(Scenario.sample(t.seconds + 20, lat: 46.5010)))
+        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + .milliseconds(300_000)))) == [.tooFarForNoShow])
+        _ = machine.handle(.gps(Scenario.sample(t.seconds + 30, lat: 46.5008)))
+        let actions = machine.handle(.driver(.noShow, at: t + .milliseconds(300_000)))
         #expect(machine.state == .available)
-        #expect(actions.messages.contains(.event(Transition(t: t + 300_000, from: .atPickup, to: .available, job: "J2", reason: "no_show"))))
+        #expect(actions.messages.contains(.event(Transition(t: t + .milliseconds(300_000), from: .atPickup, to: .available, job: "J2", reason: "no_show"))))
     }
 
     @Test func rule9_noShowNeedsAPosition() {
-        var machine = UnitStateMachine(settings: UnitSettings(noShowWaitS: 0))
+        var machine = UnitStateMachine(settings: UnitSettings(noShowWait: .seconds(0)))
         _ = machine.handle(.driver(.duty, at: t))
         _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t))
         _ = machine.handle(.driver(.accept, at: t))
@@ -190,17 +190,17 @@ import UnitCore
 
     @Test func rule10_clearCompletesTheRideAndRecordsIt() {
         var machine = Scenario.machine(in: .atPickup)
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000))))
+        _ = machine.handle(.gps(Scenario.sample(t.seconds)))
         _ = machine.handle(.driver(.passengersOnBoard(2), at: t))
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 600, lat: 46.52, lon: 7.51)))
-        let actions = machine.handle(.driver(.clear, at: t + 600_000))
+        _ = machine.handle(.gps(Scenario.sample(t.seconds + 600, lat: 46.52, lon: 7.51)))
+        let actions = machine.handle(.driver(.clear, at: t + .milliseconds(600_000)))
         #expect(machine.state == .available)
         #expect(actions.ride == (RideSummary(
-            job: "J1", passengers: 2, pickupTime: t, dropTime: t + 600_000, pickupFix: Fix(time: t, latitude: 46.5, longitude: 7.5),
-            dropFix: Fix(time: t + 600_000, latitude: 46.52, longitude: 7.51), waitingMs: 600_000)))
+            job: "J1", passengers: 2, pickupTime: t, dropTime: t + .milliseconds(600_000), pickupFix: Fix(time: t, latitude: 46.5, longitude: 7.5),
+            dropFix: Fix(time: t + .milliseconds(600_000), latitude: 46.52, longitude: 7.51), waiting: .seconds(600))))
         // The setup arrived 600 s before the passengers got in; the dispatcher gets the same summary.
         #expect(actions.messages.last == actions.ride.map(OutgoingMessage.ride))
-        #expect(actions.messages.contains(.event(Transition(t: t + 600_000, from: .onBoard, to: .available, job: "J1", reason: "completed"))))
+        #expect(actions.messages.contains(.event(Transition(t: t + .milliseconds(600_000), from: .onBoard, to: .available, job: "J1", reason: "completed"))))
     }
 
     @Test func rule10_pathLengthFollowsTheFixes() {
@@ -227,7 +227,7 @@ import UnitCore
         #expect(machine.state == .paused(.refuel))
         #expect(pause.status == UnitStatus(state: .paused, pauseReason: .refuel, seatsLeft: 4))
         #expect(pause.messages.contains(.event(Transition(t: t, from: .available, to: .paused, reason: "refuel"))))
-        _ = machine.handle(.driver(.resume, at: t + 1))
+        _ = machine.handle(.driver(.resume, at: t + .milliseconds(1)))
         #expect(machine.state == .available)
         var offDuty = Scenario.machine(in: .offDuty)
         #expect(offDuty.handle(.driver(.pause(.break), at: t)) == Step(driver: [.refused(.pauseOnlyWhenAvailable)]))
@@ -235,8 +235,8 @@ import UnitCore
 
     @Test func rule13_aReservationKeepsItsMeetingTime() {
         var machine = available()
-        let meeting = t + 3_600_000
-        let actions = machine.handle(.inbound(.offer(JobOffer(job: "R1", pickup: Scenario.pickup, meetingTime: meeting)), receivedAt: t))
+        let meeting = t + .milliseconds(3_600_000)
+        let actions = machine.handle(.inbound(.offer(JobOffer(job: "R1", pickup: Scenario.pickup, meetingTime: meeting.milliseconds)), receivedAt: t))
         #expect(machine.state.job?.meetingTime == meeting)
         #expect(Scenario.told(actions) == ["Job R1: Bahnhofplatz 1, 1 pax, reservation. Accept within 60 s?"])
         _ = machine.handle(.driver(.accept, at: t))
@@ -278,20 +278,20 @@ import UnitCore
             #expect(machine.snapshot.panic == Panic(raisedAt: t))
 
             // Every second while the alarm is pending…
-            let base = Double(t / 1000)
+            let base = t.seconds
             var reported = 0
             for second in 1...5 {
                 if machine.handle(.gps(Scenario.sample(base + Double(second), lat: 46.6))).fixes.first?.report == true { reported += 1 }
             }
             #expect(reported == 5)
             // …and back to the configured interval once acknowledged.
-            #expect(machine.handle(.inbound(.sosAck(SOSAck()), receivedAt: t + 6000)).driver.contains(.told("ok")))
+            #expect(machine.handle(.inbound(.sosAck(SOSAck()), receivedAt: t + .milliseconds(6000))).driver.contains(.told("ok")))
             #expect(machine.snapshot.panic == nil)
             reported = 0
             for second in 6...20 {
                 if machine.handle(.gps(Scenario.sample(base + Double(second), lat: 46.6))).fixes.first?.report == true { reported += 1 }
             }
-            #expect(reported == 0, "30 s interval after the last report at +5 s")
+            #expect(reported == 0, "30 s interval after the last report at + .milliseconds(5) s")
         }
     }
 
@@ -314,13 +314,13 @@ import UnitCore
         #expect(snapshot == machine.snapshot)
 
         var early = UnitStateMachine(restoring: snapshot)
-        #expect(early.handle(.resumed(at: t + 10_000)) == Step(timers: [.start(.offerDeadline(job: "J2"), fireAt: t + 60_000)]))
-        let accept = early.handle(.driver(.accept, at: t + 20_000))
+        #expect(early.handle(.resumed(at: t + .milliseconds(10_000))) == Step(timers: [.start(.offerDeadline(job: "J2"), fireAt: t + .milliseconds(60_000))]))
+        let accept = early.handle(.driver(.accept, at: t + .milliseconds(20_000)))
         #expect(Scenario.replies(accept).map(\.reply) == [.accept])
 
         var late = UnitStateMachine(restoring: snapshot)
-        let resumed = late.handle(.resumed(at: t + 61_000))
-        #expect(Scenario.replies(resumed) == [JobReply(job: "J2", reply: .timeout, t: t + 61_000)])
+        let resumed = late.handle(.resumed(at: t + .milliseconds(61_000)))
+        #expect(Scenario.replies(resumed) == [JobReply(job: "J2", reply: .timeout, t: t + .milliseconds(61_000))])
         #expect(late.state == .available)
     }
 
@@ -332,7 +332,7 @@ import UnitCore
     }
 
     @Test func anAlarmAfterARestartUsesTheStoredFix() {
-        let stored = Fix(time: t - 5000, latitude: 46.6, longitude: 7.6)
+        let stored = Fix(time: t - .milliseconds(5000), latitude: 46.6, longitude: 7.6)
         var machine = UnitStateMachine(restoring: UnitSnapshot(state: .available), lastFix: stored)
         let actions = machine.handle(.driver(.sos, at: t))
         #expect(actions.messages.contains(.sos(SOSAlarm(t: t, state: .available, job: nil, fix: PositionPoint(stored)))))

@@ -20,7 +20,7 @@ import UnitCore
     /// and the fix kept.
     @Test func theAltitudeIsKeptWhenARoadCouldBeThere() {
         var validator = FixValidator()
-        let clock = ClockReading(time: 1_737_642_886, source: .system)
+        let clock = ClockReading(time: UnitTime(seconds: 1_737_642_886), source: .system)
         func fix(_ altitude: Double, at time: Double) -> Fix? {
             try? validator.validate(GPSSample(mode: 3, time: time, latitude: 1, longitude: 2, altitude: altitude), clock: clock).get()
         }

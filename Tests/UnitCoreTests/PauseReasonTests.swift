@@ -10,7 +10,7 @@ import UnitCore
         var machine = Scenario.machine(in: .available)
         var reasons: [String?] = []
         for step in 0..<5 {
-            let performed = machine.handle(.driver(.pauseNext, at: t + Int64(step)))
+            let performed = machine.handle(.driver(.pauseNext, at: t + .milliseconds(step)))
             reasons += performed.messages.compactMap { if case .event(let transition) = $0 { transition.reason } else { nil } }
         }
         #expect(reasons == ["break", "refuel", "personal", "other", "break"])
@@ -23,7 +23,7 @@ import UnitCore
         let changed = machine.handle(.driver(.pause(.personal), at: t))
         #expect(changed.messages == [.event(Transition(t: t, from: .paused, to: .paused, reason: "personal"))])
         #expect(changed.status?.pauseReason == .personal)
-        #expect(machine.handle(.driver(.pause(.personal), at: t + 1)).refusals == [.alreadyPaused])
+        #expect(machine.handle(.driver(.pause(.personal), at: t + .milliseconds(1))).refusals == [.alreadyPaused])
         #expect(DriverInput.parse("pause next") == .success(.pauseNext))
         #expect(DriverInput.parse("pause") == .success(.pause(.other)))
     }

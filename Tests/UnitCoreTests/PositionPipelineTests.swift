@@ -4,7 +4,7 @@ import UnitCore
 
 /// A board whose system clock is not synchronised (it says 1970); `monotonicS` advances with the test.
 func unsynchronised(_ monotonicS: Double) -> ClockSample {
-    ClockSample(systemS: 0, systemSynchronised: false, monotonicS: monotonicS)
+    ClockSample(system: UnitTime(seconds: 0), systemSynchronised: false, monotonic: .checkedSeconds(monotonicS))
 }
 
 /// Fixes, reporting, heartbeat and zones through the state machine: one fix per second of fix time,
@@ -16,7 +16,7 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         GPSSample(mode: 3, time: Self.t0 + second, latitude: latitude, longitude: 7.5)
     }
 
-    func ms(_ second: Double) -> Int64 { Int64((Self.t0 + second) * 1000) }
+    func ms(_ second: Double) -> UnitTime { UnitTime(seconds: Self.t0 + second) }
 
     func feed(_ machine: inout UnitStateMachine, seconds: Range<Int>) -> [Step] {
         seconds.map { machine.handle(.gps(sample(Double($0)), at: unsynchronised(Double($0)))) }
@@ -83,7 +83,7 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         #expect(machine.positions.clock.reading(at: unsynchronised(3)).source == .unsynchronised)
         let actions = machine.handle(.gps(sample(0), at: unsynchronised(3)))
         #expect(actions.timers.contains(.start(.heartbeat, fireAt: ms(30))))
-        #expect(machine.positions.clock.reading(at: unsynchronised(4)) == ClockReading(time: Self.t0 + 1, source: .gps))
+        #expect(machine.positions.clock.reading(at: unsynchronised(4)) == ClockReading(time: UnitTime(seconds: Self.t0 + 1), source: .gps))
         #expect(!machine.handle(.gps(sample(1), at: unsynchronised(4))).timers.contains { if case .start = $0 { true } else { false } })
     }
 
@@ -93,8 +93,8 @@ func unsynchronised(_ monotonicS: Double) -> ClockSample {
         let lastFix = Fix(time: ms(3), latitude: 46.5, longitude: 7.5)
         // The timer started at second 0 fires at 30: the last fix is only 27 s old, so it waits until 33.
         #expect(machine.handle(.timerFired(.heartbeat, at: ms(30))) == Step(timers: [.start(.heartbeat, fireAt: ms(33))]))
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(33))) == Step(messages: [.stalePosition(lastFix, ageMs: 30_000)], timers: [.start(.heartbeat, fireAt: ms(63))]))
-        #expect(machine.handle(.timerFired(.heartbeat, at: ms(63))) == Step(messages: [.stalePosition(lastFix, ageMs: 60_000)], timers: [.start(.heartbeat, fireAt: ms(93))]))
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(33))) == Step(messages: [.stalePosition(lastFix, age: .seconds(30))], timers: [.start(.heartbeat, fireAt: ms(63))]))
+        #expect(machine.handle(.timerFired(.heartbeat, at: ms(63))) == Step(messages: [.stalePosition(lastFix, age: .seconds(60))], timers: [.start(.heartbeat, fireAt: ms(93))]))
         // A valid fix again: the next timer finds it fresh and stays quiet.
         _ = machine.handle(.gps(sample(70), at: unsynchronised(70)))
         #expect(machine.handle(.timerFired(.heartbeat, at: ms(93))) == Step(timers: [.start(.heartbeat, fireAt: ms(100))]))

@@ -21,9 +21,9 @@ import UnitCore
             #expect(step.messages.isEmpty)
         }
         #expect(machine.lastFix != nil)
-        let heartbeat = machine.handle(.timerFired(.heartbeat, at: Int64((Self.t0 + 900) * 1000)))
+        let heartbeat = machine.handle(.timerFired(.heartbeat, at: UnitTime(seconds: Self.t0 + 900)))
         #expect(heartbeat.messages.isEmpty)
-        let sos = machine.handle(.driver(.sos, at: Int64((Self.t0 + 5) * 1000)))
+        let sos = machine.handle(.driver(.sos, at: UnitTime(seconds: Self.t0 + 5)))
         guard case .sos(let alarm)? = sos.messages.first else { Issue.record("no alarm"); return }
         #expect(alarm.fix != nil)
     }

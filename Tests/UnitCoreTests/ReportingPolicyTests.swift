@@ -1,3 +1,4 @@
+import TaxiProtocol
 import Testing
 import UnitCore
 
@@ -7,7 +8,7 @@ import UnitCore
 
     /// `start` moved `metres` north after `seconds`, with the given course and speed.
     func later(_ seconds: Double, north metres: Double = 0, track: Double? = 90, speed: Double? = 10) -> Fix {
-        Fix(time: start.time + Int64(seconds * 1000), latitude: start.latitude + metres / 111_195, longitude: start.longitude, speed: speed, track: track)
+        Fix(time: start.time + .checkedSeconds(seconds), latitude: start.latitude + metres / 111_195, longitude: start.longitude, speed: speed, track: track)
     }
 
     @Test func theFirstFixIsAlwaysReported() {
@@ -61,12 +62,12 @@ import UnitCore
     }
 
     @Test func theHeartbeatFollowsTheIntervalButNeverRunsWild() {
-        #expect(policy.heartbeatIntervalS(for: "off_duty") == 300)
-        #expect(policy.heartbeatIntervalS(for: "available") == 30)
-        #expect(policy.heartbeatIntervalS(for: "panic") == 1)
+        #expect(policy.heartbeatInterval(for: "off_duty") == .seconds(300))
+        #expect(policy.heartbeatInterval(for: "available") == .seconds(30))
+        #expect(policy.heartbeatInterval(for: "panic") == .seconds(1))
         var everyFix = ReportingPolicy()
         everyFix.rules["en_route"]?.intervalS = 0
-        #expect(everyFix.heartbeatIntervalS(for: "en_route") == ReportingPolicy.shortestHeartbeatS)
+        #expect(everyFix.heartbeatInterval(for: "en_route") == .checkedSeconds(ReportingPolicy.shortestHeartbeatS))
     }
 
     @Test func everyJobStateHasARule() {

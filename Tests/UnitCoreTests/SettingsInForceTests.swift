@@ -9,7 +9,7 @@ import UnitCore
 
     /// A fix `seconds` after t0, 1 km north of the pickup (no arrival), moving a little each time.
     func fix(_ seconds: Double) -> UnitEvent {
-        .gps(Scenario.sample(Double(t / 1000) + seconds, lat: 46.509 + seconds * 1e-6))
+        .gps(Scenario.sample(t.seconds + seconds, lat: 46.509 + seconds * 1e-6))
     }
 
     func reported(_ machine: inout UnitStateMachine, from: Int, to: Int) -> Int {
@@ -37,7 +37,7 @@ import UnitCore
             let step = machine.handle(fix(Double(second)))
             #expect(step.fixes.isEmpty && step.messages.isEmpty, "nothing recorded, reported or zone-matched")
         }
-        let heartbeat = machine.handle(.timerFired(.heartbeat, at: t + 3_600_000))
+        let heartbeat = machine.handle(.timerFired(.heartbeat, at: t + .milliseconds(3_600_000)))
         #expect(heartbeat.messages.isEmpty, "the heartbeat repeats nothing")
         #expect(machine.settings == closed)
     }
@@ -62,28 +62,28 @@ import UnitCore
     }
 
     @Test func jobTimingsAndSeatsFollowAtOnce() {
-        var machine = Scenario.machine(in: .available, settings: UnitSettings(offerTimeoutS: 60, seats: 4))
-        let changed = machine.use(UnitSettings(offerTimeoutS: 15, seats: 2))
+        var machine = Scenario.machine(in: .available, settings: UnitSettings(offerTimeout: .seconds(60), seats: 4))
+        let changed = machine.use(UnitSettings(offerTimeout: .seconds(15), seats: 2))
         #expect(changed.status?.seatsLeft == 2)
         let offered = machine.handle(.inbound(.offer(Scenario.offer("J9")), receivedAt: t))
-        #expect(offered.timers.contains(.start(.offerDeadline(job: "J9"), fireAt: t + 15_000)))
+        #expect(offered.timers.contains(.start(.offerDeadline(job: "J9"), fireAt: t + .milliseconds(15_000))))
     }
 
     /// The no-show wait runs on the unit clock from arrival, whichever way the receiver's own GPS
     /// time is off: an hour behind or an hour ahead of the synchronised system clock.
     @Test(arguments: [-3_600.0, 3_600.0])
     func theNoShowWaitAndTheWaitingTimeAreOnTheUnitClock(gpsAheadS: Double) {
-        var machine = Scenario.machine(in: .enRoute, settings: UnitSettings(noShowWaitS: 10))
-        let arrival = Double(t / 1000)
+        var machine = Scenario.machine(in: .enRoute, settings: UnitSettings(noShowWait: .seconds(10)))
+        let arrival = t.seconds
         let onThePickup = GPSSample(mode: 3, time: arrival + gpsAheadS, latitude: Scenario.pickup.lat, longitude: Scenario.pickup.lon)
-        _ = machine.handle(.gps(onThePickup, at: ClockSample(systemS: arrival, systemSynchronised: true, monotonicS: 0)))
+        _ = machine.handle(.gps(onThePickup, at: ClockSample(system: UnitTime(seconds: arrival), systemSynchronised: true, monotonic: .checkedSeconds(0))))
         #expect(machine.state == .atPickup(Job(Scenario.offer("J1")), arrivedAt: t), "arrived at the unit clock's time")
-        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + 3_000))) == [.noShowTooEarly(secondsLeft: 7)])
+        #expect(Scenario.refused(machine.handle(.driver(.noShow, at: t + .milliseconds(3_000)))) == [.noShowTooEarly(secondsLeft: 7)])
         var boarding = machine
-        _ = boarding.handle(.driver(.passengersOnBoard(1), at: t + 4_000))
-        let ride = boarding.handle(.driver(.clear, at: t + 60_000)).ride
-        #expect(ride?.waitingMs == 4_000)
-        #expect(machine.handle(.driver(.noShow, at: t + 10_000)).messages.contains { if case .event = $0 { true } else { false } })
+        _ = boarding.handle(.driver(.passengersOnBoard(1), at: t + .milliseconds(4_000)))
+        let ride = boarding.handle(.driver(.clear, at: t + .milliseconds(60_000))).ride
+        #expect(ride?.waiting == .seconds(4))
+        #expect(machine.handle(.driver(.noShow, at: t + .milliseconds(10_000))).messages.contains { if case .event = $0 { true } else { false } })
         #expect(machine.state == .available)
     }
 }

@@ -9,9 +9,9 @@ import UnitCore
 /// exactly those bytes. To freeze the snapshots the current code writes, as a new
 /// release's set: `TAXIUNITD_WRITE_GOLDENS=<release> swift test --filter SnapshotFormatTests`.
 enum SnapshotGoldens {
-    static let t: Int64 = 1_800_000_000_000
+    static let t: UnitTime = 1_800_000_000_000
     static let pickup = Place(lat: 46.948, lon: 7.4395, address: "Bahnhofplatz 1, Bern")
-    static let fix = Fix(time: t - 4000, latitude: 46.94812, longitude: 7.43961, speed: 4.25, track: 271.5, accuracy: 3.8)
+    static let fix = Fix(time: t - .milliseconds(4000), latitude: 46.94812, longitude: 7.43961, speed: 4.25, track: 271.5, accuracy: 3.8)
 
     static func directory(_ release: String) -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -22,32 +22,32 @@ enum SnapshotGoldens {
     static let cases: [(name: String, snapshot: UnitSnapshot)] = [
         ("off-duty", UnitSnapshot()),
         ("available-answered-offers", UnitSnapshot(state: .available, answeredOffers: [
-            AnsweredOffer(job: "J-0998", reply: JobReply(job: "J-0998", reply: .accept, t: t - 900_000)),
+            AnsweredOffer(job: "J-0998", reply: JobReply(job: "J-0998", reply: .accept, t: t - .milliseconds(900_000))),
             AnsweredOffer(job: "J-0999", reply: nil),
             AnsweredOffer(
-                job: "J-1000", reply: JobReply(job: "J-1000", reply: .reject, reason: "too far", t: t - 300_000), lastSentAt: t - 120_000),
-            AnsweredOffer(job: "J-1001", reply: JobReply(job: "J-1001", re: .jobUpdate, reply: .invalid, reason: "pickups: too many", t: t - 60_000)),
+                job: "J-1000", reply: JobReply(job: "J-1000", reply: .reject, reason: "too far", t: t - .milliseconds(300_000)), lastSentAt: t - .milliseconds(120_000)),
+            AnsweredOffer(job: "J-1001", reply: JobReply(job: "J-1001", re: .jobUpdate, reply: .invalid, reason: "pickups: too many", t: t - .milliseconds(60_000))),
         ])),
         ("paused-refuel", UnitSnapshot(state: .paused(.refuel))),
         ("paused-break", UnitSnapshot(state: .paused(.break))),
         ("offered-pending-offer", UnitSnapshot(state: .offered(PendingOffer(
-            job: Job(id: "J-1002", pickup: pickup, passengers: 2, meetingTime: t + 600_000, shared: false, note: "wheelchair, \"ring twice\""),
-            receivedAt: t - 10_000, deadline: t + 50_000)))),
+            job: Job(id: "J-1002", pickup: pickup, passengers: 2, meetingTime: t + .milliseconds(600_000), shared: false, note: "wheelchair, \"ring twice\""),
+            receivedAt: t - .milliseconds(10_000), deadline: t + .milliseconds(50_000))))),
         ("en-route-minimal-job", UnitSnapshot(state: .enRoute(Job(id: "J-1003", pickup: Place(lat: -33.8688, lon: 151.2093))))),
         ("at-pickup-shared", UnitSnapshot(state: .atPickup(
             Job(id: "J-1004", pickup: pickup, passengers: 3, shared: true, addedPickups: [
                 Place(lat: 46.9511, lon: 7.4386, address: "Bärenplatz"), Place(lat: 46.9466, lon: 7.4442),
             ]),
-            arrivedAt: t - 30_000))),
+            arrivedAt: t - .milliseconds(30_000)))),
         ("on-board-ride-start-fix", UnitSnapshot(state: .onBoard(
-            Job(id: "J-1005", pickup: pickup, passengers: 1, note: "ünïcödé ✓"), since: RideStart(time: t - 5000, fix: fix)))),
+            Job(id: "J-1005", pickup: pickup, passengers: 1, note: "ünïcödé ✓"), since: RideStart(time: t - .milliseconds(5000), fix: fix)))),
         ("on-board-fix-without-optionals", UnitSnapshot(state: .onBoard(
-            Job(id: "J-1006", pickup: pickup), since: RideStart(time: t - 5000, fix: Fix(time: t - 6000, latitude: 0, longitude: -0.5))))),
+            Job(id: "J-1006", pickup: pickup), since: RideStart(time: t - .milliseconds(5000), fix: Fix(time: t - .milliseconds(6000), latitude: 0, longitude: -0.5))))),
         ("on-board-ride-start-without-fix", UnitSnapshot(state: .onBoard(
-            Job(id: "J-1007", pickup: pickup), since: RideStart(time: t - 5000, fix: nil)))),
+            Job(id: "J-1007", pickup: pickup), since: RideStart(time: t - .milliseconds(5000), fix: nil)))),
         ("panic-open-stored", UnitSnapshot(
-            state: .enRoute(Job(id: "J-1008", pickup: pickup)), panic: Panic(raisedAt: t - 2000, messageID: "0193f7a2c4e87b3d9a1c2e4f6a8b0c1d"))),
-        ("panic-open-not-yet-stored", UnitSnapshot(state: .offDuty, panic: Panic(raisedAt: t - 1000))),
+            state: .enRoute(Job(id: "J-1008", pickup: pickup)), panic: Panic(raisedAt: t - .milliseconds(2000), messageID: "0193f7a2c4e87b3d9a1c2e4f6a8b0c1d"))),
+        ("panic-open-not-yet-stored", UnitSnapshot(state: .offDuty, panic: Panic(raisedAt: t - .milliseconds(1000)))),
     ]
 
     /// The JSON as a tree of Foundation values, whose equality ignores the order of keys.

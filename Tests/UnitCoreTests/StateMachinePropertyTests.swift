@@ -9,9 +9,9 @@ import UnitCore
     /// A little world: three job ids so redeliveries and cancels hit real jobs, a clock that moves
     /// 0–120 s per step, fixes near and far from the pickup.
     struct World {
-        var machine = UnitStateMachine(settings: UnitSettings(offerTimeoutS: 30, noShowWaitS: 60, seats: 4, answeredOfferMemory: 1000))
-        var now: Int64 = Scenario.t0
-        var timers: [TimerID: Int64] = [:]
+        var machine = UnitStateMachine(settings: UnitSettings(offerTimeout: .seconds(30), noShowWait: .seconds(60), seats: 4, answeredOfferMemory: 1000))
+        var now: UnitTime = Scenario.t0
+        var timers: [TimerID: UnitTime] = [:]
         var offered: Set<String> = []
         var malformedJobs: Set<String> = []
         /// Every reply published, per job.
@@ -21,7 +21,7 @@ import UnitCore
 
         mutating func step(_ code: Int) {
             let job = "J\(code % 3)"
-            let advance = Int64((code / 40) % 121) * 1000
+            let advance = Duration.seconds((code / 40) % 121)
             // Timers due before the next event fire first, as the shell's clock would make them.
             fireTimers(until: now + advance)
             now += advance
@@ -38,20 +38,20 @@ import UnitCore
             case 8: event = .driver(.resume, at: now)
             case 9: event = .driver(.sos, at: now)
             case 10, 11, 12: event = .inbound(.offer(Scenario.offer(job, passengers: (code / 60) % 5 + 1)), receivedAt: now)
-            case 13: event = .inbound(.offer(Scenario.offer(job, window: 10, sentAt: now - 11_000)), receivedAt: now)
+            case 13: event = .inbound(.offer(Scenario.offer(job, window: 10, sentAt: now - .milliseconds(11_000))), receivedAt: now)
             case 14: event = .inbound(.cancel(JobCancel(job: job)), receivedAt: now)
             case 15: event = .inbound(.update(JobUpdate(job: job, passengers: (code / 20) % 6 + 1)), receivedAt: now)
             case 16: event = .inbound(.update(JobUpdate(job: job, addPickup: .init(lat: 46.5, lon: 7.5, passengers: 1))), receivedAt: now)
             case 17: event = .inbound(.sosAck(SOSAck()), receivedAt: now)
             case 18: event = .malformed(InboundProblem(topic: .jobOffer, job: "M\(code % 2)", reason: "bad"), at: now)
-            default: event = .gps(Scenario.sample(Double(now / 1000), lat: code % 2 == 0 ? 46.5 : 46.52))
+            default: event = .gps(Scenario.sample(now.seconds, lat: code % 2 == 0 ? 46.5 : 46.52))
             }
             if case .inbound(.offer(let offer), _) = event { offered.insert(offer.job) }
             if case .malformed(let problem, _) = event, let job = problem.job { malformedJobs.insert(job) }
             apply(event)
         }
 
-        mutating func fireTimers(until time: Int64) {
+        mutating func fireTimers(until time: UnitTime) {
             while let (id, fireAt) = timers.min(by: { $0.value < $1.value }), fireAt <= time {
                 timers[id] = nil
                 apply(.timerFired(id, at: fireAt))
@@ -117,7 +117,7 @@ import UnitCore
             var world = World()
             for code in codes { world.step(code) }
             // Let every deadline pass: silence must end in an answer.
-            world.fireTimers(until: world.now + 3_600_000)
+            world.fireTimers(until: world.now + .milliseconds(3_600_000))
             #expect(world.failures.isEmpty, "\(world.failures)")
             #expect(world.offerProblems().isEmpty, "\(world.offerProblems())")
             if case .offered = world.machine.state { Issue.record("an offer outlived its deadline") }
@@ -131,8 +131,8 @@ import UnitCore
             var restored = world
             restored.machine = UnitStateMachine(restoring: world.machine.snapshot, settings: world.machine.settings)
             // The restart loses the last fix and reporting history only; feed both the same fix.
-            _ = world.machine.handle(.gps(Scenario.sample(Double(world.now / 1000) + 0.5, lat: 46.53)))
-            _ = restored.machine.handle(.gps(Scenario.sample(Double(world.now / 1000) + 0.5, lat: 46.53)))
+            _ = world.machine.handle(.gps(Scenario.sample(world.now.seconds + 0.5, lat: 46.53)))
+            _ = restored.machine.handle(.gps(Scenario.sample(world.now.seconds + 0.5, lat: 46.53)))
             for code in suffix {
                 world.step(code)
                 restored.step(code)

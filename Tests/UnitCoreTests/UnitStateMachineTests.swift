@@ -7,7 +7,7 @@ import UnitCore
 extension UnitEvent {
     /// A report read while the system clock was synchronised and said the fix's own time.
     static func gps(_ sample: GPSSample) -> UnitEvent {
-        .gps(sample, at: ClockSample(systemS: sample.time, systemSynchronised: true, monotonicS: sample.time))
+        .gps(sample, at: ClockSample(system: UnitTime(seconds: sample.time), systemSynchronised: true, monotonic: .checkedSeconds(sample.time)))
     }
 }
 
@@ -22,22 +22,22 @@ extension UnitSettings {
 
 enum Scenario {
     static let pickup = Place(lat: 46.5, lon: 7.5, address: "Bahnhofplatz 1")
-    static let t0: Int64 = 1_800_000_000_000
+    static let t0: UnitTime = 1_800_000_000_000
 
     static func sample(_ time: Double, lat: Double = 46.5, lon: Double = 7.5) -> GPSSample {
         GPSSample(mode: 3, time: time, latitude: lat, longitude: lon)
     }
 
-    static func offer(_ job: String, window: Double? = nil, passengers: Int? = nil, sentAt: Int64? = nil) -> JobOffer {
-        JobOffer(job: job, pickup: pickup, respondWithinS: window, passengers: passengers, t: sentAt)
+    static func offer(_ job: String, window: Double? = nil, passengers: Int? = nil, sentAt: UnitTime? = nil) -> JobOffer {
+        JobOffer(job: job, pickup: pickup, respondWithinS: window, passengers: passengers, t: sentAt?.milliseconds)
     }
 
     /// A machine in `state` with job "J1" where the state has a job. Its last fix is 1 km north of
     /// the pickup so GPS does not interfere; `t0` is well after any deadline of the setup.
     static func machine(in state: StateName, settings: UnitSettings = UnitSettings()) -> UnitStateMachine {
         var machine = UnitStateMachine(settings: settings)
-        _ = machine.handle(.gps(sample(Double(t0 / 1000) - 1000, lat: 46.509)))
-        let start = t0 - 600_000
+        _ = machine.handle(.gps(sample(t0.seconds - 1000, lat: 46.509)))
+        let start = t0 - .milliseconds(600_000)
         func drive(_ events: UnitEvent...) {
             for event in events { _ = machine.handle(event) }
         }
@@ -132,7 +132,7 @@ enum Scenario {
          [.stays(reply: .busy), .to(.offered), .stays(reply: .busy), .ignored, .stays(reply: .accept), .stays(reply: .accept), .stays(reply: .accept)]),
         ("offer 7 passengers", .inbound(.offer(Scenario.offer("J4", passengers: 7)), receivedAt: t),
          [.stays(reply: .busy), .stays(reply: .invalid), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy)]),
-        ("expired offer", .inbound(.offer(Scenario.offer("J3", window: 60, sentAt: t - 61_000)), receivedAt: t),
+        ("expired offer", .inbound(.offer(Scenario.offer("J3", window: 60, sentAt: t - .milliseconds(61_000))), receivedAt: t),
          [.stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired), .stays(reply: .expired)]),
         ("cancel J1", .inbound(.cancel(JobCancel(job: "J1", reason: "withdrawn")), receivedAt: t),
          [.ignored, .ignored, .ignored, .to(.available), .to(.available), .to(.available), .ignored]),
@@ -158,11 +158,11 @@ enum Scenario {
          [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("resumed before deadline", .resumed(at: t),
          [.ignored, .ignored, .ignored, .stays(), .ignored, .ignored, .ignored]),
-        ("resumed after deadline", .resumed(at: t + 3_600_000),
+        ("resumed after deadline", .resumed(at: t + .milliseconds(3_600_000)),
          [.ignored, .ignored, .ignored, .to(.available, reply: .timeout), .ignored, .ignored, .ignored]),
-        ("fix far away", .gps(Scenario.sample(Double(t / 1000), lat: 46.51)),
+        ("fix far away", .gps(Scenario.sample(t.seconds, lat: 46.51)),
          [.stays(), .stays(), .stays(), .stays(), .stays(), .stays(), .stays()]),
-        ("fix at pickup", .gps(Scenario.sample(Double(t / 1000))),
+        ("fix at pickup", .gps(Scenario.sample(t.seconds)),
          [.stays(), .stays(), .stays(), .stays(), .to(.atPickup), .stays(), .stays()]),
     ]
 
@@ -193,7 +193,7 @@ enum Scenario {
         let column = Self.columns.firstIndex(of: state)!
         for (name, event, outcomes) in Self.table {
             var machine = Scenario.machine(in: state)
-            _ = machine.handle(.driver(.sos, at: Self.t - 1))
+            _ = machine.handle(.driver(.sos, at: Self.t - .milliseconds(1)))
             let before = machine
             let actions = machine.handle(event)
             let expected: Outcome = name == "sos/ack without alarm" ? .stays() : outcomes[column]

@@ -117,20 +117,20 @@ import UnitCore
 
 @Suite struct ReservationReminderTests {
     let t = Scenario.t0
-    let meeting = Scenario.t0 + 30 * 60_000
+    let meeting = Scenario.t0 + .seconds(30 * 60)
 
-    func accepted(settings: UnitSettings = UnitSettings(), meetingTime: Int64? = nil) -> (UnitStateMachine, Step) {
+    func accepted(settings: UnitSettings = UnitSettings(), meetingTime: UnitTime? = nil) -> (UnitStateMachine, Step) {
         var machine = Scenario.machine(in: .available, settings: settings)
         var offer = Scenario.offer("R1")
-        offer.meetingTime = meetingTime ?? meeting
+        offer.meetingTime = (meetingTime ?? meeting).milliseconds
         _ = machine.handle(.inbound(.offer(offer), receivedAt: t))
-        let step = machine.handle(.driver(.accept, at: t + 1000))
+        let step = machine.handle(.driver(.accept, at: t + .milliseconds(1000)))
         return (machine, step)
     }
 
     @Test func acceptingAReservationArmsAReminderBeforeTheMeeting() {
         let (machine, step) = accepted()
-        let due = meeting - 10 * 60_000
+        let due = meeting - .seconds(10 * 60)
         #expect(step.timers.contains(.start(.reminder(job: "R1"), fireAt: due)))
         #expect(machine.snapshot.reminder == Reminder(job: "R1", at: due))
         #expect(step.snapshot?.reminder == Reminder(job: "R1", at: due), "stored with the accept")
@@ -138,7 +138,7 @@ import UnitCore
 
     @Test func theReminderRingsOnceWhenItFires() {
         var (machine, _) = accepted()
-        let step = machine.handle(.timerFired(.reminder(job: "R1"), at: meeting - 10 * 60_000))
+        let step = machine.handle(.timerFired(.reminder(job: "R1"), at: meeting - .seconds(10 * 60)))
         #expect(step.reminded)
         #expect(step.driver == [.reminder("Reminder: job R1, meet at Bahnhofplatz 1 in 10 min")])
         #expect(machine.snapshot.reminder == nil && step.snapshot?.reminder == nil)
@@ -149,31 +149,31 @@ import UnitCore
     @Test func aRestartReArmsTheReminderOrRingsAtOnceWhenItIsOverdue() {
         let (machine, _) = accepted()
         var early = UnitStateMachine(restoring: machine.snapshot)
-        let resumed = early.handle(.resumed(at: t + 60_000))
-        #expect(resumed.timers == [.start(.reminder(job: "R1"), fireAt: meeting - 10 * 60_000)])
+        let resumed = early.handle(.resumed(at: t + .milliseconds(60_000)))
+        #expect(resumed.timers == [.start(.reminder(job: "R1"), fireAt: meeting - .seconds(10 * 60))])
         #expect(!resumed.reminded)
         var late = UnitStateMachine(restoring: machine.snapshot)
-        let overdue = late.handle(.resumed(at: meeting - 60_000))
+        let overdue = late.handle(.resumed(at: meeting - .seconds(60)))
         #expect(overdue.reminded)
         #expect(late.snapshot.reminder == nil)
         // Through the stored form, as the daemon restores it.
         let stored = try? JSONDecoder().decode(UnitSnapshot.self, from: JSONEncoder().encode(machine.snapshot))
-        #expect(stored?.reminder == Reminder(job: "R1", at: meeting - 10 * 60_000))
+        #expect(stored?.reminder == Reminder(job: "R1", at: meeting - .seconds(10 * 60)))
     }
 
     @Test func arrivingOrACancelEndsTheReminder() {
         var (arriving, _) = accepted()
-        let arrived = arriving.handle(.driver(.arrived, at: t + 2000))
+        let arrived = arriving.handle(.driver(.arrived, at: t + .milliseconds(2000)))
         #expect(arrived.timers.contains(.cancel(.reminder(job: "R1"))))
         #expect(arriving.snapshot.reminder == nil)
         var (cancelled, _) = accepted()
-        let step = cancelled.handle(.inbound(.cancel(JobCancel(job: "R1")), receivedAt: t + 2000))
+        let step = cancelled.handle(.inbound(.cancel(JobCancel(job: "R1")), receivedAt: t + .milliseconds(2000)))
         #expect(step.timers.contains(.cancel(.reminder(job: "R1"))))
         #expect(cancelled.snapshot.reminder == nil)
     }
 
     @Test func noReminderWhenTheMeetingIsTooNearOrRemindersAreOff() {
-        let (near, nearStep) = accepted(meetingTime: Scenario.t0 + 5 * 60_000)
+        let (near, nearStep) = accepted(meetingTime: Scenario.t0 + .milliseconds(5) * 60_000)
         #expect(near.snapshot.reminder == nil && !nearStep.timers.contains { if case .start(.reminder, _) = $0 { true } else { false } })
         let (off, _) = accepted(settings: UnitSettings(reminderMin: 0))
         #expect(off.snapshot.reminder == nil)
@@ -189,24 +189,24 @@ import UnitCore
     @Test func clearSendsTheRideWithTimesPositionsPassengersAndWaiting() throws {
         var machine = Scenario.machine(in: .enRoute)
         _ = machine.handle(.driver(.arrived, at: t))
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 5)))
-        _ = machine.handle(.driver(.passengersOnBoard(3), at: t + 45_000))
-        _ = machine.handle(.gps(Scenario.sample(Double(t / 1000) + 600, lat: 46.52)))
-        let step = machine.handle(.driver(.clear, at: t + 700_000))
+        _ = machine.handle(.gps(Scenario.sample(t.seconds + 5)))
+        _ = machine.handle(.driver(.passengersOnBoard(3), at: t + .milliseconds(45_000)))
+        _ = machine.handle(.gps(Scenario.sample(t.seconds + 600, lat: 46.52)))
+        let step = machine.handle(.driver(.clear, at: t + .milliseconds(700_000)))
         let ride = try #require(step.ride)
         #expect(step.messages.last == .ride(ride), "after the completed event")
         #expect(step.messages.contains { if case .event(let e) = $0 { e.reason == "completed" } else { false } })
         #expect(ride.job == "J1" && ride.passengers == 3)
-        #expect(ride.pickupTime == t + 45_000 && ride.dropTime == t + 700_000)
-        #expect(ride.waitingMs == 45_000)
+        #expect(ride.pickupTime == t + .milliseconds(45_000) && ride.dropTime == t + .milliseconds(700_000))
+        #expect(ride.waiting == .seconds(45))
         #expect(ride.pickupFix?.latitude == 46.5 && ride.dropFix?.latitude == 46.52)
         #expect(step.durability == .promised)
 
         let message = RideMessage(ride, distanceM: 2224.4, unit: "T1", seq: 4, id: "m")
         let json = String(decoding: try JSONEncoder.wire.encode(message), as: UTF8.self)
         #expect(json == """
-            {"distance_m":2224,"drop":{"lat":46.52,"lon":7.5,"t":\(t + 700_000)},"id":"m","job":"J1","passengers":3,\
-            "pickup":{"lat":46.5,"lon":7.5,"t":\(t + 45_000)},"seq":4,"unit":"T1","waiting_s":45}
+            {"distance_m":2224,"drop":{"lat":46.52,"lon":7.5,"t":\(t + .milliseconds(700_000))},"id":"m","job":"J1","passengers":3,\
+            "pickup":{"lat":46.5,"lon":7.5,"t":\(t + .milliseconds(45_000))},"seq":4,"unit":"T1","waiting_s":45}
             """)
     }
 
@@ -224,7 +224,7 @@ import UnitCore
     @Test func aReminderThatDoesNotFitTheStateIsDroppedAndTheRestResumes() {
         let offered = Scenario.machine(in: .offered).snapshot
         var snapshot = offered
-        snapshot.reminder = Reminder(job: "J1", at: Scenario.t0 - 1)
+        snapshot.reminder = Reminder(job: "J1", at: Scenario.t0 - .milliseconds(1))
         var machine = UnitStateMachine(restoring: snapshot)
         let step = machine.handle(.resumed(at: Scenario.t0))
         #expect(machine.snapshot.reminder == nil && step.snapshot?.reminder == nil)

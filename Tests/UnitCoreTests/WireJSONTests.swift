@@ -69,7 +69,7 @@ import Testing
     @Test func absentOptionalsAndTheHeartbeatFields() throws {
         let fix = Fix(time: 1_795_000_000_000, latitude: -33.8688, longitude: 151.2093, speed: nil, track: nil, accuracy: nil)
         try Self.expectSameBytes(LivePositionMessage(point: PositionPoint(fix), seq: 7))
-        let stale = LivePositionMessage(point: PositionPoint(fix, staleAgeMs: 31_004), seq: 8)
+        let stale = LivePositionMessage(point: PositionPoint(fix, staleAge: .milliseconds(31_004)), seq: 8)
         #expect(String(decoding: try stale.json(), as: UTF8.self) == #"{"age":31004,"id":"\#(LivePositionID.make(time: 1_795_000_031_004, seq: 8))","p":[-31004,-338688000,1512093000],"stale":true}"#)
         try Self.expectSameBytes(stale)
         var notStale = PositionPoint(t: -5, lat: 0, lon: -0.0, spd: 0, hdg: 359.99, acc: 1e-7)

@@ -8,7 +8,7 @@ import UnitCore
 /// What the engine hands the terminal after each step: detail pages, the dispatcher's words with a
 /// notice, reminders and seats.
 @Suite struct DriverPanelTests {
-    let t = TestClock.milliseconds()
+    let t = TestClock.now()
     var job: Job {
         var job = Job(id: "J1", pickup: Place(lat: 46.5, lon: 7.5), note: "ring twice", dropoff: Place(lat: 46.6, lon: 7.6, address: "Airport"))
         job.passenger = Passenger(name: "Anna")
@@ -16,7 +16,7 @@ import UnitCore
     }
 
     func view(_ panel: DriverPanel, _ state: DriverState) -> DriverView {
-        panel.view(state: state, seatsLeft: 4, zone: nil, online: true, waiting: 0, unitClockAheadMs: 0, distance: { _ in 100 })
+        panel.view(state: state, seatsLeft: 4, zone: nil, online: true, waiting: 0, unitClockAhead: .zero, distance: { _ in 100 })
     }
 
     @Test func oneKeyPagesThroughTheDetailsAndBackToTheJobScreen() {
@@ -64,14 +64,14 @@ import UnitCore
     @Test func aReminderRaisesItsNoticeWithTheMeetingTime() {
         var panel = DriverPanel()
         var reservation = job
-        reservation.meetingTime = t + 600_000
+        reservation.meetingTime = t + .seconds(600)
         let state = DriverState.enRoute(reservation)
         panel.stepped(.timerFired(.reminder(job: "J1"), at: t), before: state, after: state, step: Step(driver: [.reminder("r")]), seatsLeft: 4)
-        #expect(view(panel, state).notice == .reminder(meetingTime: t + 600_000))
+        #expect(view(panel, state).notice == .reminder(meetingTime: t + .seconds(600)))
         // After a restart, from `resumed`, the same.
         var restarted = DriverPanel()
         restarted.stepped(.resumed(at: t), before: state, after: state, step: Step(driver: [.reminder("r")]), seatsLeft: 4)
-        #expect(view(restarted, state).notice == .reminder(meetingTime: t + 600_000))
+        #expect(view(restarted, state).notice == .reminder(meetingTime: t + .seconds(600)))
     }
 
     @Test func theIgnitionOffAsksUntilItComesBackOn() {
@@ -82,8 +82,8 @@ import UnitCore
         panel.stepped(.ignition(on: false, at: t), before: .available, after: .available, step: off, seatsLeft: 4)
         #expect(view(panel, .available).notice == .ignitionOff)
         #expect(DriverView.Notice.ignitionOff.alerts)
-        let on = machine.handle(.ignition(on: true, at: t + 1000))
-        panel.stepped(.ignition(on: true, at: t + 1000), before: .available, after: .available, step: on, seatsLeft: 4)
+        let on = machine.handle(.ignition(on: true, at: t + .seconds(1)))
+        panel.stepped(.ignition(on: true, at: t + .seconds(1)), before: .available, after: .available, step: on, seatsLeft: 4)
         #expect(view(panel, .available).notice == nil)
     }
 }

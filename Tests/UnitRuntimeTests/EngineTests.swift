@@ -230,12 +230,12 @@ import UnitCore
     /// Draining a backlog, the pump keeps up to two windows of backfill packed ahead, so batches are
     /// read and written a window at a time, not one per PUBACK; the lanes stay in order.
     @Test func aBacklogIsPackedAheadAWindowAtATime() async throws {
-        let start = TestClock.aDayAgoMilliseconds()
+        let start = TestClock.aDayAgo()
         let unit = try EngineUnderTest("[mqtt]\nmax_inflight = 4\nbatch_max = 10\n") { store in
             try store.write { transaction in
                 for index in 0..<1000 {
                     try transaction.queuePosition(
-                        Fix(time: start + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: start)
+                        Fix(time: start + .seconds(index), latitude: 46.5, longitude: 7.5), createdAt: start)
                 }
             }
         }

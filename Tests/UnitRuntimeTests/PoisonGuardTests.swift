@@ -2,6 +2,8 @@ import Foundation
 import LocalCache
 import Logging
 import MQTTLink
+import TaxiProtocol
+import TestHarness
 import Testing
 @testable import UnitRuntime
 
@@ -14,7 +16,7 @@ import Testing
     let harmless = MQTTMessage(topic: "taxi/f/T1/job/offer", payload: Array(#"{"job":"J1"}"#.utf8), qos: 1, retained: false)
 
     func start(_ store: LocalCache) -> PoisonGuard {
-        PoisonGuard(store: store, at: Int64(Date().timeIntervalSince1970 * 1000), logger: logger)
+        PoisonGuard(store: store, at: TestClock.now(), logger: logger)
     }
 
     @Test func aMessageTheUnitDiesHandlingTwiceIsSetAsideAndRefusedAfter() throws {

@@ -1,3 +1,4 @@
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitCore
@@ -5,10 +6,10 @@ import UnitCore
 
 @Suite struct PositionCommitWindowTests {
     let start = ContinuousClock.now
-    let firstFixTime = TestClock.milliseconds()
+    let firstFixTime = TestClock.now()
 
     func held(_ index: Int, report: Bool = true) -> PositionCommitWindow.HeldFix {
-        .init(fix: Fix(time: firstFixTime + Int64(index) * 100, latitude: 46.5, longitude: 7.5), report: report, createdAt: Int64(index))
+        .init(fix: Fix(time: firstFixTime + .milliseconds(index * 100), latitude: 46.5, longitude: 7.5), report: report, createdAt: UnitTime(milliseconds: Int64(index)))
     }
 
     @Test func theFirstFixIsCommittedAtOnce() {

@@ -23,13 +23,13 @@ import UnitCore
         #expect(store.hasFreshFix)
         let live = try #require(try store.write { try packer.live(in: $0, at: 1) })
         #expect(live.lane == .livePosition)
-        #expect(try QueuedPositions.points(of: live).map(\.t) == [QueuedPositions.fix(122).time])
+        #expect(try QueuedPositions.points(of: live).map(\.t) == [QueuedPositions.fix(122).time.milliseconds])
         #expect(!store.hasFreshFix)
         var batches = try store.write { try packer.backfill(in: $0, messages: 2, at: 1) }
         batches += try store.write { try packer.backfill(in: $0, messages: 2, at: 1) }
         #expect(try store.write { try packer.backfill(in: $0, messages: 1, at: 1) }.isEmpty)
         #expect(try batches.map { try QueuedPositions.points(of: $0).count } == [50, 50, 22])
-        #expect(try batches.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == (0..<122).map { QueuedPositions.fix($0).time })
+        #expect(try batches.flatMap { try QueuedPositions.points(of: $0) }.map(\.t) == (0..<122).map { QueuedPositions.fix($0).time.milliseconds })
         #expect(!store.hasQueuedPositions)
         #expect(try store.outboxDepth().position == 123)
 
@@ -59,7 +59,7 @@ import UnitCore
         // The live message took seq 1: not on the wire, it is the last digit of its short id.
         #expect(seqs == [nil] + Array(2...6).map(Optional.some))
         let liveID = try #require(try JSONSerialization.jsonObject(with: Data(live.payload)) as? [String: Any])["id"] as? String
-        #expect(liveID == LivePositionID.make(time: QueuedPositions.fix(229).time, seq: 1))
+        #expect(liveID == LivePositionID.make(time: QueuedPositions.fix(229).time.milliseconds, seq: 1))
         let ids = positions.map(\.messageID) + eventIDs
         #expect(Set(ids).count == ids.count)
         let shape = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/

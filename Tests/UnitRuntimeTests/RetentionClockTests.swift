@@ -1,6 +1,7 @@
 import Foundation
 import LocalCache
 import Logging
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitConfig
@@ -14,13 +15,13 @@ import UnitCore
         let directory = NSTemporaryDirectory() + "taxiunitd-retention-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try LocalCache(path: directory + "/unit.sqlite")
-        let now = TestClock.milliseconds()
+        let now = TestClock.now()
         try store.write { transaction in
-            for index in 0..<20 { try transaction.queuePosition(Fix(time: now + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: now) }
+            for index in 0..<20 { try transaction.queuePosition(Fix(time: now + .seconds(index), latitude: 46.5, longitude: 7.5), createdAt: now) }
         }
         let configuration = try UnitConfiguration(document: ConfigValue.parseTOML("[unit]\nid = \"T1\"\nfleet = \"f\"\n[store]\nretention_days = 7\n"))
         var upkeep = StoreUpkeep(store: store, settings: configuration.store, logger: Logger(label: "test"))
-        let tenYearsLater = now + 10 * 365 * 86_400_000
+        let tenYearsLater = now + .seconds(10 * 365 * 86_400)
         _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: false) { try store.outboxDepth() }
         #expect(try store.outboxDepth().position == 20, "GPS time ten years ahead purges nothing")
         _ = upkeep.run(now: tenYearsLater, retentionClockTrusted: true) { try store.outboxDepth() }

@@ -3,6 +3,7 @@ import DriverKeys
 import Foundation
 import GPSReader
 import LocalCache
+import TaxiProtocol
 import TestHarness
 import Testing
 import UnitConfig
@@ -402,10 +403,10 @@ import UnitCore
             local: "[store]\nretention_days = 7\n[gps]\ntrust_system_clock = true\n",
             prepare: { store in
                 // Two days old: past a day's retention, within a week's.
-                let created = TestClock.milliseconds() - 2 * 86_400_000
+                let created = TestClock.now() - .seconds(2 * 86_400)
                 try store.write { transaction in
                     for index in 0..<5 {
-                        try transaction.insertPosition(Fix(time: created + Int64(index) * 1000, latitude: 46.5, longitude: 7.5), createdAt: created)
+                        try transaction.insertPosition(Fix(time: created + .seconds(index), latitude: 46.5, longitude: 7.5), createdAt: created)
                     }
                 }
             },
@@ -500,7 +501,7 @@ import UnitCore
             local: drivers("D1") + "longest_lock_s = 3600\n",
             prepare: { store in
                 // Locked for 50 minutes by wrong logins before the start.
-                try store.saveDriverSession(DriverSessionRecord(failures: 9, lockedUntil: TestClock.milliseconds() + 3_000_000))
+                try store.saveDriverSession(DriverSessionRecord(failures: 9, lockedUntil: TestClock.now() + .seconds(3_000)))
             },
             settings: #"{"driver":{"longest_lock_s":60}}"#,
             before: { rig async throws in
