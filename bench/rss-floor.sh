@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The resident set a program has before it does any of taxiunitd's work: it only loads and starts
 # the C libraries the daemon must use (libmosquitto, libsqlite3, libgps, libsystemd) and, for Swift,
-# the statically linked runtime and Foundation (GRDB imports Foundation in every file), linked the
-# way the release daemon is (lld, packed relative relocations, no exported symbols). Against the
+# the statically linked runtime and FoundationEssentials (the daemon links no more of Foundation),
+# linked the way the release daemon is (lld, packed relative relocations, no exported symbols). Against the
 # RSS targets of issues 5 and 8 (12 MB) and 4 (20 MB): what is left for the daemon itself.
 # Usage: bench/rss-floor.sh
 set -euo pipefail
@@ -31,7 +31,7 @@ int main(void) {
 }
 C
 cat > "$work/floor.swift" <<'SWIFT'
-import Foundation
+import FoundationEssentials
 mosquitto_lib_init(); let m = mosquitto_new("floor", true, nil)
 var db: OpaquePointer?; sqlite3_open(":memory:", &db); sqlite3_exec(db, "CREATE TABLE t(a); INSERT INTO t VALUES (1);", nil, nil, nil)
 var g = gps_data_t(); gps_open("127.0.0.1", "1", &g); sd_notify(0, "READY=1")
@@ -48,7 +48,7 @@ rss_kb() { "$1" | tr -dc '0-9'; }
 awk -v c="$(rss_kb "$work/floor-c")" -v swift="$(rss_kb "$work/floor-swift")" -v lld="$(rss_kb "$work/floor-swift-lld")" 'BEGIN {
     floor = swift < lld ? swift : lld
     printf "%-66s %6.1f MB\n", "C: the four C libraries started, nothing else", c / 1024
-    printf "%-66s %6.1f MB\n", "Swift: the same + static runtime and Foundation, default link", swift / 1024
+    printf "%-66s %6.1f MB\n", "Swift: + static runtime and FoundationEssentials, default link", swift / 1024
     printf "%-66s %6.1f MB\n", "Swift: the same, linked as the release daemon (lld, DT_RELR)", lld / 1024
     printf "%-66s %6.1f MB\n", "left for the daemon itself under a 12 MB target", 12 - floor / 1024
     printf "%-66s %6.1f MB\n", "left for the daemon itself under a 20 MB target", 20 - floor / 1024
