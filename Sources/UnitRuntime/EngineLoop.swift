@@ -58,6 +58,9 @@ final class EngineLoop {
     /// What the last retained status said was set aside.
     private var publishedAside: [String: Int]?
     private var stopping = false
+    /// Zones whose broadcast topic the unit left while the broker was away: unsubscribed at the
+    /// next connection, as the persistent session still holds them.
+    var broadcastZonesToLeave: Set<String> = []
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
     private var shownView: DriverView?
@@ -357,6 +360,7 @@ final class EngineLoop {
         case .loginPrompted?, nil:
             break
         }
+        if let change = performed.broadcastZones { moveBroadcastSubscription(change) }
         if performed.dropConnection { mqtt.dropConnection() }
         return performed
     }
@@ -410,6 +414,7 @@ final class EngineLoop {
             publishStatus()
             publishLastPositionOnConnect()
             subscribeToFleet()
+            subscribeBroadcasts()
             performer.want()
         case .connectFailed(let reason):
             mqtt.reserveConnectionNumbers(in: store, logger: logger)
@@ -434,7 +439,7 @@ final class EngineLoop {
                 break
             }
             poisonGuard.handling(message)
-            if !handleFleetMessage(message) { receive(message) }
+            if !handleFleetMessage(message), !receiveBroadcast(message) { receive(message) }
             poisonGuard.handled()
         case .oversized(let topic, let bytes, _):
             if refuseFleetMessage(topic: topic, FleetMessage.tooLarge(bytes: bytes)) { break }

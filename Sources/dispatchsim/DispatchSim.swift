@@ -103,7 +103,7 @@ struct DispatchSim: AsyncParsableCommand {
             will: nil, backoff: ReconnectBackoff(minimumS: 0.2, maximumS: 5), logger: logger)
         let loop = DispatchLoop(
             connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,
-            startMs: startMs,
+            broadcasts: scenarioFile.broadcasts, startMs: startMs,
             options: .init(
                 topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson, shareGroup: shareGroup,
                 messageEveryS: messageEvery))
