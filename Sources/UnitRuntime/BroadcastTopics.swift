@@ -3,6 +3,12 @@ import MQTTLink
 import TaxiProtocol
 import UnitCore
 
+/// Who a broadcast is for, by the topic it came on.
+enum BroadcastAudience: Equatable {
+    case fleet
+    case zone(String)
+}
+
 /// The dispatcher's broadcasts: the fleet's topic, always, and the topic of the zone the core says
 /// the taxi is in, moved when the core's step says the zone changed.
 extension EngineLoop {
@@ -58,19 +64,24 @@ extension EngineLoop {
         }
     }
 
-    /// The zone a broadcast topic is for: `.some(nil)` for the fleet's, nil for a topic that is not a broadcast's.
-    func broadcastZone(ofTopic topic: String) -> String?? {
-        if topic == broadcastTopic(zone: nil) { return .some(nil) }
+    /// Who a broadcast topic is for; nil for a topic that is not a broadcast's.
+    func broadcastAudience(ofTopic topic: String) -> BroadcastAudience? {
+        if topic == broadcastTopic(zone: nil) { return .fleet }
         let template = broadcastTopic(zone: "+")
         let (head, tail) = (String(template.prefix { $0 != "+" }), String(template.drop { $0 != "+" }.dropFirst()))
         guard topic.hasPrefix(head), topic.hasSuffix(tail), topic.count > head.count + tail.count else { return nil }
         let zone = String(topic.dropFirst(head.count).dropLast(tail.count))
-        return ContractTopic.isBroadcastZone(zone) ? .some(zone) : nil
+        return ContractTopic.isBroadcastZone(zone) ? .zone(zone) : nil
     }
 
     /// True when the message was a broadcast (handled: kept and shown, or refused by the core).
     func receiveBroadcast(_ message: MQTTMessage) -> Bool {
-        guard let zone = broadcastZone(ofTopic: message.topic) else { return false }
+        let zone: String?
+        switch broadcastAudience(ofTopic: message.topic) {
+        case nil: return false
+        case .fleet?: zone = nil
+        case .zone(let id)?: zone = id
+        }
         let entry: ContractTopic = zone == nil ? .fleetMsg : .zoneMsg
         let now = clockMs()
         switch InboundMessage.decodeBroadcast(payload: message.payload, now: now) {
