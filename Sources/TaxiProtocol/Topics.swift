@@ -90,8 +90,9 @@ public enum ContractTopic: String, Sendable, CaseIterable {
 
     /// Who may read it. A unit reads only its own topics and the fleet-wide ones. The fleet-wide
     /// ones are readable by every account: mosquitto's `pattern` rules apply to every login; the
-    /// config document is signed, not secret, and a broadcast is meant for every driver. The fleet's console (`taxifleet`) shows every unit from
-    /// its status and positions, and finds a unit document's next version from the retained one.
+    /// config document is signed, not secret, and a broadcast is meant for every driver. The
+    /// fleet's console (`taxifleet`) shows every unit from its status and positions, and finds a
+    /// unit document's next version from the retained one.
     public var readers: Set<Party> {
         switch self {
         case .status, .pos, .posLast: [.dispatcher, .fleet]

@@ -171,8 +171,8 @@ public struct DriverMessages: Sendable, Equatable {
 
     /// A broadcast is kept and shown like a message of the unit's own, and a copy of one kept (sent
     /// on the fleet's and the zone's topic, or delivered again) is not. A retained one is old news
-    /// the broker repeats at every subscription, and a zone's reaches only a taxi in that zone (the
-    /// subscription of a zone left while offline, or before a restart, may linger in the session).
+    /// the broker repeats at every subscription, and a zone's reaches only a taxi in that zone (a
+    /// subscription can outlive the zone: an unsubscribe in flight, a zone a fleet document removed).
     mutating func receivedBroadcast(_ message: TextMessage, zone: String?, retained: Bool, taxiZone: String?, now: Int64) -> Step {
         let origin = zone.map { "zone \($0) broadcast" } ?? "fleet broadcast"
         if retained { return .note("retained \(origin) \(message.id) ignored") }

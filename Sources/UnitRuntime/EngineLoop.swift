@@ -58,8 +58,8 @@ final class EngineLoop {
     /// What the last retained status said was set aside.
     private var publishedAside: [String: Int]?
     private var stopping = false
-    /// Zones whose broadcast topic the unit left while the broker was away: unsubscribed at the
-    /// next connection, as the persistent session still holds them.
+    /// Zones whose broadcast topic the unit left while the broker was away (at the start: every
+    /// zone): unsubscribed at the next connection, as the persistent session may still hold them.
     var broadcastZonesToLeave: Set<String> = []
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
@@ -135,6 +135,8 @@ final class EngineLoop {
             messages: DriverMessages(restoring: keptMessages, settings: messageSettings))
         let session = Self.restoringSession(store: store, configuration: configuration, logger: logger)
         core = UnitCoordinator(machine: machine, session: session, fleetConfig: fleetConfig, commands: commands)
+        // The session may hold the zone the taxi was in before the restart; it starts in none.
+        broadcastZonesToLeave = Set(machine.positions.zones.zones.map(\.id).filter(ContractTopic.isBroadcastZone))
         installedLanguages = Self.installedLanguages(in: configuration.unit.catalogues)
         let outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,

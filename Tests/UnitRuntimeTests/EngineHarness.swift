@@ -84,6 +84,11 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
 
     // What the broker does, as the test says.
 
+    /// The session holds `pattern` from an earlier run of the unit.
+    func holdInSession(_ pattern: String) {
+        lock.withLock { _ = subscribed.insert(pattern) }
+    }
+
     func acceptConnection() {
         let (event, deliver) = lock.withLock {
             session += 1
