@@ -132,4 +132,40 @@ import Testing
         observer.stop()
         dispatcher.stop()
     }
+
+    /// A broker that died lost the unit's session and its subscriptions: at the next connection the
+    /// unit subscribes again to the zone it is in, not only to its own topics.
+    @Test func aUnitWhoseSessionTheBrokerLostListensToItsZoneAgain() async throws {
+        let scratch = try ScratchDirectory("broadcasts-reconnect")
+        let broker = try exampleBroker(in: scratch, accounts: ["T1", "dispatcher"], extraACL: "")
+        let gps = try FakeGPS(log: Corpus.packageRoot + "/demo/manhattan-midtown.nmea", in: scratch, cycleS: 0.05)
+        defer { gps.stop() }
+        let password = scratch.file("T1.password")
+        try "pw-T1\n".write(toFile: password, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: password)
+        let t1 = try UnitUnderTest(
+            unitID: "T1", fleet: "north", mqttPort: broker.port, gpsdPort: gps.port, in: scratch, extraTOML: Self.zones,
+            mqttTOML: "username = \"T1\"\npassword_file = \"\(password)\"")
+        try await t1.start()
+        defer { t1.stop() }
+        try await t1.waitForStatus("T1 in midtown", timeoutS: 30) { $0.zone == "midtown" && $0.broker.connected }
+        func connections() -> Int { t1.log.split(separator: "\n").count { $0.contains("connected to broker") } }
+        #expect(connections() == 1)
+
+        broker.killHard()
+        try broker.start()
+        try await waitUntil("T1 connected again", timeoutS: 30, detail: { t1.log }) { connections() == 2 }
+        let dispatcher = try await Account("dispatcher", port: broker.port)
+        defer { dispatcher.stop() }
+        // The unit's SUBSCRIBE and this publish race on two connections: sent again until it is in
+        // (the unit keeps it once).
+        var polls = 0
+        try await waitUntil("the zone's broadcast received after the reconnect", timeoutS: 20, detail: { t1.log }) {
+            if polls % 10 == 0 { try dispatcher.publish(Self.topic(zone: "midtown"), #"{"id":"mid-9","text":"Back online"}"#) }
+            polls += 1
+            return Self.received(t1, .zoneMsg, zone: "midtown") > 0
+        }
+        #expect(try Self.readAll(t1).map { $0.prefix(13) } == ["Message mid-9"])
+    }
 }
+
