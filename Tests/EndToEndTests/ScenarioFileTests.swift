@@ -39,6 +39,7 @@ import Testing
         ("at_s = 5\ntext = \"\"", "broadcast #1: text must not be empty"),
         ("at_s = 5\ntext = \"Hi\"\nzone = \"a/b\"", "broadcast #1: zone \"a/b\" cannot name a topic"),
         ("at_s = 5\ntext = \"Hi\"\npriority = \"loud\"", "broadcast #1: priority must be normal or urgent"),
+        ("at_s = 5\ntext = \"Hi\"\nzone = \"nowhere\"", "names zone nowhere, which --zones does not have"),
     ])
     func aBroadcastThatCannotBeSentIsRefusedWithItsPlace(lines: String, expected: String) throws {
         let scratch = try ScratchDirectory()
