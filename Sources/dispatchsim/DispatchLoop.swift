@@ -82,7 +82,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             events.cancel()
             ticker.cancel()
         }
-        note("dispatchsim: fleet \(options.fleet), \(dispatcher.zones.zones.count) zones, \(schedule.count) scheduled inputs")
+        note("dispatchsim: fleet \(options.fleet), \(dispatcher.zones.zones.count) zones, \(schedule.count) scheduled inputs, \(broadcasts.count) broadcasts")
         for await input in inputs.cancelOnGracefulShutdown() {
             switch input {
             case .mqtt(let event): handle(event)
