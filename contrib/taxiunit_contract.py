@@ -40,14 +40,22 @@ SCHEMA_FORMAT = "application/schema+json;version=draft-2020-12"
 OWNTRACKS_TOPIC = "owntracks/{fleet}/{unit}"
 
 
+# The fleet-wide topics below {prefix}/{fleet}/ -> payload schema: the fleet's config and the
+# broadcasts (docs/protocol.md, "Broadcasts").
+FLEET_TOPICS = {"config": "config", "msg": "msg", "zone/{zone}/msg": "msg"}
+
+
 def schema_name(topic):
-    """The payload schema of a topic: {prefix}/{fleet}/config, {prefix}/{fleet}/{unit}/{suffix}, or an
-    OwnTracks location on owntracks/... (the [owntracks] feed's default topic)."""
+    """The payload schema of a topic: {prefix}/{fleet}/config, a broadcast ({prefix}/{fleet}/msg,
+    {prefix}/{fleet}/zone/{zone}/msg), {prefix}/{fleet}/{unit}/{suffix}, or an OwnTracks location on
+    owntracks/... (the [owntracks] feed's default topic)."""
     levels = topic.split("/")
     if levels[0] == "owntracks":
         return "owntracks"  # location or lwt, by its _type
-    if len(levels) == 3 and levels[2] == "config":
-        return "config"
+    if len(levels) == 3 and levels[2] in FLEET_TOPICS:
+        return FLEET_TOPICS[levels[2]]
+    if len(levels) == 5 and levels[2] == "zone" and levels[4] == "msg":
+        return "msg"
     if len(levels) >= 4:
         return UNIT_TOPICS.get("/".join(levels[3:]))
     return None
@@ -233,7 +241,7 @@ def check_asyncapi(path):
         if payload.get("schemaFormat") != SCHEMA_FORMAT or "schema" not in payload:
             problems.append(f"message {name}: the payload does not declare schemaFormat {SCHEMA_FORMAT}")
     addresses = {channel.get("address") for channel in document.get("channels", {}).values()}
-    topics = [f"{{prefix}}/{{fleet}}/{{unit}}/{suffix}" for suffix in UNIT_TOPICS] + ["{prefix}/{fleet}/config", OWNTRACKS_TOPIC]
+    topics = [f"{{prefix}}/{{fleet}}/{{unit}}/{suffix}" for suffix in UNIT_TOPICS] + [f"{{prefix}}/{{fleet}}/{name}" for name in FLEET_TOPICS] + [OWNTRACKS_TOPIC]
     problems += [f"topic {topic} has no channel" for topic in topics if topic not in addresses]
     problems += check_will(document)
     return problems

@@ -202,6 +202,14 @@ public final class MQTTConnection: BackgroundAdapter, @unchecked Sendable {
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(rc) }
     }
 
+    public func unsubscribe(_ pattern: String) throws(MQTTLinkError) {
+        state.lock()
+        defer { state.unlock() }
+        guard let handle, connected else { throw .notConnected }
+        let rc = mosquitto_unsubscribe(handle, nil, pattern)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(rc) }
+    }
+
     /// Drops the current session; the loop reconnects after the usual backoff.
     public func dropConnection() {
         state.lock()

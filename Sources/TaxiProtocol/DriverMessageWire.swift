@@ -101,6 +101,14 @@ extension InboundMessage {
         topic == .msg ? "id" : "job"
     }
 
+    /// A broadcast (`fleet msg`, `zone msg`): a `msg`, decoded and checked as one.
+    public static func decodeBroadcast(payload: [UInt8], now: UnitTime) -> Result<TextMessage, InboundProblem> {
+        decode(topic: .msg, payload: payload, now: now).flatMap { decoded in
+            if case .message(let message) = decoded { return .success(message) }
+            return .failure(InboundProblem(topic: .msg, job: nil, reason: "payload is not a message"))
+        }
+    }
+
     public static func check(_ message: TextMessage, now: UnitTime) -> String? {
         if message.id.isEmpty { return "id must not be empty" }
         if message.text.isEmpty { return "text must not be empty" }

@@ -17,6 +17,10 @@ public enum ContractTopic: String, Sendable, CaseIterable {
     case msg
     case msgReply = "msg/reply"
     case msgRead = "msg/read"
+    /// `{prefix}/{fleet}/msg`: a message for the driver of every unit of the fleet.
+    case fleetMsg = "fleet msg"
+    /// `{prefix}/{fleet}/zone/{zone}/msg`: a message for the driver of every unit in the zone.
+    case zoneMsg = "zone msg"
     case queue
     /// `{prefix}/{fleet}/config`: the fleet scope's document, for every unit of the fleet.
     case fleetConfig = "fleet config"
@@ -40,37 +44,55 @@ public enum ContractTopic: String, Sendable, CaseIterable {
     }
 
     /// The topic's name below `{prefix}/{fleet}/{unit}/`, or below `{prefix}/{fleet}/` for the
-    /// fleet-wide config.
-    public var suffix: String { isFleetWide ? "config" : rawValue }
+    /// fleet-wide ones (`zone/{zone}/msg` for a zone's broadcasts).
+    public var suffix: String {
+        switch self {
+        case .fleetConfig: "config"
+        case .fleetMsg: "msg"
+        case .zoneMsg: "zone/{zone}/msg"
+        default: rawValue
+        }
+    }
 
-    /// True for the one topic that is not below a unit.
-    public var isFleetWide: Bool { self == .fleetConfig }
+    /// True for the topics below `{prefix}/{fleet}/` that are not below a unit: the fleet's config
+    /// and the broadcasts.
+    public var isFleetWide: Bool { self == .fleetConfig || self == .fleetMsg || self == .zoneMsg }
 
     /// True for the topics below `{prefix}/{fleet}/{unit}/`.
-    public var isUnitTopic: Bool { self != .fleetConfig && self != .ownTracks }
+    public var isUnitTopic: Bool { !isFleetWide && self != .ownTracks }
 
-    /// `{prefix}/{fleet}/{unit}/{suffix}`, `{prefix}/{fleet}/config`, or the OwnTracks feed's.
-    public func topic(prefix: String, fleet: String, unit: String) -> String {
+    /// `{prefix}/{fleet}/{unit}/{suffix}`, `{prefix}/{fleet}/config`, `{prefix}/{fleet}/msg`,
+    /// `{prefix}/{fleet}/zone/{zone}/msg`, or the OwnTracks feed's. `zone`: for the zone broadcasts
+    /// only; `+`, every zone, makes a subscription filter.
+    public func topic(prefix: String, fleet: String, unit: String, zone: String = "+") -> String {
         switch self {
-        case .fleetConfig: "\(prefix)/\(fleet)/\(suffix)"
+        case .fleetConfig, .fleetMsg: "\(prefix)/\(fleet)/\(suffix)"
+        case .zoneMsg: "\(prefix)/\(fleet)/\(suffix.replacing("{zone}", with: zone))"
         case .ownTracks: OwnTracksFeedAccount.topicTemplate.replacing("{fleet}", with: fleet).replacing("{unit}", with: unit)
         default: "\(prefix)/\(fleet)/\(unit)/\(suffix)"
         }
     }
 
+    /// Whether a zone's id can be a level of its broadcast topic: MQTT gives `/` a meaning in a
+    /// name, and `+` and `#` in a filter. A zone whose id cannot has no broadcast topic.
+    public static func isBroadcastZone(_ id: String) -> Bool {
+        !id.isEmpty && !id.unicodeScalars.contains { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\u{0}" }
+    }
+
     public var publisher: Party {
         switch self {
         case .status, .pos, .posLast, .jobReply, .event, .sos, .ride, .msgReply, .msgRead, .configAck, .cmdReply, .telemetry: .unit
-        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue: .dispatcher
+        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .fleetMsg, .zoneMsg, .queue: .dispatcher
         case .fleetConfig, .config, .cmd: .fleet
         case .ownTracks: .ownTracksFeed
         }
     }
 
-    /// Who may read it. A unit reads only its own topics and the fleet-wide config. The fleet-wide
-    /// config is readable by every account: mosquitto's `pattern` rules apply to every login, and
-    /// the document is signed, not secret. The fleet's console (`taxifleet`) shows every unit from
-    /// its status and positions, and finds a unit document's next version from the retained one.
+    /// Who may read it. A unit reads only its own topics and the fleet-wide ones. The fleet-wide
+    /// ones are readable by every account: mosquitto's `pattern` rules apply to every login; the
+    /// config document is signed, not secret, and a broadcast is meant for every driver. The
+    /// fleet's console (`taxifleet`) shows every unit from its status and positions, and finds a
+    /// unit document's next version from the retained one.
     public var readers: Set<Party> {
         switch self {
         case .status, .pos, .posLast: [.dispatcher, .fleet]
@@ -78,7 +100,7 @@ public enum ContractTopic: String, Sendable, CaseIterable {
         case .configAck, .cmdReply, .telemetry: [.fleet]
         case .config: [.unit, .fleet]
         case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .cmd: [.unit]
-        case .fleetConfig: Set(Party.allCases)
+        case .fleetConfig, .fleetMsg, .zoneMsg: Set(Party.allCases)
         // Map tools (OwnTracks Recorder, Home Assistant) log in with accounts of their own.
         case .ownTracks: []
         }

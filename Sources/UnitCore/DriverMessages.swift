@@ -169,6 +169,19 @@ public struct DriverMessages: Sendable, Equatable {
         return step + trim()
     }
 
+    /// A broadcast is kept and shown like a message of the unit's own, and a copy of one kept (sent
+    /// on the fleet's and the zone's topic, or delivered again) is not. A retained one is old news
+    /// the broker repeats at every subscription, and a zone's reaches only a taxi in that zone (a
+    /// subscription can outlive the zone: an unsubscribe in flight, a zone a fleet document removed).
+    mutating func receivedBroadcast(_ message: TextMessage, zone: String?, retained: Bool, taxiZone: String?, now: UnitTime) -> Step {
+        let origin = zone.map { "zone \($0) broadcast" } ?? "fleet broadcast"
+        if retained { return .note("retained \(origin) \(message.id) ignored") }
+        if let zone, zone != taxiZone {
+            return .note("\(origin) \(message.id) ignored: the taxi is \(taxiZone.map { "in zone \($0)" } ?? "in no zone")")
+        }
+        return received(message, now: now)
+    }
+
     /// Over the capacity: the oldest read messages go, then the oldest unread ones (logged).
     private mutating func trim() -> Step {
         var step = Step()

@@ -70,6 +70,7 @@ public struct PositionPipeline: Sendable {
         }
         if let change = zones.update(latitude: fix.latitude, longitude: fix.longitude) {
             step.messages.append(.zone(change, at: now))
+            step.broadcastZones = change.broadcastZones
         }
         return (fix, step)
     }

@@ -22,6 +22,8 @@ public struct Step: Sendable, Equatable {
     public var notes: [String] = []
     /// The driver's stored messages that changed (DriverMessages.swift).
     public var inbox: [InboxChange] = []
+    /// The zone broadcast subscription moves (ZoneTracker.swift); nothing to store.
+    public var broadcastZones: BroadcastZoneChange?
 
     public init(
         snapshot: UnitSnapshot? = nil, messages: [OutgoingMessage] = [], fixes: [RecordedFix] = [], ride: RideSummary? = nil,
@@ -51,6 +53,7 @@ public struct Step: Sendable, Equatable {
         driver += other.driver
         notes += other.notes
         inbox += other.inbox
+        if let later = other.broadcastZones { broadcastZones = broadcastZones.map { $0.then(later) } ?? later }
     }
 
     public static func + (lhs: Step, rhs: Step) -> Step {

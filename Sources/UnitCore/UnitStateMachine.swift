@@ -256,6 +256,9 @@ public enum UnitEvent: Sendable, Equatable {
     /// `at`: unit clock.
     case driver(DriverInput, at: UnitTime)
     case inbound(InboundMessage, receivedAt: UnitTime)
+    /// A `msg` on the fleet's broadcast topic (`zone` nil) or on `zone`'s; `retained`: the broker
+    /// kept it and sent it again for a new subscription.
+    case broadcast(TextMessage, zone: String?, retained: Bool, receivedAt: UnitTime)
     /// An inbound message that could not be used.
     case malformed(InboundProblem, at: UnitTime)
     case timerFired(TimerID, at: UnitTime)
@@ -369,6 +372,8 @@ public struct UnitStateMachine: Sendable {
             return Step(snapshot: snapshot, driver: [.told("ok")]) + positions.stateChanged(to: reportingState, reportNextFix: false)
         case .inbound(.message(let message), let now):
             return driverMessages.received(message, now: now)
+        case .broadcast(let message, let zone, let retained, let now):
+            return driverMessages.receivedBroadcast(message, zone: zone, retained: retained, taxiZone: positions.zones.broadcastZone, now: now)
         case .inbound(.queue(let position), let now):
             return driverMessages.queued(position, now: now, available: state == .available)
         case .malformed(let problem, let now) where problem.topic == .msg || problem.topic == .queue:

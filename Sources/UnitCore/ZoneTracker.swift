@@ -10,6 +10,33 @@ public struct ZoneChange: Sendable, Equatable {
     }
 }
 
+/// The zone broadcast topic the unit listens on moves with the taxi: off the zone it left, onto the
+/// zone it entered (docs/protocol.md, "Broadcasts"). Performed by the shell after the step's commit.
+public struct BroadcastZoneChange: Sendable, Equatable {
+    public var leave: String?
+    public var join: String?
+
+    public init(leave: String?, join: String?) {
+        self.leave = leave
+        self.join = join
+    }
+
+    /// A later change follows this one: leave what this one left, join what the later one joins.
+    func then(_ later: BroadcastZoneChange) -> BroadcastZoneChange {
+        BroadcastZoneChange(leave: leave ?? later.leave, join: later.join)
+    }
+}
+
+extension ZoneChange {
+    /// The broadcast subscription that follows the change; nil when neither zone has a broadcast topic.
+    public var broadcastZones: BroadcastZoneChange? {
+        let leave = from.flatMap { ContractTopic.isBroadcastZone($0) ? $0 : nil }
+        let join = to.flatMap { ContractTopic.isBroadcastZone($0) ? $0 : nil }
+        guard leave != join else { return nil }
+        return BroadcastZoneChange(leave: leave, join: join)
+    }
+}
+
 /// Which zone the taxi is in. A taxi enters a zone when a fix is inside its polygon and leaves only
 /// when a fix is more than `hysteresisM` outside it, so waiting on a border does not flap.
 /// Overlapping zones: the first in configuration order wins.
@@ -17,6 +44,9 @@ public struct ZoneTracker: Sendable, Equatable {
     public let zones: [Zone]
     public let hysteresisM: Double
     public private(set) var current: String?
+
+    /// The zone whose broadcasts reach the taxi: the one it is in, if its id can name a topic.
+    public var broadcastZone: String? { current.flatMap { ContractTopic.isBroadcastZone($0) ? $0 : nil } }
 
     /// `current`: the zone the taxi was last reported in; the next fix reports a change from it.
     public init(zones: [Zone], hysteresisM: Double = 30, current: String? = nil) {

@@ -176,6 +176,11 @@ public final class BrokerLink: BackgroundAdapter, Sendable {
         try connection.subscribe(pattern, qos: qos)
     }
 
+    func unsubscribe(_ pattern: String) throws(MQTTLinkError) {
+        guard let connection else { throw .notConnected }
+        try connection.unsubscribe(pattern)
+    }
+
     func dropConnection() {
         connection?.dropConnection()
     }

@@ -56,7 +56,7 @@ struct DriverPanel {
             } else if step.replies.contains(where: { $0.reply == .timeout }) {
                 raise(.timedOut)
             }
-        case .inbound(.message, _):
+        case .inbound(.message, _), .broadcast:
             if !step.inbox.isEmpty { raise(.newMessage) }
         case .ignition(on: false, _):
             if step.suggestsOffDuty { raise(.ignitionOff) }

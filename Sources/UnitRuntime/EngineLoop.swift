@@ -58,6 +58,9 @@ final class EngineLoop {
     /// What the last retained status said was set aside.
     private var publishedAside: [String: Int]?
     private var stopping = false
+    /// Zones whose broadcast topic the unit left while the broker was away (at the start: every
+    /// zone): unsubscribed at the next connection, as the persistent session may still hold them.
+    var broadcastZonesToLeave: Set<String> = []
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
     private var shownView: DriverView?
@@ -132,6 +135,8 @@ final class EngineLoop {
             messages: DriverMessages(restoring: keptMessages, settings: messageSettings))
         let session = Self.restoringSession(store: store, configuration: configuration, logger: logger)
         core = UnitCoordinator(machine: machine, session: session, fleetConfig: fleetConfig, commands: commands)
+        // The session may hold the zone the taxi was in before the restart; it starts in none.
+        broadcastZonesToLeave = Set(machine.positions.zones.zones.map(\.id).filter(ContractTopic.isBroadcastZone))
         installedLanguages = Self.installedLanguages(in: configuration.unit.catalogues)
         let outbox = OutboxPump(
             store: store, unit: configuration.unit.id, topicBase: configuration.unitTopicBase,
@@ -357,6 +362,7 @@ final class EngineLoop {
         case .loginPrompted?, nil:
             break
         }
+        if let change = performed.broadcastZones { moveBroadcastSubscription(change) }
         if performed.dropConnection { mqtt.dropConnection() }
         return performed
     }
@@ -410,6 +416,7 @@ final class EngineLoop {
             publishStatus()
             publishLastPositionOnConnect()
             subscribeToFleet()
+            subscribeBroadcasts()
             performer.want()
         case .connectFailed(let reason):
             mqtt.reserveConnectionNumbers(in: store, logger: logger)
@@ -434,7 +441,7 @@ final class EngineLoop {
                 break
             }
             poisonGuard.handling(message)
-            if !handleFleetMessage(message) { receive(message) }
+            if !handleFleetMessage(message), !receiveBroadcast(message) { receive(message) }
             poisonGuard.handled()
         case .oversized(let topic, let bytes, _):
             if refuseFleetMessage(topic: topic, FleetMessage.tooLarge(bytes: bytes)) { break }

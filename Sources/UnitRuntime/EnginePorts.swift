@@ -14,6 +14,7 @@ protocol BrokerPort: AnyObject, Sendable {
     func connect(_ configuration: UnitConfiguration) -> Int
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(MQTTLinkError) -> MQTTPublishTicket
     func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError)
+    func unsubscribe(_ pattern: String) throws(MQTTLinkError)
     /// Drops the connection; it comes back by itself.
     func dropConnection()
     /// The newest reported fix to the OwnTracks feed's own connection; `clock` is the unit's.

@@ -60,6 +60,8 @@ final class StepPerformer {
         var unstored = false
         /// An executed `reconnect` command: its reply is stored, the connection may go.
         var dropConnection = false
+        /// The zone broadcast subscription to move, after the commit (the engine owns the subscriptions).
+        var broadcastZones: BroadcastZoneChange?
     }
 
     init(
@@ -120,6 +122,7 @@ final class StepPerformer {
             }
         }
         log(step)
+        performed.broadcastZones = job.broadcastZones
         if job.status != nil { publishStatus() }
         for timer in job.timers {
             switch timer {

@@ -30,6 +30,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
     private let options: Options
     private var dispatcher: Dispatcher
     private var schedule: [ScheduledInput]
+    /// The scenario's broadcasts not sent yet, in time order.
+    private var broadcasts: [ScheduledBroadcast]
     private let startMs: Int64
     /// When the scenario's clock starts: shortly after the first connection, so that the units'
     /// retained statuses have filled the queues before the first request.
@@ -52,10 +54,14 @@ final class DispatchLoop: Service, @unchecked Sendable {
         return encoder
     }()
 
-    init(connection: MQTTConnection, dispatcher: Dispatcher, schedule: [ScheduledInput], startMs: Int64, options: Options) {
+    init(
+        connection: MQTTConnection, dispatcher: Dispatcher, schedule: [ScheduledInput], broadcasts: [ScheduledBroadcast] = [], startMs: Int64,
+        options: Options
+    ) {
         self.connection = connection
         self.dispatcher = dispatcher
         self.schedule = schedule
+        self.broadcasts = broadcasts
         self.startMs = startMs
         self.options = options
     }
@@ -76,7 +82,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             events.cancel()
             ticker.cancel()
         }
-        note("dispatchsim: fleet \(options.fleet), \(dispatcher.zones.zones.count) zones, \(schedule.count) scheduled inputs")
+        note("dispatchsim: fleet \(options.fleet), \(dispatcher.zones.zones.count) zones, \(schedule.count) scheduled inputs, \(broadcasts.count) broadcasts")
         for await input in inputs.cancelOnGracefulShutdown() {
             switch input {
             case .mqtt(let event): handle(event)
@@ -105,7 +111,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         }
         announceQueues(now: now)
         sendScriptedMessages(now: now)
-        if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty,
+        sendBroadcasts(now: now, start: scheduleStartMs)
+        if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty, broadcasts.isEmpty,
            dispatcher.pendingOffers == 0 {
             finished = true
         }
@@ -226,6 +233,19 @@ final class DispatchLoop: Service, @unchecked Sendable {
         for unit in unitsSeen.sorted() {
             send(.message(message), to: unit)
             if !options.quiet { note("message \(message.id) to \(unit): \(message.text)") }
+        }
+    }
+
+    /// The scenario's `[[broadcast]]`s whose time has come, each once, on the fleet's or its zone's topic.
+    private func sendBroadcasts(now: Int64, start: Int64) {
+        while let next = broadcasts.first, start.saturatingAdd(next.atMs) <= now {
+            broadcasts.removeFirst()
+            var message = next.message
+            message.t = now
+            let entry: ContractTopic = next.zone == nil ? .fleetMsg : .zoneMsg
+            let topic = entry.topic(prefix: options.topicPrefix, fleet: options.fleet, unit: "", zone: next.zone ?? "+")
+            publish(topic: topic, payload: encode(.message(message)))
+            if !options.quiet { note("broadcast \(message.id) to \(next.zone.map { "zone \($0)" } ?? "the fleet"): \(message.text)") }
         }
     }
 

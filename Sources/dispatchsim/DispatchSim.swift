@@ -57,6 +57,10 @@ struct DispatchSim: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if let respondWithin { scenarioFile.settings.respondWithinS = respondWithin }
+        if let unknown = scenarioFile.broadcasts.first(where: { $0.zone.map { zoneMap[$0] == nil } ?? false })?.zone {
+            FileHandle.standardError.write(Data("\(scenario ?? ""): a [[broadcast]] names zone \(unknown), which --zones does not have\n".utf8))
+            throw ExitCode(1)
+        }
         if let ratePerZone {
             scenarioFile.demands += zoneMap.zones.map { ZoneDemand(zone: $0.id, rate: .poisson(perMinute: ratePerZone)) }
         }
@@ -103,7 +107,7 @@ struct DispatchSim: AsyncParsableCommand {
             will: nil, backoff: ReconnectBackoff(minimumS: 0.2, maximumS: 5), logger: logger)
         let loop = DispatchLoop(
             connection: mqtt, dispatcher: Dispatcher(zones: zoneMap, settings: scenarioFile.settings), schedule: schedule,
-            startMs: startMs,
+            broadcasts: scenarioFile.broadcasts, startMs: startMs,
             options: .init(
                 topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson, shareGroup: shareGroup,
                 messageEveryS: messageEvery))

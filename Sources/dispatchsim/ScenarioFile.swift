@@ -10,6 +10,8 @@ struct ScenarioFile {
     var settings = DispatchSettings()
     var inputs: [ScheduledInput] = []
     var demands: [ZoneDemand] = []
+    /// Messages for every driver of the fleet or of a zone, in time order.
+    var broadcasts: [ScheduledBroadcast] = []
     var durationS: Double?
 
     init() {}
@@ -71,6 +73,32 @@ struct ScenarioFile {
                 problems.append("generate #\(index + 1): needs zone and one of every_s or per_minute (> 0)")
             }
         }
+        for (index, entry) in (root["broadcast"]?.array ?? []).enumerated() {
+            let where_ = "broadcast #\(index + 1)"
+            let table = entry.table
+            guard let text = table["text"]?.string, let atMs = table["at_s"].flatMap(Self.scheduleMs) else {
+                problems.append("\(where_): needs text and at_s (0 to \(Self.longestRunS) s)")
+                continue
+            }
+            var priority: MessagePriority?
+            if let name = table["priority"]?.string {
+                guard let known = MessagePriority(rawValue: name) else {
+                    problems.append("\(where_): priority must be normal or urgent")
+                    continue
+                }
+                priority = known
+            }
+            let replies = table["replies"]?.array.map { $0.compactMap(\.string) }
+            let message = TextMessage(id: table["id"]?.string ?? "broadcast-\(index + 1)", text: text, replies: replies, priority: priority)
+            if let zone = table["zone"]?.string, !ContractTopic.isBroadcastZone(zone) {
+                problems.append("\(where_): zone \"\(zone)\" cannot name a topic (it holds '/', '+' or '#')")
+            } else if let reason = InboundMessage.checkID(message.id, field: "id") ?? InboundMessage.check(message, now: 0) {
+                problems.append("\(where_): \(reason)")
+            } else {
+                broadcasts.append(ScheduledBroadcast(atMs: atMs, zone: table["zone"]?.string, message: message))
+            }
+        }
+        broadcasts.sort { $0.atMs < $1.atMs }
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
     }
 
@@ -126,6 +154,13 @@ struct ScenarioFile {
             throw ConfigError(problems: error.problems.map { "\(path): \($0)" })
         }
     }
+}
+
+/// A `[[broadcast]]`: `message` at `atMs` from the start, on the fleet's topic or `zone`'s.
+struct ScheduledBroadcast {
+    var atMs: Int64
+    var zone: String?
+    var message: TextMessage
 }
 
 extension ConfigValue {

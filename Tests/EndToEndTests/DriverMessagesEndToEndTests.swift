@@ -137,4 +137,36 @@ import Testing
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
         recorder.stop()
     }
+
+    /// A scenario's `[[broadcast]]` reaches every unit of the fleet on its topic; each driver reads
+    /// it, and dispatchsim hears one receipt per unit.
+    @Test func aScenariosBroadcastReachesEveryUnitAndEachReadIsReceipted() async throws {
+        let scratch = try ScratchDirectory("taxiunitd-broadcast")
+        let broker = try MosquittoBroker(in: scratch)
+        let units = try ["T1", "T2"].map { try UnitUnderTest(unitID: $0, mqttPort: broker.port, gpsdPort: try Loopback.freePort(), in: scratch) }
+        let recorder = try await MQTTRecorder(port: broker.port, subscribe: ["taxi/test/#"], clientID: "broadcast-recorder", persistentSession: true)
+        for unit in units {
+            try await unit.start()
+            try await unit.waitForStatus("\(unit.unitID) connected") { $0.broker.connected }
+        }
+        let dispatcher = try await DispatchSimUnderTest(
+            mqttPort: broker.port, zones: [("Z", DispatchSimUnderTest.square(around: 0, 0))], in: scratch,
+            scenarioTOML: "[[broadcast]]\nat_s = 1\nid = \"news-1\"\ntext = \"Office closes at six\"\nreplies = [\"OK\"]\n")
+        try await dispatcher.waitForLog("the broadcast sent", "broadcast news-1 to the fleet")
+        for unit in units {
+            try await waitUntil("\(unit.unitID) got it", timeoutS: 20, detail: { unit.log }) { unit.log.contains("topic=fleet msg") }
+            let response = try unit.request(ControlRequest(cmd: .press, input: "msg"))
+            #expect(response.message == "Message news-1 (1/1): Office closes at six")
+            try await dispatcher.waitForLog("\(unit.unitID)'s receipt", "\(unit.unitID) read message news-1")
+        }
+        try await recorder.waitFor("the broadcast and both receipts") { _ in
+            !recorder.messages(onTopic: "taxi/test/msg").isEmpty && units.allSatisfy { !Self.messages(recorder, $0.unitID, "msg/read").isEmpty }
+        }
+        for unit in units { #expect(Self.messages(recorder, unit.unitID, "msg/read").count == 1) }
+        for unit in units { unit.stop() }
+        _ = try dispatcher.stop()
+        let problems = try ContractCheck.problems(in: recorder.messages)
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        recorder.stop()
+    }
 }

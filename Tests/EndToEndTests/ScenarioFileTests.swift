@@ -33,4 +33,23 @@ import Testing
         #expect(exitCode == 1, "\(output)")
         #expect(output.contains("cancel #1: needs request and at_s"), "\(output)")
     }
+
+    @Test(arguments: [
+        ("at_s = 5", "broadcast #1: needs text and at_s"),
+        ("at_s = 5\ntext = \"\"", "broadcast #1: text must not be empty"),
+        ("at_s = 5\ntext = \"Hi\"\nzone = \"a/b\"", "broadcast #1: zone \"a/b\" cannot name a topic"),
+        ("at_s = 5\ntext = \"Hi\"\npriority = \"loud\"", "broadcast #1: priority must be normal or urgent"),
+        ("at_s = 5\ntext = \"Hi\"\nzone = \"nowhere\"", "names zone nowhere, which --zones does not have"),
+    ])
+    func aBroadcastThatCannotBeSentIsRefusedWithItsPlace(lines: String, expected: String) throws {
+        let scratch = try ScratchDirectory()
+        let scenario = scratch.file("scenario.toml")
+        try "[[broadcast]]\n\(lines)\n".write(toFile: scenario, atomically: true, encoding: .utf8)
+        let zones = scratch.file("zones.toml")
+        try DispatchSimUnderTest.zonesTOML([("z", DispatchSimUnderTest.square(around: 46.9, 7.4))])
+            .write(toFile: zones, atomically: true, encoding: .utf8)
+        let (output, exitCode) = try runCommand(Corpus.binary("dispatchsim"), ["--zones", zones, "--scenario", scenario, "--port", "1"])
+        #expect(exitCode == 1, "\(output)")
+        #expect(output.contains(expected), "\(output)")
+    }
 }

@@ -91,13 +91,15 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
     static let units = ["T1", "T2"]
     /// Each unit's OwnTracks feed account, in the same order.
     static let feeds = units.map { OwnTracksFeedAccount.usernameTemplate.replacing("{fleet}", with: "north").replacing("{unit}", with: $0) }
-    /// Every topic of the contract, for both units (the fleet-wide config once).
-    static let topics = Array(Set(units.flatMap { unit in ContractTopic.allCases.map { $0.topic(prefix: "taxi", fleet: "north", unit: unit) } })).sorted()
+    /// The zone the zone broadcasts are tried with.
+    static let zone = "Z1"
+    /// Every topic of the contract, for both units (the fleet-wide ones once).
+    static let topics = Array(Set(units.flatMap { unit in ContractTopic.allCases.map { $0.topic(prefix: "taxi", fleet: "north", unit: unit, zone: zone) } })).sorted()
 
-    /// The catalogue entry and the unit a topic of `topics` belongs to (nil for the fleet-wide one).
+    /// The catalogue entry and the unit a topic of `topics` belongs to (nil for the fleet-wide ones).
     static func entry(_ topic: String) -> (ContractTopic, unit: String?) {
         for unit in units {
-            for entry in ContractTopic.allCases where entry.topic(prefix: "taxi", fleet: "north", unit: unit) == topic {
+            for entry in ContractTopic.allCases where entry.topic(prefix: "taxi", fleet: "north", unit: unit, zone: zone) == topic {
                 return (entry, entry.isFleetWide ? nil : unit)
             }
         }
@@ -136,11 +138,10 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         var rules: Set<String> = []
         for entry in ContractTopic.allCases {
             let unitTopic = switch entry {
-            case .fleetConfig: "taxi/+/config"
             case .ownTracks: OwnTracksFeedAccount.topicTemplate.replacing(OwnTracksFeedAccount.usernameTemplate, with: "%u")
-            default: "taxi/+/%u/\(entry.suffix)"
+            default: entry.topic(prefix: "taxi", fleet: "+", unit: "%u", zone: "+")
             }
-            let anyUnitTopic = entry.isFleetWide ? "taxi/+/config" : "taxi/+/+/\(entry.suffix)"
+            let anyUnitTopic = entry.topic(prefix: "taxi", fleet: "+", unit: "+", zone: "+")
             switch entry.publisher {
             case .unit, .ownTracksFeed: rules.insert("pattern write \(unitTopic)")
             case .dispatcher, .fleet: rules.insert("user \(entry.publisher.rawValue): topic write \(anyUnitTopic)")
@@ -148,7 +149,7 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
             for reader in entry.readers.sorted(by: { $0.rawValue < $1.rawValue }) {
                 switch reader {
                 case .unit, .ownTracksFeed: rules.insert("pattern read \(unitTopic)")
-                // The fleet-wide config's pattern line already lets every login read it.
+                // The fleet-wide topics' pattern lines already let every login read them.
                 case .dispatcher, .fleet: if !entry.isFleetWide { rules.insert("user \(reader.rawValue): topic read \(anyUnitTopic)") }
                 }
             }
@@ -188,12 +189,13 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         let documented = rows.map { "\($0[0]) \($0[1]) \($0[2]) \($0[3])" }
         let catalogued = ContractTopic.allCases.map { entry in
             let topic = switch entry {
-            case .fleetConfig: "`{prefix}/{fleet}/config`"
             case .ownTracks: "`\(OwnTracksFeedAccount.topicTemplate)`"
-            default: "`…/\(entry.suffix)`"
+            default: entry.isFleetWide ? "`\(entry.topic(prefix: "{prefix}", fleet: "{fleet}", unit: "", zone: "{zone}"))`" : "`…/\(entry.suffix)`"
             }
             let direction = switch entry.publisher {
             case .unit: "unit → \(entry.readers.map(\.rawValue).sorted().joined(separator: ", "))"
+            case .dispatcher where entry == .zoneMsg: "dispatcher → every unit in the zone"
+            case .dispatcher where entry.isFleetWide: "dispatcher → every unit"
             case .dispatcher: "dispatcher → \(entry.readers.map(\.rawValue).sorted().joined(separator: ", "))"
             case .fleet: entry.isFleetWide ? "fleet → every unit" : "fleet → this unit"
             case .ownTracksFeed: "unit's owntracks feed → map tools"
@@ -291,7 +293,8 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile)
         let unit = try UnitUnderTest(
             unitID: "T1", fleet: "north", mqttPort: broker.port, gpsdPort: gps.port, in: scratch,
-            extraTOML: signer.fleetSection() + "\n[telemetry]\ninterval_s = 1\n",
+            extraTOML: signer.fleetSection() + "\n[telemetry]\ninterval_s = 1\n\n[[zones]]\nid = \"\(Self.zone)\"\n"
+                + "polygon = [[41.56, -93.76], [41.56, -93.74], [41.59, -93.74], [41.59, -93.76]]\n",
             mqttTOML: "username = \"T1\"\npassword_file = \"\(passwordFile)\"")
         func readable(by party: ContractTopic.Party) -> [String] {
             ContractTopic.allCases.filter { $0.readers.contains(party) && $0.isUnitTopic }.map { $0.topic(prefix: "taxi", fleet: "north", unit: "T1") }
@@ -330,6 +333,10 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         try press("msg")
         try press("reply 1")
         try press("send")
+        try await unit.waitForStatus("in the zone") { $0.zone == Self.zone }
+        try dispatcher.publish(ContractTopic.fleetMsg.topic(prefix: "taxi", fleet: "north", unit: "T1"), #"{"id":"b1","text":"Fleet news"}"#)
+        try dispatcher.publish(
+            ContractTopic.zoneMsg.topic(prefix: "taxi", fleet: "north", unit: "T1", zone: Self.zone), #"{"id":"b2","text":"Zone news"}"#)
         try press("sos")
         try await waitUntil("the alarm", timeoutS: 20) { !json(dispatcher, "sos").isEmpty }
         let alarm = try #require(json(dispatcher, "sos").first)
@@ -350,10 +357,10 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         #expect(json(dispatcher, "ride").first?["job"] as? String == "J1")
         #expect(json(dispatcher, "msg/read").first?["msg"] as? String == "m1")
         #expect(json(dispatcher, "msg/reply").first?["msg"] as? String == "m1")
-        // Every kind addressed to the unit reached it (each is logged as received).
+        // Every kind addressed to the unit reached it (each is logged as received, by its name in the catalogue).
         let received = unit.log.split(separator: "\n").filter { $0.contains(" received ") }
         for entry in ContractTopic.allCases where entry.readers.contains(.unit) && entry.publisher == .dispatcher {
-            #expect(received.contains { $0.hasSuffix("topic=\(entry.suffix)") || $0.contains("topic=\(entry.suffix) ") }, "\(entry.suffix) never reached the unit")
+            #expect(received.contains { $0.hasSuffix("topic=\(entry.rawValue)") || $0.contains("topic=\(entry.rawValue) ") }, "\(entry.rawValue) never reached the unit")
         }
         try await unit.waitForStatus("the alarm acknowledged and nothing waiting") { status in
             !status.sosPending && status.outbox.alarm + status.outbox.reply + status.outbox.event == 0

@@ -86,4 +86,19 @@ import UnitCore
         panel.stepped(.ignition(on: true, at: t + .seconds(1)), before: .available, after: .available, step: on, seatsLeft: 4)
         #expect(view(panel, .available).notice == nil)
     }
+
+    /// A broadcast kept rings like a message of the unit's own; one the core did not keep (a copy,
+    /// another zone's, a retained one) says nothing.
+    @Test func aKeptBroadcastIsANewMessageAndAnIgnoredOneIsNothing() {
+        var panel = DriverPanel()
+        let message = TextMessage(id: "b1", text: "Fleet news")
+        let event = UnitEvent.broadcast(message, zone: nil, retained: false, receivedAt: t)
+        panel.stepped(event, before: .available, after: .available, step: .note("fleet broadcast b1 ignored"), seatsLeft: 4)
+        #expect(view(panel, .available).notice == nil)
+        var kept = Step()
+        kept.inbox = [.save(InboxMessage(message: message, receivedAt: t))]
+        panel.stepped(event, before: .available, after: .available, step: kept, seatsLeft: 4)
+        #expect(view(panel, .available).notice == .newMessage)
+    }
 }
+

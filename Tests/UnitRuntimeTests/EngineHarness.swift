@@ -32,8 +32,11 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
     private var nextMessageID: Int32 = 0
     private var recorded: [Publish] = []
     private var connectedWith: [UnitConfiguration] = []
+    private var subscribed: Set<String> = []
 
     var published: [Publish] { lock.withLock { recorded } }
+    /// What the engine is subscribed to; a session of this broker keeps it over connections.
+    var subscriptions: Set<String> { lock.withLock { subscribed } }
     /// The configuration of every connection the engine asked for, oldest first.
     var connections: [UnitConfiguration] { lock.withLock { connectedWith } }
     /// The engine asked for a connection the test has not accepted yet.
@@ -63,13 +66,28 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
     }
 
     func subscribe(_ pattern: String, qos: Int32) throws(MQTTLinkError) {
-        guard lock.withLock({ connected }) else { throw .notConnected }
+        lock.lock()
+        defer { lock.unlock() }
+        guard connected else { throw .notConnected }
+        subscribed.insert(pattern)
+    }
+
+    func unsubscribe(_ pattern: String) throws(MQTTLinkError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard connected else { throw .notConnected }
+        subscribed.remove(pattern)
     }
 
     func dropConnection() {}
     func restartLoopIfSilent(longerThan limit: Duration) {}
 
     // What the broker does, as the test says.
+
+    /// The session holds `pattern` from an earlier run of the unit.
+    func holdInSession(_ pattern: String) {
+        lock.withLock { _ = subscribed.insert(pattern) }
+    }
 
     func acceptConnection() {
         let (event, deliver) = lock.withLock {
@@ -94,8 +112,8 @@ final class RecordingBroker: BrokerPort, @unchecked Sendable {
         deliver(event)
     }
 
-    func receive(_ topic: String, _ json: String) {
-        let message = MQTTMessage(topic: topic, payload: Array(json.utf8), qos: 1, retained: false)
+    func receive(_ topic: String, _ json: String, retained: Bool = false) {
+        let message = MQTTMessage(topic: topic, payload: Array(json.utf8), qos: 1, retained: retained)
         let (event, deliver) = lock.withLock { (BrokerLink.Event(generation: generation, event: .message(message)), self.deliver) }
         deliver(event)
     }
