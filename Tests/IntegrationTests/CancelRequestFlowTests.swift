@@ -38,6 +38,7 @@ import Testing
         #expect(request["unit"] as? String == rig.unit.unitID)
         #expect(try rig.refusedPress("drop other") == "Drop already asked; waiting for dispatch")
         #expect(try rig.unit.status().state == "en_route", "the job stands until the dispatcher answers")
+        #expect(try rig.unit.status().job?.cancelRequested == "passenger_unreachable")
 
         try rig.publish("job/cancel", #"{"job":"J1","reason":"passenger_unreachable"}"#)
         try await rig.unit.waitForStatus("available after the confirmation") { $0.state == "available" }
@@ -74,7 +75,8 @@ import Testing
         try await waitForCancelRequests(rig, 1)
         rig.unit.killHard()
         try await rig.unit.start()
-        try await rig.unit.waitForStatus("en route after the restart") { $0.state == "en_route" && $0.broker.connected }
+        let resumed = try await rig.unit.waitForStatus("en route after the restart") { $0.state == "en_route" && $0.broker.connected }
+        #expect(resumed.job?.cancelRequested == "passenger_unreachable")
         #expect(try rig.refusedPress("drop vehicle") == "Drop already asked; waiting for dispatch")
         try rig.publish("job/cancel", #"{"job":"J1"}"#)
         try await rig.unit.waitForStatus("available after the confirmation") { $0.state == "available" }
