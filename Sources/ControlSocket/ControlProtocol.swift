@@ -144,11 +144,14 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         public var meetingInS: Int?
         public var shared: Bool
         public var note: String?
+        /// The driver asked the dispatcher to drop the job, for this reason, and has no answer yet.
+        public var cancelRequested: String?
 
         public init(
             id: String, pickup: String, passengers: Int, offerSecondsLeft: Int?, meetingTime: Int64?, meetingInS: Int?, shared: Bool,
-            note: String?
+            note: String?, cancelRequested: String? = nil
         ) {
+            self.cancelRequested = cancelRequested
             self.id = id
             self.pickup = pickup
             self.passengers = passengers

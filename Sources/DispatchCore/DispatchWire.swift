@@ -19,6 +19,8 @@ public enum UnitReport: Sendable, Equatable {
     case ignition(id: String, IgnitionEventMessage)
     /// The driver says the taxi is clear soon, on `event` (`"type":"soon_clear"`).
     case soonClear(id: String, SoonClearEventMessage)
+    /// The driver asks to drop the job, on `event` (`"type":"cancel_request"`).
+    case cancelRequest(id: String, CancelRequestEventMessage)
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(ReceivedPosition)
@@ -57,7 +59,8 @@ extension UnitReport {
     public static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos, .posLast]
 
     /// `event` carries transitions (no `type`), zone changes (`"type":"zone"`), ignition changes
-    /// (`"type":"ignition"`) and soon-clear announcements (`"type":"soon_clear"`).
+    /// (`"type":"ignition"`), soon-clear announcements (`"type":"soon_clear"`) and the driver's
+    /// cancel requests (`"type":"cancel_request"`).
     private struct EventKind: Decodable {
         var type: String?
     }
@@ -98,6 +101,9 @@ extension UnitReport {
             case "soon_clear"?:
                 let soon = try decoder.decode(SoonClearEventMessage.self, from: data)
                 return .soonClear(id: soon.id, soon)
+            case "cancel_request"?:
+                let request = try decoder.decode(CancelRequestEventMessage.self, from: data)
+                return .cancelRequest(id: request.id, request)
             default:
                 break
             }

@@ -347,6 +347,9 @@ public struct Dispatcher: Sendable {
             // Told, not planned on: the reference dispatcher stacks no next job (yet).
             guard firstArrival(id, from: unit) else { return [] }
             return [.log(.init(level: .info, text: "\(unit) clear in \(soon.clearInMin) min (\(soon.job))"))]
+        case .cancelRequest(let id, let request):
+            guard firstArrival(id, from: unit) else { return [] }
+            return answer(request.body, from: unit, now: now)
         case .event(let id, let transition):
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {
@@ -386,6 +389,34 @@ public struct Dispatcher: Sendable {
             guard firstArrival(id, from: unit) else { return [] }
             stats.messagesRead += 1
             return [.log(.init(level: .info, text: "\(unit) read message \(read.msg)"))]
+        }
+    }
+
+    /// The driver's request to drop a job (docs/dispatchsim.md, "Cancel requests"): a passenger who
+    /// cannot be reached is given up, a taxi with a problem hands the request to the next taxi, and
+    /// any other reason is refused, for the driver to call dispatch. A job this dispatcher has not
+    /// given that taxi is confirmed: the taxi should not hold it.
+    private mutating func answer(_ request: CancelRequestEvent, from unit: String, now: Int64) -> [DispatchAction] {
+        let job = request.job
+        let asked = "\(unit) asks to drop \(job) (\(request.reason.rawValue))"
+        guard requests[job]?.phase == .assigned(unit: unit) else {
+            return [.log(.init(level: .warning, text: "\(asked): not assigned to it, confirmed"))] + cancel(job: job, unit: unit, reason: "not_assigned")
+        }
+        switch request.reason {
+        case .passengerUnreachable:
+            requests[job]?.phase = .closed
+            taxis[unit]?.assignedJob = nil
+            stats.cancelled += 1
+            return [.log(.init(level: .info, text: "\(asked): confirmed, request closed"))] + cancel(job: job, unit: unit, reason: request.reason.rawValue)
+        case .vehicleProblem:
+            taxis[unit]?.assignedJob = nil
+            requests[job]?.phase = .reserved
+            requests[job]?.allocationStart = now
+            return [.log(.init(level: .info, text: "\(asked): confirmed, offered to another taxi"))]
+                + cancel(job: job, unit: unit, reason: request.reason.rawValue) + offerNext(job, now: now)
+        case .other:
+            let refusal = JobUpdate(job: job, note: "Call dispatch", update: "\(job)-drop-refused-\(request.t)", cancelRefused: true)
+            return [.send(unit: unit, .update(refusal)), .log(.init(level: .info, text: "\(asked): refused, the driver calls dispatch"))]
         }
     }
 

@@ -108,11 +108,15 @@ public struct DriverView: Sendable, Equatable {
         case alertStyle(AlertStyle)
         /// The ignition went off while available: the driver may go off duty.
         case ignitionOff
+        /// The dispatcher confirmed the driver's cancel request: the job is cancelled, for this reason.
+        case cancelConfirmed(CancelReason)
+        /// The dispatcher refused the driver's cancel request: the job goes on.
+        case cancelRefused
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }
@@ -141,6 +145,8 @@ public struct DriverView: Sendable, Equatable {
     public var queue: QueuePosition?
     /// The logged-in driver, shown on the idle screens.
     public var driver: String?
+    /// The driver asked to drop the job and the dispatcher has not answered: said on the job's screen.
+    public var cancelAsked = false
 
     public init(
         mode: Mode = .offDuty, zone: String? = nil, seatsLeft: Int = 0, online: Bool = false, waiting: Int = 0,

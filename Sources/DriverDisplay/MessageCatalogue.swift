@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import TaxiProtocol
 import UnitConfig
 import UnitCore
 
@@ -132,6 +133,18 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalNoSuchReply = "refusal.no_such_reply"
     case refusalNothingToSend = "refusal.nothing_to_send"
     case refusalAnswerOfferFirst = "refusal.answer_offer_first"
+    case refusalDropAlreadyAsked = "refusal.drop_already_asked"
+    case refusalDropNotOnBoard = "refusal.drop_not_on_board"
+    case refusalNoJobToDrop = "refusal.no_job_to_drop"
+
+    /// The driver's cancel request waits for the dispatcher's answer (the job screen's last row).
+    case jobDropAsked = "job.drop_asked"
+    /// The dispatcher refused the driver's cancel request: the job goes on.
+    case noticeCancelRefused = "notice.cancel_refused"
+    /// Why the driver asked to drop the job, shown with the cancellation that confirms it.
+    case cancelReasonPassengerUnreachable = "cancel_reason.passenger_unreachable"
+    case cancelReasonVehicleProblem = "cancel_reason.vehicle_problem"
+    case cancelReasonOther = "cancel_reason.other"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -164,6 +177,18 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .noSuchReply(let count): (.refusalNoSuchReply, ["count": "\(count)"])
         case .nothingToSend: (.refusalNothingToSend, [:])
         case .answerOfferFirst: (.refusalAnswerOfferFirst, [:])
+        case .dropAlreadyAsked: (.refusalDropAlreadyAsked, [:])
+        case .dropNotOnBoard: (.refusalDropNotOnBoard, [:])
+        case .noJobToDrop: (.refusalNoJobToDrop, [:])
+        }
+    }
+
+    /// The text naming a cancel request's reason.
+    public static func cancelReason(_ reason: CancelReason) -> MessageKey {
+        switch reason {
+        case .passengerUnreachable: .cancelReasonPassengerUnreachable
+        case .vehicleProblem: .cancelReasonVehicleProblem
+        case .other: .cancelReasonOther
         }
     }
 }

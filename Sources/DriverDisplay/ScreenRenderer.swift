@@ -67,6 +67,13 @@ public struct ScreenRenderer: Sendable {
             detailPage(view.details[page], number: page + 1, of: view.details.count, into: &layout)
         } else {
             jobScreen(view, now: now, utcOffsetS: utcOffsetS, linkRow: linkRow, into: &layout)
+            switch view.mode {
+            case .enRoute, .atPickup:
+                // Until the dispatcher answers, the job stands and the driver sees that it was asked.
+                if view.cancelAsked { layout.replaceLast(catalogue.text(.jobDropAsked), alert: false) }
+            case .offDuty, .available, .paused, .offered, .onBoard, .login:
+                break
+            }
         }
         if showNotice, let notice = view.notice {
             if case .offered = view.mode, view.page == nil {
@@ -74,7 +81,12 @@ public struct ScreenRenderer: Sendable {
                 // its detail (about an earlier job) is left out.
                 layout.replace(row: layout.lines.count - 2, with: noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts, isData: false)
             } else {
-                if let detail = view.noticeDetail { layout.replace(row: layout.lines.count - 2, with: detail) }
+                if case .cancelConfirmed(let reason) = notice {
+                    // The driver's own reason: the cancellation is the answer to the request.
+                    layout.replace(row: layout.lines.count - 2, with: catalogue.text(MessageKey.cancelReason(reason)), isData: false)
+                } else if let detail = view.noticeDetail {
+                    layout.replace(row: layout.lines.count - 2, with: detail)
+                }
                 layout.replaceLast(noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts)
             }
         }
@@ -259,6 +271,8 @@ public struct ScreenRenderer: Sendable {
         case .refused(let refusal): catalogue.text(refusal)
         case .newMessage: catalogue.text(.noticeNewMessage)
         case .ignitionOff: catalogue.text(.noticeIgnitionOff)
+        case .cancelConfirmed: catalogue.text(.noticeCancelled)
+        case .cancelRefused: catalogue.text(.noticeCancelRefused)
         }
     }
 }

@@ -123,6 +123,10 @@ public struct JobUpdate: Sendable, Equatable, Codable {
     public var note: String?
     /// The dispatcher's id for this update, echoed in the unit's answer so it can be matched.
     public var update: String?
+    /// `true`: the dispatcher refuses the driver's cancel request; the job goes on. A refusal
+    /// rides on `job/update` rather than `job/cancel` so that a unit that does not know the field
+    /// answers `invalid` instead of dropping the job.
+    public var cancelRefused: Bool?
 
     public struct AddedPickup: Sendable, Equatable, Codable {
         public var lat: Double
@@ -143,9 +147,13 @@ public struct JobUpdate: Sendable, Equatable, Codable {
     enum CodingKeys: String, CodingKey {
         case job, passengers, note, update
         case addPickup = "add_pickup"
+        case cancelRefused = "cancel_refused"
     }
 
-    public init(job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil, update: String? = nil) {
+    public init(
+        job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil, update: String? = nil, cancelRefused: Bool? = nil
+    ) {
+        self.cancelRefused = cancelRefused
         self.job = job
         self.passengers = passengers
         self.addPickup = addPickup
@@ -392,9 +400,10 @@ extension InboundMessage {
     }
 
     static func check(_ update: JobUpdate) -> String? {
-        if update.passengers == nil && update.addPickup == nil && update.note == nil {
-            return "update has none of passengers, add_pickup, note"
+        if update.passengers == nil && update.addPickup == nil && update.note == nil && update.cancelRefused == nil {
+            return "update has none of passengers, add_pickup, note, cancel_refused"
         }
+        if update.cancelRefused == false { return "cancel_refused must be true when given" }
         if let id = update.update, let reason = checkID(id, field: "update") { return reason }
         if let reason = checkPassengers(update.passengers, field: "passengers") { return reason }
         if let added = update.addPickup {

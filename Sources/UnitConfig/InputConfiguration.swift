@@ -49,7 +49,7 @@ public struct InputConfiguration: Sendable, Equatable {
 
     public static let defaultButtonKeys = [
         "KEY_F1": "accept", "KEY_F2": "reject", "KEY_F3": "arrived", "KEY_F4": "pob", "KEY_F5": "clear",
-        "KEY_F6": "duty", "KEY_F10": "sos",
+        "KEY_F6": "duty", "KEY_F8": "drop unreachable", "KEY_F10": "sos",
     ]
 
     public static let defaultSerialKeys: [String: String] = {
@@ -57,6 +57,7 @@ public struct InputConfiguration: Sendable, Equatable {
             "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
             "d": "duty", "p": "pause next", "u": "resume", "i": "info", "s": "seats", "l": "login", "o": "logout",
             "g": "lang next", "b": "alert next", "m": "msg", "y": "reply", "t": "send", "e": "soon",
+            "x": "drop unreachable", "v": "drop vehicle", "z": "drop other",
         ]
         for count in 1...8 { keys["\(count)"] = "pob \(count)" }
         return keys

@@ -34,13 +34,22 @@ public enum DriverInput: Sendable, Equatable, Codable {
     case message(MessageInput)
     /// On board: the taxi will be clear in this many minutes (nil: `[job] soon_clear_min`).
     case soonClear(minutes: Int?)
+    /// En route or at the pickup: ask the dispatcher to drop the job (`drop unreachable`,
+    /// `drop vehicle`, `drop` for another reason). The job stands until the dispatcher answers.
+    case cancelRequest(CancelReason)
+
+    /// The words `drop` takes, and the reason each means.
+    public static let dropReasons: [String: CancelReason] = [
+        "unreachable": .passengerUnreachable, "passenger_unreachable": .passengerUnreachable,
+        "vehicle": .vehicleProblem, "vehicle_problem": .vehicleProblem, "other": .other,
+    ]
 
     /// What `soon N` may announce.
     public static let soonClearMinutes = 1...120
 
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -104,6 +113,12 @@ public enum DriverInput: Sendable, Equatable, Codable {
                     input: word, problem: "minutes must be a whole number from \(soonClearMinutes.lowerBound) to \(soonClearMinutes.upperBound), found \"\(rest)\""))
             }
             return .success(.soonClear(minutes: minutes))
+        case "drop":
+            guard !rest.isEmpty else { return .success(.cancelRequest(.other)) }
+            guard let reason = dropReasons[rest.lowercased()] else {
+                return .failure(.badArgument(input: word, problem: "reason must be one of unreachable, vehicle, other, found \"\(rest)\""))
+            }
+            return .success(.cancelRequest(reason))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
             if rest.lowercased() == "next" { return .success(.pauseNext) }

@@ -49,6 +49,12 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case nothingToSend
     /// A message key while an offer waits for its answer.
     case answerOfferFirst
+    /// A cancel request while the one for the same job waits for the dispatcher's answer.
+    case dropAlreadyAsked
+    /// A cancel request with passengers on board: the ride is ended with clear instead.
+    case dropNotOnBoard
+    /// A cancel request with no job under way (an offer is answered with reject).
+    case noJobToDrop
 
     public var description: String {
         switch self {
@@ -77,6 +83,9 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .noSuchReply(let count): "Choose a reply from 1 to \(count)"
         case .nothingToSend: "Choose a reply first"
         case .answerOfferFirst: "Answer the offer first"
+        case .dropAlreadyAsked: "Drop already asked; waiting for dispatch"
+        case .dropNotOnBoard: "Passengers on board: clear the ride instead"
+        case .noJobToDrop: "No job to drop"
         }
     }
 }

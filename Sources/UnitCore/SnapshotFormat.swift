@@ -13,15 +13,19 @@ import TaxiProtocol
 /// Version 2 is version 1 plus optional keys, each absent when it has no value: the job's
 /// `dropoff` and `passenger`, the ride start's `arrivedAt`, and the snapshot's `freeSeats` and
 /// `reminder`. A version 1 snapshot therefore reads as the same state with none of them.
+///
+/// Version 3 is version 2 plus the driver's pending `cancelRequest` and the job's
+/// `appliedUpdates`, absent when there are none; a version 1 or 2 snapshot reads as having none.
+/// An earlier release refuses it (and sets it aside) rather than losing the request unseen.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
-    static let formatVersion = 2
+    static let formatVersion = 3
     /// Every format this release reads.
-    static let readableVersions = 1...2
+    static let readableVersions = 1...3
 
     private enum CodingKeys: String, CodingKey {
         case version = "v"
-        case state, panic, answeredOffers, freeSeats, reminder
+        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates
     }
 
     public init(from decoder: any Decoder) throws {
@@ -52,6 +56,8 @@ extension UnitSnapshot: Codable {
             throw DecodingError.dataCorruptedError(forKey: .freeSeats, in: container, debugDescription: "free seats \(freeSeats) out of range")
         }
         reminder = try container.decodeIfPresent(Reminder.self, forKey: .reminder)
+        cancelRequest = try container.decodeIfPresent(CancelRequest.self, forKey: .cancelRequest)
+        appliedUpdates = try container.decodeIfPresent([AppliedUpdate].self, forKey: .appliedUpdates) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -62,6 +68,8 @@ extension UnitSnapshot: Codable {
         try container.encode(answeredOffers, forKey: .answeredOffers)
         try container.encodeIfPresent(freeSeats, forKey: .freeSeats)
         try container.encodeIfPresent(reminder, forKey: .reminder)
+        try container.encodeIfPresent(cancelRequest, forKey: .cancelRequest)
+        if !appliedUpdates.isEmpty { try container.encode(appliedUpdates, forKey: .appliedUpdates) }
     }
 }
 
@@ -233,6 +241,54 @@ extension AnsweredOffer: Codable {
     }
 }
 
+extension CancelRequest: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case job, reason, at
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let stored = try container.decode(String.self, forKey: .reason)
+        guard let reason = CancelReason(rawValue: stored) else {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "unknown cancel reason \(stored)")
+        }
+        self.init(job: try container.decode(String.self, forKey: .job), reason: reason, at: try container.decode(UnitTime.self, forKey: .at))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(job, forKey: .job)
+        // The wire name, spelled here: the store keeps it whatever the protocol's enum becomes.
+        let stored = switch reason {
+        case .passengerUnreachable: "passenger_unreachable"
+        case .vehicleProblem: "vehicle_problem"
+        case .other: "other"
+        }
+        try container.encode(stored, forKey: .reason)
+        try container.encode(at, forKey: .at)
+    }
+}
+
+extension AppliedUpdate: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case key, reply, lastSentAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            key: try container.decode(String.self, forKey: .key), reply: try container.decode(StoredReply.self, forKey: .reply).reply,
+            lastSentAt: try container.decodeIfPresent(UnitTime.self, forKey: .lastSentAt))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(key, forKey: .key)
+        try container.encode(StoredReply(reply), forKey: .reply)
+        try container.encodeIfPresent(lastSentAt, forKey: .lastSentAt)
+    }
+}
+
 extension Panic: Codable {
     private enum CodingKeys: String, CodingKey {
         case raisedAt, messageID
@@ -345,7 +401,7 @@ private struct StoredReply: Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case job, re, reply, reason, t
+        case job, re, reply, reason, t, update
     }
 
     init(from decoder: any Decoder) throws {
@@ -353,7 +409,7 @@ private struct StoredReply: Codable {
         reply = JobReply(
             job: try container.decode(String.self, forKey: .job), re: try container.decode(InboundTopic.self, forKey: .re),
             reply: try container.decode(ReplyCode.self, forKey: .reply), reason: try container.decodeIfPresent(String.self, forKey: .reason),
-            t: try container.decode(UnitTime.self, forKey: .t))
+            t: try container.decode(UnitTime.self, forKey: .t), update: try container.decodeIfPresent(String.self, forKey: .update))
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -363,5 +419,6 @@ private struct StoredReply: Codable {
         try container.encode(reply.reply, forKey: .reply)
         try container.encodeIfPresent(reply.reason, forKey: .reason)
         try container.encode(reply.t, forKey: .t)
+        try container.encodeIfPresent(reply.update, forKey: .update)
     }
 }

@@ -77,6 +77,11 @@ public struct Step: Sendable, Equatable {
     public var replies: [JobReply] { messages.compactMap { if case .reply(let reply) = $0 { reply } else { nil } } }
     public var told: [String] { driver.compactMap { if case .told(let text) = $0 { text } else { nil } } }
     public var reminded: Bool { driver.contains { if case .reminder = $0 { true } else { false } } }
+    /// The dispatcher's answer to the driver's cancel request, when this step brought one.
+    public var cancelAnswer: (request: CancelRequest, confirmed: Bool)? {
+        for notice in driver { if case .cancelAnswered(let request, let confirmed, _) = notice { return (request, confirmed) } }
+        return nil
+    }
     public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
@@ -105,6 +110,8 @@ public enum OutgoingMessage: Sendable, Equatable {
     case ignition(IgnitionChange, at: UnitTime)
     /// The driver announced the taxi clear soon, at `at` (unit clock); on `event`.
     case soonClear(SoonClear, at: UnitTime)
+    /// The driver asks to drop the job, from `state`; on `event`.
+    case cancelRequest(CancelRequest, state: StateName)
     /// The last valid fix again, flagged stale, `age` old by the unit clock; on `pos`.
     case stalePosition(Fix, age: Duration)
     /// A finished ride, on `ride`; the shell adds the distance it measured over the stored fixes.
@@ -117,7 +124,7 @@ public enum OutgoingMessage: Sendable, Equatable {
     /// The driver's own word to the dispatcher beside a job reply: the terminal says "Sent".
     public var isAnswer: Bool {
         switch self {
-        case .messageReply, .soonClear: true
+        case .messageReply, .soonClear, .cancelRequest: true
         case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead: false
         }
     }
@@ -125,7 +132,7 @@ public enum OutgoingMessage: Sendable, Equatable {
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear: true
+        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest: true
         case .zone, .ignition, .stalePosition: false
         }
     }
@@ -155,4 +162,7 @@ public enum DriverNotice: Sendable, Equatable {
     case reminder(String)
     /// The unit suggests going off duty (the ignition went off while available); the driver decides.
     case offDutySuggested(String)
+    /// The dispatcher answered the driver's cancel request: `confirmed` (the job is cancelled) or
+    /// refused (the job goes on); `text` for the log and the control answer.
+    case cancelAnswered(CancelRequest, confirmed: Bool, text: String)
 }

@@ -165,11 +165,18 @@ public struct UnitSnapshot: Sendable, Equatable {
     public var freeSeats: Int?
     /// The accepted reservation's reminder, not yet given.
     public var reminder: Reminder?
+    /// The driver's request to drop the job, while the dispatcher has not answered it.
+    public var cancelRequest: CancelRequest?
+    /// The `job/update`s applied to the job in hand, most recent last, at most
+    /// `UnitSettings.answeredOfferMemory`: a redelivered one is answered again and not applied twice.
+    public var appliedUpdates: [AppliedUpdate]
 
     public init(
         state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = [], freeSeats: Int? = nil,
-        reminder: Reminder? = nil
+        reminder: Reminder? = nil, cancelRequest: CancelRequest? = nil, appliedUpdates: [AppliedUpdate] = []
     ) {
+        self.cancelRequest = cancelRequest
+        self.appliedUpdates = appliedUpdates
         self.state = state
         self.panic = panic
         self.answeredOffers = answeredOffers
@@ -317,9 +324,9 @@ public struct UnitStateMachine: Sendable {
     public mutating func use(_ next: UnitSettings) -> Step {
         settings = next
         var step = positions.reconfigure(next.positions, state: reportingState)
-        let remembered = snapshot.answeredOffers.count
+        let remembered = snapshot.answeredOffers.count + snapshot.appliedUpdates.count
         trimMemory()
-        if snapshot.answeredOffers.count != remembered { step.snapshot = snapshot }
+        if snapshot.answeredOffers.count + snapshot.appliedUpdates.count != remembered { step.snapshot = snapshot }
         // The seats shown and offered follow a new seat count at once.
         step.status = status
         return step
@@ -543,6 +550,19 @@ public struct UnitStateMachine: Sendable {
         case (.clear, _):
             return refuse(.noPassenger)
 
+        case (.cancelRequest(let reason), .enRoute(let job)), (.cancelRequest(let reason), .atPickup(let job, _)):
+            if let pending = snapshot.cancelRequest, pending.job == job.id { return refuse(.dropAlreadyAsked) }
+            let request = CancelRequest(job: job.id, reason: reason, at: now)
+            snapshot.cancelRequest = request
+            return Step(
+                snapshot: snapshot, messages: [.cancelRequest(request, state: state.name)],
+                driver: [.told("Drop of job \(job.id) asked (\(reason.rawValue)): sent, the job stands until dispatch answers")])
+        case (.cancelRequest, .onBoard):
+            // The dispatcher cannot cancel a job with passengers on board: the driver ends the ride.
+            return refuse(.dropNotOnBoard)
+        case (.cancelRequest, .offDuty), (.cancelRequest, .available), (.cancelRequest, .paused), (.cancelRequest, .offered):
+            return refuse(.noJobToDrop)
+
         case (.soonClear(let minutes), .onBoard(let job, _)):
             let clearIn = minutes ?? settings.soonClearMin
             return Step(
@@ -645,6 +665,11 @@ public struct UnitStateMachine: Sendable {
             return .note("cancel for unknown job \(cancel.job) ignored")
         }
         let why = cancel.reason.map { ": \($0)" } ?? ""
+        if let request = snapshot.cancelRequest, request.job == job.id, state.name == .enRoute || state.name == .atPickup {
+            var step = transition(to: .available, now: now, reason: "cancelled", tell: "")
+            step.driver = [.cancelAnswered(request, confirmed: true, text: "Job \(job.id) cancelled as asked (\(request.reason.rawValue))\(why)")]
+            return step
+        }
         switch state {
         case .offered:
             snapshot.answeredOffers.append(AnsweredOffer(job: job.id, reply: nil))
@@ -662,6 +687,25 @@ public struct UnitStateMachine: Sendable {
     private mutating func handleUpdate(_ update: JobUpdate, now: UnitTime) -> Step {
         guard var job = state.job, job.id == update.job else {
             return .note("update for unknown job \(update.job) ignored")
+        }
+        let key = update.redeliveryKey
+        if let index = snapshot.appliedUpdates.lastIndex(where: { $0.key == key }) {
+            let applied = snapshot.appliedUpdates[index]
+            if let last = applied.lastSentAt, now - last < Self.repeatAnswerAfter {
+                return .note("update for job \(job.id) delivered again within \(Self.repeatAnswerAfter.wholeSeconds) s of its last answer; not answered again")
+            }
+            snapshot.appliedUpdates[index].lastSentAt = now
+            return Step(snapshot: snapshot, messages: [.reply(applied.reply)], notes: ["update for job \(job.id) delivered again; same answer, not applied twice"])
+        }
+        var refusedRequest: CancelRequest?
+        if update.cancelRefused == true {
+            guard let request = snapshot.cancelRequest, request.job == job.id else {
+                let reason = "no cancel request pending for job \(job.id)"
+                return Step(
+                    messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now, update: update.update))],
+                    notes: ["update for job \(job.id) refused: \(reason)"])
+            }
+            refusedRequest = request
         }
         var told: [String] = []
         var passengers = update.passengers ?? job.passengers
@@ -686,10 +730,17 @@ public struct UnitStateMachine: Sendable {
             told.append(note)
         }
         snapshot.state = state.replacingJob(job)
+        let reply = JobReply(job: job.id, re: .jobUpdate, reply: .shown, t: now, update: update.update)
+        snapshot.appliedUpdates.append(AppliedUpdate(key: key, reply: reply))
+        trimMemory()
+        var driver: [DriverNotice] = []
+        if let refusedRequest {
+            snapshot.cancelRequest = nil
+            driver.append(.cancelAnswered(refusedRequest, confirmed: false, text: "Drop of job \(job.id) refused: the job goes on"))
+        }
+        if !told.isEmpty { driver.append(.told("Job \(job.id) changed: " + told.joined(separator: ", "))) }
         // Answered in the same step as the driver is told: the dispatcher learns the change was shown.
-        return Step(
-            snapshot: snapshot, messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .shown, t: now, update: update.update))],
-            status: status, driver: [.told("Job \(job.id) changed: " + told.joined(separator: ", "))])
+        return Step(snapshot: snapshot, messages: [.reply(reply)], status: status, driver: driver)
     }
 
     // MARK: Helpers
@@ -705,6 +756,11 @@ public struct UnitStateMachine: Sendable {
             cancelled.append(.cancel(.reminder(job: reminder.job)))
         }
         if next != .available { driverMessages.leftAvailable() }
+        // A cancel request is for a job the driver may still leave; updates are remembered for the job in hand.
+        if let request = snapshot.cancelRequest, !(next.job?.id == request.job && (next.name == .enRoute || next.name == .atPickup)) {
+            snapshot.cancelRequest = nil
+        }
+        if next.job?.id != from.job?.id { snapshot.appliedUpdates = [] }
         let job = next.job?.id ?? from.job?.id
         let step = Step(
             snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],
@@ -735,6 +791,8 @@ public struct UnitStateMachine: Sendable {
     private mutating func trimMemory() {
         let excess = snapshot.answeredOffers.count - max(0, settings.answeredOfferMemory)
         if excess > 0 { snapshot.answeredOffers.removeFirst(excess) }
+        let excessUpdates = snapshot.appliedUpdates.count - max(0, settings.answeredOfferMemory)
+        if excessUpdates > 0 { snapshot.appliedUpdates.removeFirst(excessUpdates) }
     }
 
     private func refuse(_ reason: DriverRefusal) -> Step {

@@ -54,6 +54,12 @@ extension SoonClearEventMessage {
     }
 }
 
+extension CancelRequestEventMessage {
+    public init(unit: String, seq: Int64, id: String, request: CancelRequest, state: StateName, driver: String? = nil) {
+        self.init(CancelRequestEvent(t: request.at, job: request.job, reason: request.reason, state: state), unit: unit, seq: seq, id: id, driver: driver)
+    }
+}
+
 extension RideMessage {
     /// `distanceM`: what the unit measured, nil when it could not.
     public init(_ ride: RideSummary, distanceM: Double?, unit: String, seq: Int64, id: String, driver: String? = nil) {

@@ -99,7 +99,7 @@ struct ControlDesk {
     }
 
     /// The countdowns the terminal shows: time left to answer an offer, time to a reservation.
-    static func jobStatus(_ state: DriverState, now: UnitTime) -> ControlStatus.Job? {
+    static func jobStatus(_ state: DriverState, cancelRequest: CancelRequest?, now: UnitTime) -> ControlStatus.Job? {
         guard let job = state.job else { return nil }
         func secondsUntil(_ time: UnitTime) -> Int { Int(clamping: max(.zero, time - now).wholeSeconds) }
         var offerSecondsLeft: Int?
@@ -107,6 +107,6 @@ struct ControlDesk {
         return ControlStatus.Job(
             id: job.id, pickup: job.pickup.address ?? "\(job.pickup.lat), \(job.pickup.lon)", passengers: job.passengers,
             offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime?.milliseconds, meetingInS: job.meetingTime.map(secondsUntil),
-            shared: job.shared, note: job.note)
+            shared: job.shared, note: job.note, cancelRequested: cancelRequest.flatMap { $0.job == job.id ? $0.reason.rawValue : nil })
     }
 }

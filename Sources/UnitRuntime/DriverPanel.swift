@@ -44,9 +44,16 @@ struct DriverPanel {
         case .inbound(.sosAck, _):
             sosAcknowledged = true
         case .inbound(.cancel(let cancel), _):
-            if before.job != nil, after.job == nil { raise(.cancelled, detail: cancel.reason) }
+            if let answer = step.cancelAnswer, answer.confirmed {
+                raise(.cancelConfirmed(answer.request.reason))
+            } else if before.job != nil, after.job == nil {
+                raise(.cancelled, detail: cancel.reason)
+            }
         case .inbound(.update(let update), _):
-            if before.job != after.job, after.job != nil {
+            if let answer = step.cancelAnswer, !answer.confirmed {
+                // The dispatcher's note says why, when it gave one.
+                raise(.cancelRefused, detail: update.note)
+            } else if before.job != after.job, after.job != nil {
                 // The added pickup's address is what the driver must act on; else the note.
                 raise(.updated, detail: update.addPickup.map { "+ " + $0.place.label } ?? update.note)
             }

@@ -563,6 +563,7 @@ final class EngineLoop {
         view.inbox = DriverView.Inbox(machine.driverMessages)
         view.driver = core.session.driver
         view.queue = machine.driverMessages.queuePosition(now: clockNow())
+        view.cancelAsked = machine.snapshot.cancelRequest.map { $0.job == machine.state.job?.id } ?? false
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

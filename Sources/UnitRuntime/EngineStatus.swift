@@ -25,7 +25,7 @@ extension EngineLoop {
                 position: depth.position, positionsThinned: depth.thinned, positionsDropped: depth.dropped),
             storedPositions: stored,
             pauseReason: status.pauseReason?.rawValue,
-            job: ControlDesk.jobStatus(machine.state, now: clockNow()),
+            job: ControlDesk.jobStatus(machine.state, cancelRequest: machine.snapshot.cancelRequest, now: clockNow()),
             seatsLeft: status.seatsLeft,
             sosPending: machine.snapshot.panic != nil,
             config: fleetConfigStatus,

@@ -605,3 +605,57 @@ func logs(_ actions: [DispatchAction]) -> String {
         }
     }
 }
+
+/// The driver's cancel request: confirmed or refused by its reason (docs/dispatchsim.md).
+@Suite struct CancelRequestAnswerTests {
+    /// T1 holds R1, T2 waits in the queue.
+    func assigned() -> Harness {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.request("R1", at: inA)
+        h.reply("T1", "R1", .accept)
+        return h
+    }
+
+    func ask(_ h: inout Harness, _ reason: String, job: String = "R1") throws -> [DispatchAction] {
+        let payload = #"{"id":"\#(h.id())","job":"\#(job)","reason":"\#(reason)","seq":6,"state":"at_pickup","t":\#(h.now),"type":"cancel_request","unit":"T1"}"#
+        guard case .cancelRequest(let id, let request)? = try UnitReport.decode(.event, Data(payload.utf8)) else {
+            Issue.record("a cancel request must decode as one")
+            return []
+        }
+        return h.feed(.report(unit: "T1", .cancelRequest(id: id, request)))
+    }
+
+    @Test func anUnreachablePassengerIsGivenUp() throws {
+        var h = assigned()
+        let actions = try ask(&h, "passenger_unreachable")
+        #expect(cancels(actions) == ["R1→T1"])
+        #expect(offers(actions).isEmpty)
+        #expect(h.dispatcher.stats.cancelled == 1)
+    }
+
+    @Test func aVehicleProblemHandsTheRequestToTheNextTaxi() throws {
+        var h = assigned()
+        let actions = try ask(&h, "vehicle_problem")
+        #expect(cancels(actions) == ["R1→T1"])
+        #expect(offers(actions) == ["R1→T2"])
+    }
+
+    @Test func anotherReasonIsRefusedAndTheJobGoesOn() throws {
+        var h = assigned()
+        let actions = try ask(&h, "other")
+        #expect(cancels(actions).isEmpty)
+        let refusals = actions.compactMap { if case .send("T1", .update(let update)) = $0 { update } else { nil } }
+        #expect(refusals.count == 1)
+        #expect(refusals.first?.cancelRefused == true && refusals.first?.job == "R1" && refusals.first?.note == "Call dispatch")
+        // The same request delivered twice is answered once.
+        let again = h.feed(.report(unit: "T1", .cancelRequest(id: "m\(h.nextID)", CancelRequestEventMessage(
+            CancelRequestEvent(t: UnitTime(milliseconds: h.now), job: "R1", reason: .other, state: .atPickup), unit: "T1", seq: 6, id: "m\(h.nextID)"))))
+        #expect(again.isEmpty)
+    }
+
+    @Test func aJobNotAssignedToTheTaxiIsConfirmed() throws {
+        var h = assigned()
+        #expect(cancels(try ask(&h, "other", job: "R9")) == ["R9→T1"])
+    }
+}

@@ -223,7 +223,7 @@ let everyRefusal: [DriverRefusal] = [
     .finishJobFirst, .noOffer, .notOnTheWay, .notEnoughSeats(seats: 99), .notAtPickup, .noShowTooEarly(secondsLeft: 86_400),
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused, .noJob,
     .loginRequired, .alreadyLoggedIn, .offDutyFirst, .wrongLogin, .loginLocked(secondsLeft: 86_400), .notLoggedIn, .unknownLanguage,
-    .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend, .answerOfferFirst,
+    .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend, .answerOfferFirst, .dropAlreadyAsked, .dropNotOnBoard, .noJobToDrop,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.
@@ -248,9 +248,9 @@ func worstCaseViews() -> [DriverView] {
     modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
     let notices: [DriverView.Notice?] = [
         nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + .seconds(23 * 3600)), .freeSeats(99), .newMessage,
-        .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink),
+        .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink), .cancelRefused,
     ]
-        + everyRefusal.map { .refused($0) }
+        + everyRefusal.map { .refused($0) } + CancelReason.allCases.map { .cancelConfirmed($0) }
     // The most messages kept (200), the longest canned reply (18), an open one on each of its pages.
     let longest = String(repeating: "W", count: 18)
     let open = { (page: Int, urgent: Bool, choice: String?) in
@@ -270,6 +270,9 @@ func worstCaseViews() -> [DriverView] {
             for notice in notices {
                 var view = DriverView(mode: mode, zone: "Z1", seatsLeft: 8, online: online, waiting: 9999, notice: notice, noticeSerial: 1, sosAcknowledged: true)
                 view.driver = String(repeating: "W", count: 32)
+                views.append(view)
+                // A cancel request waiting for its answer, on every screen it can show on.
+                view.cancelAsked = true
                 views.append(view)
             }
             for inbox in inboxes {
@@ -430,5 +433,19 @@ func worstCaseViews() -> [DriverView] {
         let reminded = r.render(reminder, now: halfPastTwo - .seconds(600), utcOffsetS: 3600, showNotice: true).screen
         #expect(reminded.rows[3] == "REMINDER 15:30      ")
         #expect(reminded.lines[3].alert)
+    }
+
+    /// The driver's cancel request: waiting on the job's screen, then the answer with its reason.
+    @Test func aCancelRequestShowsWhileItWaitsAndItsAnswer() throws {
+        let r = try renderer()
+        var waiting = DriverView(mode: .atPickup(pickup), online: true)
+        waiting.cancelAsked = true
+        #expect(r.render(waiting, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[3] == "Drop asked: wait    ")
+        let confirmed = DriverView(mode: .available, seatsLeft: 4, online: true, notice: .cancelConfirmed(.passengerUnreachable), noticeSerial: 1)
+        let screen = r.render(confirmed, now: 0, utcOffsetS: 0, showNotice: true)
+        #expect(screen.screen.rows[2...] == ["Passenger not found ", "JOB CANCELLED       "])
+        #expect(screen.screen.lines[3].alert)
+        let refused = DriverView(mode: .enRoute(pickup), online: true, notice: .cancelRefused, noticeDetail: "Call dispatch", noticeSerial: 2)
+        #expect(r.render(refused, now: 0, utcOffsetS: 0, showNotice: true).screen.rows[2...] == ["Call dispatch       ", "DROP REFUSED: GO ON "])
     }
 }

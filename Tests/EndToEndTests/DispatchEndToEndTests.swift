@@ -160,6 +160,37 @@ final class Fleet {
         #expect(stats["cancelled"] as? Int == 2)
     }
 
+    /// dispatchsim's rule for the driver's cancel requests (docs/dispatchsim.md): `other` refused,
+    /// `vehicle_problem` confirmed and the request handed on, `passenger_unreachable` confirmed and closed.
+    @Test func cancelRequestsAreAnsweredByTheirReason() async throws {
+        let fleet = try await Fleet(respondWithinS: 30)
+        try fleet.book("R1")
+        try await fleet.waitForOffer("R1", to: "T1")
+        try fleet.press("T1", "accept")
+        try await fleet.dispatcher.waitForLog("the dispatcher knows", "R1 accept by T1")
+
+        try fleet.press("T1", "drop other")
+        try await fleet.recorder.waitFor("the refusal to T1") { _ in
+            fleet.messages("T1", "job/update", job: "R1").contains { $0["cancel_refused"] as? Bool == true }
+        }
+        try await fleet.waitForReply("R1", from: "T1", "shown")
+        #expect(try fleet.unit("T1").status().state == "en_route")
+
+        try fleet.press("T1", "drop vehicle")
+        try await fleet.unit("T1").waitForStatus("T1 dropped R1") { $0.state == "available" }
+        try await fleet.waitForOffer("R1", to: "T2")
+        try fleet.press("T2", "accept")
+        try await fleet.dispatcher.waitForLog("R1 assigned again", "R1 accept by T2")
+
+        try fleet.press("T2", "drop unreachable")
+        try await fleet.unit("T2").waitForStatus("T2 dropped R1") { $0.state == "available" }
+        #expect(fleet.messages("T1", "job/cancel").map { $0["reason"] as? String } == ["vehicle_problem"])
+        #expect(fleet.messages("T2", "job/cancel").map { $0["reason"] as? String } == ["passenger_unreachable"])
+        #expect(fleet.offeredTo("R1") == ["T1", "T2"])
+        let stats = try fleet.stop()
+        #expect(stats["cancelled"] as? Int == 1)
+    }
+
     @Test func aUnitOfflineMidJobStillCompletesItWithNothingLost() async throws {
         let fleet = try await Fleet(respondWithinS: 30)
         try fleet.book("R1")

@@ -67,6 +67,34 @@ import UnitCore
         #expect(core.loginEntry == nil)
     }
 
+    /// The driver's words as a key or `taxiunitctl press` gives them: one input, one step each.
+    func press(_ core: inout UnitCoordinator, _ words: String, at time: UnitTime) throws -> UnitStep {
+        let command = try DriverCommand.parse(words).get()
+        return core.handle(.driver(command, key: nil, context: SessionContext(hasTerminal: true), at: time))
+    }
+
+    @Test func aCancelRequestIsOneStoredStepAndTheAnswerAnother() throws {
+        var core = try coordinator()
+        _ = try press(&core, "duty", at: now)
+        _ = core.handle(.job(.inbound(.offer(JobOffer(job: "J1", pickup: Place(lat: 46.5, lon: 7.5))), receivedAt: now)))
+        _ = try press(&core, "accept", at: now + .milliseconds(1000))
+        let asked = try press(&core, "drop unreachable", at: now + .milliseconds(2000))
+        #expect(asked.job.messages == [.cancelRequest(CancelRequest(job: "J1", reason: .passengerUnreachable, at: now + .milliseconds(2000)), state: .enRoute)])
+        #expect(asked.durability == .promised)
+        #expect(core.machine.snapshot.cancelRequest?.job == "J1")
+        let again = try press(&core, "drop vehicle", at: now + .milliseconds(3000))
+        #expect(again.job.refusals == [.dropAlreadyAsked])
+        #expect(again.durability == .nothingToStore)
+        // A refusal delivered twice: answered twice alike, shown once.
+        let refusal = JobUpdate(job: "J1", update: "U1", cancelRefused: true)
+        let refused = core.handle(.job(.inbound(.update(refusal), receivedAt: now + .milliseconds(4000))))
+        #expect(refused.job.cancelAnswer?.confirmed == false)
+        let redelivered = core.handle(.job(.inbound(.update(refusal), receivedAt: now + .milliseconds(5000))))
+        #expect(redelivered.job.replies == refused.job.replies)
+        #expect(redelivered.job.cancelAnswer == nil)
+        #expect(core.machine.state.name == .enRoute)
+    }
+
     @Test func withoutATerminalALoginMustBeGivenWhole() throws {
         var core = try coordinator()
         let step = core.handle(.driver(DriverCommand(text: "login", action: .session(.loginPrompt)), key: nil, context: SessionContext(), at: now))

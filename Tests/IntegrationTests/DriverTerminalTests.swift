@@ -182,6 +182,34 @@ import Testing
         rig.stop()
     }
 
+    /// The drop keys: the request waits on the job's screen, a second one is refused, the refusal
+    /// and the confirmation show with their words.
+    @Test func aCancelRequestOnTheTerminal() async throws {
+        let rig = try await Rig()
+        try await rig.screen.press("d")
+        try await rig.waitForRow(0, "AVAILABLE")
+        try rig.publish("job/offer", #"{"job":"J5","pickup":{"lat":46.5,"lon":7.5,"address":"Via Roma 12"},"passengers":1}"#)
+        try await rig.waitForRow(0, "NEW JOB")
+        try await rig.screen.press("a")
+        try await rig.waitForRow(0, "TO PICKUP")
+        try await rig.screen.press("x")
+        try await rig.screen.waitFor("sent") { $0.rows[3] == "Sent                " }
+        // Once the notice is over, the job's screen says the request waits.
+        try await rig.screen.waitFor("the request waiting", timeoutS: 20) { $0.rows[3] == "Drop asked: wait    " }
+        try await rig.screen.press("v")
+        try await rig.screen.waitFor("the second request refused") { $0.rows[3] == "Drop already asked  " }
+        try rig.publish("job/update", #"{"job":"J5","cancel_refused":true,"note":"Call dispatch","update":"J5-refused"}"#)
+        let refused = try await rig.screen.waitFor("the refusal") { $0.rows[3] == "DROP REFUSED: GO ON " }
+        #expect(refused.rows[2] == "Call dispatch       ")
+        #expect(refused.rows[0].hasPrefix("TO PICKUP"))
+        try await rig.screen.press("z")
+        try await rig.screen.waitFor("sent again") { $0.rows[3] == "Sent                " }
+        try rig.publish("job/cancel", #"{"job":"J5"}"#)
+        let cancelled = try await rig.screen.waitFor("the confirmation") { $0.rows[0].hasPrefix("AVAILABLE") && $0.rows[3] == "JOB CANCELLED       " }
+        #expect(cancelled.rows[2] == "Other reason        ")
+        rig.stop()
+    }
+
     @Test func anInputThatMakesNoSenseSaysWhy() async throws {
         let rig = try await Rig()
         try await rig.screen.press("d")

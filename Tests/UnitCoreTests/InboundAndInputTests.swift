@@ -13,7 +13,8 @@ import UnitCore
             ("info", .details),
             ("msg", .message(.read)), ("reply", .message(.choose(nil))),
             ("reply 3", .message(.choose(3))), ("send", .message(.send)), ("soon", .soonClear(minutes: nil)), ("soon 3", .soonClear(minutes: 3)),
-            ("pause next", .pauseNext),
+            ("pause next", .pauseNext), ("drop", .cancelRequest(.other)), ("drop unreachable", .cancelRequest(.passengerUnreachable)),
+            ("drop Vehicle", .cancelRequest(.vehicleProblem)), ("drop vehicle_problem", .cancelRequest(.vehicleProblem)),
         ]
         for (text, input) in cases { #expect(DriverInput.parse(text) == .success(input), "\(text)") }
         #expect(Set(cases.map { $0.0.split(separator: " ").first!.lowercased() }) == Set(DriverInput.words))
@@ -26,6 +27,7 @@ import UnitCore
         #expect(DriverInput.parse("pob two") == .failure(.badArgument(input: "pob", problem: "passengers must be a whole number from 1, found \"two\"")))
         #expect(DriverInput.parse("pause nap") == .failure(.badArgument(input: "pause", problem: "reason must be one of break, refuel, personal, other, found \"nap\"")))
         #expect(DriverInput.parse("accept now") == .failure(.unexpectedArgument(input: "accept")))
+        #expect(DriverInput.parse("drop bored") == .failure(.badArgument(input: "drop", problem: "reason must be one of unreachable, vehicle, other, found \"bored\"")))
         #expect(DriverInput.ParseError.unknown("honk").description.hasPrefix("unknown input \"honk\"; known: duty, accept"))
     }
 }
@@ -76,7 +78,8 @@ import UnitCore
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":91,"lon":2}}"#)?.reason == "pickup lat/lon out of range")
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"respond_within_s":0}"#)?.reason == "respond_within_s must be from 1 to 3600")
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"passengers":0}"#)?.reason == "passengers must be from 1 to 99")
-        #expect(problem(.jobUpdate, #"{"job":"J1"}"#)?.reason == "update has none of passengers, add_pickup, note")
+        #expect(problem(.jobUpdate, #"{"job":"J1"}"#)?.reason == "update has none of passengers, add_pickup, note, cancel_refused")
+        #expect(problem(.jobUpdate, #"{"job":"J1","cancel_refused":false}"#)?.reason == "cancel_refused must be true when given")
         #expect(problem(.jobCancel, #"{"job":""}"#)?.reason == "job must be a non-empty string or an integer")
     }
 }

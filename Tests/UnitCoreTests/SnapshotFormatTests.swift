@@ -80,10 +80,10 @@ enum SnapshotGoldens {
         let expected = try #require(SnapshotGoldens.cases.first { $0.name == name }?.snapshot)
         let restored = try JSONDecoder().decode(UnitSnapshot.self, from: golden)
         #expect(restored == expected)
-        // The same tree with the current format version (format 2 adds only optional keys, absent
-        // here): that release's `JSONEncoder` wrote keys in hash order, different in every process.
+        // The same tree with the current format version (formats 2 and 3 add only optional keys,
+        // absent here): that release's `JSONEncoder` wrote keys in hash order, different in every process.
         let versioned = try SnapshotGoldens.tree(golden).mutableCopy() as? NSMutableDictionary
-        versioned?["v"] = 2
+        versioned?["v"] = 3
         #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == versioned)
     }
 
@@ -104,13 +104,13 @@ enum SnapshotGoldens {
             {"answeredOffers":[{"job":"J0","lastSentAt":4,"reply":{"job":"J0","re":"job/offer","reason":"r","reply":"reject","t":3}}],\
             "panic":{"messageID":"m","raisedAt":5},\
             "state":{"atPickup":{"_0":{"addedPickups":[{"lat":1,"lon":2}],"id":"J1","meetingTime":9,"note":"n","passengers":2,\
-            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":2}
+            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":3}
             """)
         let onBoard = UnitSnapshot(state: .onBoard(Job(id: "J2", pickup: Place(lat: 1, lon: 2)), since: RideStart(
             time: 8, fix: Fix(time: 6, latitude: 1.5, longitude: 2.5, speed: 3, track: 4, accuracy: 5))))
         #expect(String(decoding: try encoder.encode(onBoard), as: UTF8.self) == """
             {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"id":"J2","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},\
-            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":2}
+            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":3}
             """)
         for snapshot in SnapshotGoldens.cases.map(\.snapshot) + [snapshot, onBoard] {
             #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(snapshot)) == snapshot)
@@ -129,7 +129,7 @@ enum SnapshotGoldens {
         #expect(String(decoding: try encoder.encode(snapshot), as: UTF8.self) == """
             {"answeredOffers":[],"freeSeats":2,"reminder":{"at":5,"job":"J1"},"state":{"enRoute":{"_0":{"addedPickups":[],\
             "dropoff":{"address":"D","lat":3,"lon":4},"id":"J1","meetingTime":9,"passenger":{"name":"N","phone":"+1","pickupCode":"C"},\
-            "passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}},"v":2}
+            "passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}},"v":3}
             """)
         let riding = UnitSnapshot(state: .onBoard(job, since: RideStart(time: 8, fix: nil, arrivedAt: 6)))
         for value in [snapshot, riding, UnitSnapshot(state: .enRoute(Job(id: "J", pickup: Place(lat: 1, lon: 2), passenger: Passenger())))] {
@@ -139,13 +139,37 @@ enum SnapshotGoldens {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(UnitSnapshot.self, from: Data(#"{"v":2,"state":{"available":{}},"freeSeats":-1}"#.utf8)) }
     }
 
+    /// Format 3: the driver's pending cancel request and the updates applied to the job, absent when
+    /// there are none; a format 2 snapshot reads as having neither.
+    @Test func format3KeepsTheCancelRequestAndTheAppliedUpdates() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let reply = JobReply(job: "J1", re: .jobUpdate, reply: .shown, t: 4, update: "U")
+        let snapshot = UnitSnapshot(
+            state: .enRoute(Job(id: "J1", pickup: Place(lat: 1, lon: 2))), cancelRequest: CancelRequest(job: "J1", reason: .vehicleProblem, at: 3),
+            appliedUpdates: [AppliedUpdate(key: "k", reply: reply, lastSentAt: 5)])
+        #expect(String(decoding: try encoder.encode(snapshot), as: UTF8.self) == """
+            {"answeredOffers":[],"appliedUpdates":[{"key":"k","lastSentAt":5,"reply":{"job":"J1","re":"job/update","reply":"shown","t":4,"update":"U"}}],\
+            "cancelRequest":{"at":3,"job":"J1","reason":"vehicle_problem"},\
+            "state":{"enRoute":{"_0":{"addedPickups":[],"id":"J1","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}},"v":3}
+            """)
+        #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(snapshot)) == snapshot)
+        let format2 = #"{"v":2,"state":{"enRoute":{"_0":{"addedPickups":[],"id":"J1","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}}}"#
+        let restored = try JSONDecoder().decode(UnitSnapshot.self, from: Data(format2.utf8))
+        #expect(restored.cancelRequest == nil)
+        #expect(restored.appliedUpdates.isEmpty)
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(UnitSnapshot.self, from: Data(#"{"v":3,"state":{"available":{}},"cancelRequest":{"at":1,"job":"J","reason":"bored"}}"#.utf8))
+        }
+    }
+
     /// A later release's snapshot, or one that is not a snapshot, fails to decode: the unit sets it
     /// aside and starts off duty instead of guessing.
     @Test func aSnapshotThisReleaseCannotReadIsRefused() throws {
         let decode = { (json: String) in try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
         #expect(try decode(#"{"v":1,"state":{"available":{}}}"#) == UnitSnapshot(state: .available))
         for refused in [
-            #"{"v":3,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
+            #"{"v":4,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
             #"{"state":{"enRoute":{}}}"#, #"{"state":{}}"#, #"{"state":{"offDuty":{},"available":{}}}"#, #"{"state":{"flying":{}}}"#,
             #"{"state":{"offDuty":null}}"#, #"{"state":{"paused":{"_0":"nap"}}}"#,
             #"{"state":{"available":{}},"answeredOffers":[{"job":"J","reply":{"job":"J","re":"job/offer","reply":"maybe","t":1}}]}"#,

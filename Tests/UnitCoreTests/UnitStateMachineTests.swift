@@ -115,6 +115,8 @@ enum Scenario {
         // The setup's last fix is 1 km from the pickup: a no-show is refused there (see NoShowTests).
         ("noshow", .driver(.noShow, at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
         ("soon", .driver(.soonClear(minutes: 5), at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .stays()]),
+        // Only a job the driver holds and can still leave may be asked to drop (CancelRequestTests).
+        ("drop", .driver(.cancelRequest(.passengerUnreachable), at: t), [.refused, .refused, .refused, .refused, .stays(), .stays(), .refused]),
         // The setup pauses for `refuel`: another reason is a change the dispatcher hears, the same one is refused.
         ("pause", .driver(.pause(.break), at: t), [.refused, .to(.paused), .stays(), .refused, .refused, .refused, .refused]),
         ("pause refuel", .driver(.pause(.refuel), at: t), [.refused, .to(.paused), .refused, .refused, .refused, .refused, .refused]),
