@@ -49,6 +49,12 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case nothingToSend
     /// A message key while an offer waits for its answer.
     case answerOfferFirst
+    /// Clear without a payment under `[job] payment_required`.
+    case paymentRequired
+    /// A payment that is not one of `[job] payments`.
+    case unknownPayment
+    /// A typed fare beyond `FareLimits.amount`.
+    case fareOutOfRange
 
     public var description: String {
         switch self {
@@ -77,6 +83,9 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .noSuchReply(let count): "Choose a reply from 1 to \(count)"
         case .nothingToSend: "Choose a reply first"
         case .answerOfferFirst: "Answer the offer first"
+        case .paymentRequired: "Pick the payment first"
+        case .unknownPayment: "No such payment method"
+        case .fareOutOfRange: "Fare too large"
         }
     }
 }

@@ -60,7 +60,8 @@ extension RideMessage {
         let body = FinishedRide(
             job: ride.job, passengers: ride.passengers,
             pickup: Stop(t: ride.pickupTime, at: ride.pickupFix.map(Coordinate.init)), drop: Stop(t: ride.dropTime, at: ride.dropFix.map(Coordinate.init)),
-            distanceM: distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }, waitingS: ride.waitingMs.map { max(0, $0) / 1000 })
+            distanceM: distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }, waitingS: ride.waitingMs.map { max(0, $0) / 1000 },
+            fare: ride.fare, payment: ride.payment)
         self.init(body, unit: unit, seq: seq, id: id, driver: driver)
     }
 }

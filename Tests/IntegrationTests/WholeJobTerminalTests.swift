@@ -75,7 +75,8 @@ import Testing
         #expect(onBoard.rows[2].hasPrefix("Des Moines In") && onBoard.rows[2].hasSuffix(" km"), "\(onBoard.rows[2])")
         try await unit.waitForStatus("the job's 2 passengers off the 3 free seats") { $0.seatsLeft == 1 }
 
-        try await screen.press("c")
+        // No fare known and none typed, the payment skipped: the ride carries neither.
+        for _ in 0..<3 { try await screen.press("c") }
         try await row(0, "AVAILABLE")
         let rides = { recorder.messages(onTopic: unit.topicBase + "ride").compactMap(\.json) }
         try await recorder.waitFor("the ride summary") { _ in !rides().isEmpty }
@@ -89,6 +90,7 @@ import Testing
         #expect((drop["t"] as? Int ?? 0) >= (pickupStop["t"] as? Int ?? .max))
         #expect((ride["distance_m"] as? Int).map { $0 >= 0 } == true, "measured over the stored fixes")
         #expect(ride["waiting_s"] as? Int != nil)
+        #expect(ride["fare"] == nil && ride["payment"] == nil)
         try await dispatcher.waitForLog("the ride summary logged", "R1 ride summary from T1: 2 passengers")
         // After the completed event, as the state machine produced them.
         let completed = recorder.messages.firstIndex { $0.topic == unit.topicBase + "event" && $0.json?["reason"] as? String == "completed" }
@@ -129,7 +131,7 @@ import Testing
         #expect(unit.log.contains("Reminder: job R1"))
         try await screen.press("h")
         try await screen.press("1")
-        try await screen.press("c")
+        for _ in 0..<3 { try await screen.press("c") }
         try await screen.waitFor("available again") { $0.rows[0].hasPrefix("AVAILABLE") }
 
         // The unit is down when the next reminder falls due: it rings as soon as it is back.

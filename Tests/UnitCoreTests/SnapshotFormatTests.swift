@@ -83,7 +83,7 @@ enum SnapshotGoldens {
         // The same tree with the current format version (format 2 adds only optional keys, absent
         // here): that release's `JSONEncoder` wrote keys in hash order, different in every process.
         let versioned = try SnapshotGoldens.tree(golden).mutableCopy() as? NSMutableDictionary
-        versioned?["v"] = 2
+        versioned?["v"] = 3
         #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == versioned)
     }
 
@@ -104,13 +104,13 @@ enum SnapshotGoldens {
             {"answeredOffers":[{"job":"J0","lastSentAt":4,"reply":{"job":"J0","re":"job/offer","reason":"r","reply":"reject","t":3}}],\
             "panic":{"messageID":"m","raisedAt":5},\
             "state":{"atPickup":{"_0":{"addedPickups":[{"lat":1,"lon":2}],"id":"J1","meetingTime":9,"note":"n","passengers":2,\
-            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":2}
+            "pickup":{"address":"A","lat":46.5,"lon":7.5},"shared":true},"arrivedAt":7}},"v":3}
             """)
         let onBoard = UnitSnapshot(state: .onBoard(Job(id: "J2", pickup: Place(lat: 1, lon: 2)), since: RideStart(
             time: 8, fix: Fix(time: 6, latitude: 1.5, longitude: 2.5, speed: 3, track: 4, accuracy: 5))))
         #expect(String(decoding: try encoder.encode(onBoard), as: UTF8.self) == """
             {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"id":"J2","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},\
-            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":2}
+            "since":{"fix":{"accuracy":5,"latitude":1.5,"longitude":2.5,"speed":3,"time":6,"track":4},"time":8}}},"v":3}
             """)
         for snapshot in SnapshotGoldens.cases.map(\.snapshot) + [snapshot, onBoard] {
             #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(snapshot)) == snapshot)
@@ -129,7 +129,7 @@ enum SnapshotGoldens {
         #expect(String(decoding: try encoder.encode(snapshot), as: UTF8.self) == """
             {"answeredOffers":[],"freeSeats":2,"reminder":{"at":5,"job":"J1"},"state":{"enRoute":{"_0":{"addedPickups":[],\
             "dropoff":{"address":"D","lat":3,"lon":4},"id":"J1","meetingTime":9,"passenger":{"name":"N","phone":"+1","pickupCode":"C"},\
-            "passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}},"v":2}
+            "passengers":1,"pickup":{"lat":1,"lon":2},"shared":false}}},"v":3}
             """)
         let riding = UnitSnapshot(state: .onBoard(job, since: RideStart(time: 8, fix: nil, arrivedAt: 6)))
         for value in [snapshot, riding, UnitSnapshot(state: .enRoute(Job(id: "J", pickup: Place(lat: 1, lon: 2), passenger: Passenger())))] {
@@ -139,13 +139,39 @@ enum SnapshotGoldens {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(UnitSnapshot.self, from: Data(#"{"v":2,"state":{"available":{}},"freeSeats":-1}"#.utf8)) }
     }
 
+    /// Format 3: the job's fare, amount in minor units with its currency and source; a format 2
+    /// snapshot's job has none, and a fare out of bounds on the disk is refused.
+    @Test func format3KeepsTheJobsFare() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let job = Job(id: "J1", pickup: Place(lat: 1, lon: 2), fare: Fare(amount: 2350, currency: "EUR", source: .quoted))
+        let riding = UnitSnapshot(state: .onBoard(job, since: RideStart(time: 8, fix: nil, arrivedAt: 6)))
+        #expect(String(decoding: try encoder.encode(riding), as: UTF8.self) == """
+            {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"fare":{"amount":2350,"currency":"EUR","source":"quoted"},\
+            "id":"J1","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},"since":{"arrivedAt":6,"time":8}}},"v":3}
+            """)
+        for source in FareSource.allCases {
+            var metered = job
+            metered.fare?.source = source
+            let value = UnitSnapshot(state: .enRoute(metered))
+            #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(value)) == value)
+        }
+        let format2 = #"{"v":2,"state":{"enRoute":{"_0":{"id":"J","pickup":{"lat":1,"lon":2},"passengers":1,"shared":false,"addedPickups":[]}}}}"#
+        #expect(try JSONDecoder().decode(UnitSnapshot.self, from: Data(format2.utf8)).state.job?.fare == nil)
+        for fare in [#"{"amount":-1,"currency":"EUR","source":"quoted"}"#, #"{"amount":1,"currency":"eur","source":"quoted"}"#,
+                     #"{"amount":1,"currency":"EUR","source":"guessed"}"#, #"{"amount":1.5,"currency":"EUR","source":"typed"}"#] {
+            let json = #"{"v":3,"state":{"enRoute":{"_0":{"id":"J","pickup":{"lat":1,"lon":2},"passengers":1,"shared":false,"addedPickups":[],"fare":"# + fare + "}}}}"
+            #expect(throws: DecodingError.self, "\(fare)") { try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
+        }
+    }
+
     /// A later release's snapshot, or one that is not a snapshot, fails to decode: the unit sets it
     /// aside and starts off duty instead of guessing.
     @Test func aSnapshotThisReleaseCannotReadIsRefused() throws {
         let decode = { (json: String) in try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
         #expect(try decode(#"{"v":1,"state":{"available":{}}}"#) == UnitSnapshot(state: .available))
         for refused in [
-            #"{"v":3,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
+            #"{"v":4,"state":{"available":{}}}"#, #"{"v":0,"state":{"available":{}}}"#, #"{"v":"1","state":{"available":{}}}"#,
             #"{"state":{"enRoute":{}}}"#, #"{"state":{}}"#, #"{"state":{"offDuty":{},"available":{}}}"#, #"{"state":{"flying":{}}}"#,
             #"{"state":{"offDuty":null}}"#, #"{"state":{"paused":{"_0":"nap"}}}"#,
             #"{"state":{"available":{}},"answeredOffers":[{"job":"J","reply":{"job":"J","re":"job/offer","reply":"maybe","t":1}}]}"#,

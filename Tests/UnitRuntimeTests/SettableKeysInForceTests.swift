@@ -325,6 +325,43 @@ import UnitCore
                 #expect(try await rig.press("soon") == "Clear in 9 min: sent")
                 #expect(rig.unit.published(on: "event").last?.json["clear_in_min"] as? Int == 9)
             }),
+        "job.payments": Probe(
+            local: "[job]\npayments = [\"cash\"]\n",
+            settings: #"{"job":{"payments":["cash","voucher"]}}"#,
+            before: { rig async throws in
+                try await rig.onBoard()
+                #expect(try await rig.press("clear voucher") == DriverRefusal.unknownPayment.description)
+            },
+            after: { rig async throws in
+                #expect(try await rig.press("clear voucher") == "Ride complete, available")
+                #expect(try await rig.lastRide()["payment"] as? String == "voucher")
+            }),
+        "job.payment_required": Probe(
+            // A required payment is picked on the serial terminal: its section is there, its device never opened here.
+            local: "[input.serial]\ndevice = \"/dev/taxiunit-test-absent\"\n[job]\npayment_required = true\n",
+            settings: #"{"job":{"payment_required":false}}"#,
+            before: { rig async throws in
+                try await rig.onBoard()
+                #expect(try await rig.press("clear") == DriverRefusal.paymentRequired.description)
+            },
+            after: { rig async throws in
+                #expect(try await rig.press("clear") == "Ride complete, available")
+                #expect(try await rig.lastRide()["payment"] == nil)
+            }),
+        "job.currency": Probe(
+            local: "[job]\ncurrency = \"EUR\"\n",
+            settings: #"{"job":{"currency":"CHF"}}"#,
+            before: { rig async throws in
+                try await rig.onBoard()
+                try await rig.press("clear cash 1890")
+                #expect(try await rig.lastRide()["currency"] as? String == "EUR")
+            },
+            after: { rig async throws in
+                try await rig.onBoard(job: "J2", onDuty: true)
+                try await rig.press("clear cash 1890")
+                let ride = try await rig.lastRide(count: 2)
+                #expect(ride["currency"] as? String == "CHF" && ride["fare"] as? Int == 1890 && ride["fare_source"] as? String == "typed")
+            }),
         "job.reminder_min": Probe(
             local: "[job]\nreminder_min = 1\n",
             settings: #"{"job":{"reminder_min":10}}"#,
@@ -688,6 +725,20 @@ final class SettingRig {
         try await offer("J1")
         try await press("accept")
         #expect(try await unit.status().state == "en_route")
+    }
+
+    /// Passengers of an accepted offer on board.
+    func onBoard(job: String = "J1", onDuty: Bool = false) async throws {
+        if !onDuty { try await press("duty") }
+        try await offer(job)
+        for input in ["accept", "arrived", "pob"] { try await press(input) }
+        #expect(try await unit.status().state == "on_board")
+    }
+
+    /// The `count`-th ride the unit published, once it is out.
+    func lastRide(count: Int = 1) async throws -> [String: Any] {
+        try await eventually("ride \(count) published") { unit.published(on: "ride").count >= count }
+        return unit.published(on: "ride")[count - 1].json
     }
 
     func acceptReservation(_ job: String, meetingInS: Int64) async throws {
