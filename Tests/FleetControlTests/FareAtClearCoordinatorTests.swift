@@ -61,7 +61,7 @@ import UnitCore
         var core = try onBoard(quoting: 2350, paymentRequired: true)
         _ = core.handle(key("c", .clear))
         let skipped = core.handle(key("c", .clear))
-        #expect(skipped.job.refused == [.paymentRequired] && skipped.job.ride == nil)
+        #expect(skipped.job.refusals == [.paymentRequired] && skipped.job.ride == nil)
         #expect(core.fareEntry != nil && core.machine.state.name == .onBoard)
         #expect(core.handle(key("3")).job.ride?.payment == "account")
     }

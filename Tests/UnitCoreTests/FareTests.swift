@@ -116,11 +116,11 @@ import UnitCore
         var strict = onBoard(quoting: nil, settings: settings)
         for input: DriverInput in [.clear, .clearSettled(Settlement(typedFare: 100))] {
             let refused = strict.handle(.driver(input, at: t))
-            #expect(refused.refused == [.paymentRequired] && refused.ride == nil && refused.snapshot == nil)
+            #expect(refused.refusals == [.paymentRequired] && refused.ride == nil && refused.snapshot == nil)
         }
         #expect(strict.state.name == .onBoard)
         let unknown = strict.handle(.driver(.clearSettled(Settlement(payment: "bitcoin")), at: t))
-        #expect(unknown.refused == [.unknownPayment] && strict.state.name == .onBoard)
+        #expect(unknown.refusals == [.unknownPayment] && strict.state.name == .onBoard)
         #expect(strict.handle(.driver(.clearSettled(Settlement(payment: "account")), at: t)).ride?.payment == "account")
     }
 
