@@ -35,7 +35,9 @@ import Testing
         // Quoted: the payment screen shows the offer's fare at once; `2` is the card.
         try await onBoard(rig, job: "Q1", #","fare":2350,"currency":"EUR""#)
         try await rig.screen.press("c")
-        let payment = try await rig.waitForRow(0, "PAYMENT")
+        try await rig.waitForRow(0, "PAYMENT")
+        // The bottom row is the accept's `Sent` notice for its 8 s.
+        let payment = try await rig.screen.waitFor("the third method", timeoutS: 15) { $0.rows[3].hasPrefix("3=") }
         #expect(payment.rows == ["PAYMENT       c=Skip", "EUR 23.50     quoted", "1=Cash        2=Card", "3=Account           "])
         try await rig.screen.press("2")
         try await rig.waitForRow(0, "AVAILABLE")
@@ -48,8 +50,10 @@ import Testing
         try await rig.screen.press("c")
         try await rig.waitForRow(0, "FARE")
         for key in ["1", "8", "9", "0"] { try await rig.screen.press(key) }
-        let typed = try await rig.screen.waitFor("the fare typed") { $0.rows[1].hasPrefix("CHF 18.90_") }
-        #expect(typed.rows[3] == "ENTER=OK LEFT=Erase ")
+        let typed = try await rig.screen.waitFor("the fare typed and the hint", timeoutS: 15) {
+            $0.rows[1].hasPrefix("CHF 18.90_") && $0.rows[3] == "ENTER=OK LEFT=Erase "
+        }
+        #expect(typed.rows[0] == "FARE                ")
         try await rig.screen.press("\r")
         let typedPayment = try await rig.waitForRow(0, "PAYMENT")
         #expect(typedPayment.rows[1] == "CHF 18.90      typed")
@@ -85,7 +89,8 @@ import Testing
         let status = try rig.unit.status()
         #expect(status.state == "available" && status.job == nil)
         #expect(rig.screen.refresh().rows[0].hasPrefix("AVAILABLE"))
-        let problems = try ContractCheck.problems(in: rig.recorder.messages)
+        // The test's own offers break the contract on purpose; the unit's answers keep it.
+        let problems = try ContractCheck.problems(in: rig.recorder.messages.filter { !$0.topic.hasSuffix("/job/offer") })
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
         rig.stop()
     }
