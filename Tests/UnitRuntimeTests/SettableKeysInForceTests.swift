@@ -334,7 +334,7 @@ import UnitCore
             },
             after: { rig async throws in
                 #expect(try await rig.press("clear voucher") == "Ride complete, available")
-                #expect(try await rig.lastRide()["payment"] as? String == "voucher")
+                #expect(try await rig.lastRide().payment == "voucher")
             }),
         "job.payment_required": Probe(
             // A required payment is picked on the serial terminal: its section is there, its device never opened here.
@@ -346,7 +346,8 @@ import UnitCore
             },
             after: { rig async throws in
                 #expect(try await rig.press("clear") == "Ride complete, available")
-                #expect(try await rig.lastRide()["payment"] == nil)
+                let ride = try await rig.lastRide()
+                #expect(ride.job == "J1" && ride.payment == nil)
             }),
         "job.currency": Probe(
             local: "[job]\ncurrency = \"EUR\"\n",
@@ -354,13 +355,13 @@ import UnitCore
             before: { rig async throws in
                 try await rig.onBoard()
                 try await rig.press("clear cash 1890")
-                #expect(try await rig.lastRide()["currency"] as? String == "EUR")
+                #expect(try await rig.lastRide().currency == "EUR")
             },
             after: { rig async throws in
                 try await rig.onBoard(job: "J2", onDuty: true)
                 try await rig.press("clear cash 1890")
-                let ride = try await rig.lastRide(count: 2)
-                #expect(ride["currency"] as? String == "CHF" && ride["fare"] as? Int == 1890 && ride["fare_source"] as? String == "typed")
+                let ride = try await rig.lastRide()
+                #expect(ride.job == "J2" && ride.currency == "CHF" && ride.fare == 1890 && ride.fareSource == "typed")
             }),
         "job.reminder_min": Probe(
             local: "[job]\nreminder_min = 1\n",
@@ -735,10 +736,9 @@ final class SettingRig {
         #expect(try await unit.status().state == "on_board")
     }
 
-    /// The `count`-th ride the unit published, once it is out.
-    func lastRide(count: Int = 1) async throws -> [String: Any] {
-        try await eventually("ride \(count) published") { unit.published(on: "ride").count >= count }
-        return unit.published(on: "ride")[count - 1].json
+    /// The newest ride of the history, as `taxiunitctl jobs` reads it from the store.
+    func lastRide() async throws -> ControlRide {
+        try #require(try await unit.control(ControlRequest(cmd: .jobs, limit: 1)).rides?.first)
     }
 
     func acceptReservation(_ job: String, meetingInS: Int64) async throws {
