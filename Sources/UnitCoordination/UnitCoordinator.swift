@@ -48,8 +48,15 @@ public struct UnitCoordinator: Sendable {
     public private(set) var commands: CommandGate
     /// The id and PIN being typed on the terminal, while it asks for them.
     public private(set) var loginEntry: LoginEntry?
-    /// The fare and payment screen, while it asks at clear.
-    public private(set) var fareEntry: FareEntry?
+    /// The fare and payment screen as last typed; it belongs to its ride alone.
+    private var openFare: FareEntry?
+
+    /// The fare and payment screen, while it asks at clear: nil once its ride is no longer on board
+    /// (cleared another way, from `taxiunitctl press`).
+    public var fareEntry: FareEntry? {
+        guard case .onBoard(let job, _) = machine.state, openFare?.job == job.id else { return nil }
+        return openFare
+    }
 
     public init(machine: UnitStateMachine, session: DriverSession, fleetConfig: FleetConfigMachine, commands: CommandGate) {
         self.machine = machine
@@ -119,7 +126,7 @@ public struct UnitCoordinator: Sendable {
         let settings = machine.settings
         guard context.hasTerminal, !settings.payments.isEmpty, case .onBoard(let job, _) = machine.state else { return nil }
         let entry = FareEntry(job: job.id, known: job.fare, payments: settings.payments, currency: settings.currency)
-        fareEntry = entry
+        openFare = entry
         var step = UnitStep(driver: session.driver)
         step.job.driver = [.told(entry.known == nil ? "Type the fare, ENTER, then pick the payment" : "Pick the payment")]
         return step
@@ -128,9 +135,8 @@ public struct UnitCoordinator: Sendable {
     /// A terminal key while the fare and payment screen is open: every key belongs to it. Nil when
     /// none is open, or its ride is no longer on board (cleared from `taxiunitctl press`).
     private mutating func typeFare(_ key: LoginEntry.Key, command: DriverCommand?, at now: Int64) -> UnitStep? {
-        guard var entry = fareEntry else { return nil }
-        guard case .onBoard(let job, _) = machine.state, job.id == entry.job else {
-            fareEntry = nil
+        guard var entry = fareEntry else {
+            openFare = nil
             return nil
         }
         let fareKey: FareEntry.Key
@@ -146,17 +152,17 @@ public struct UnitCoordinator: Sendable {
         }
         switch entry.type(fareKey) {
         case .typing:
-            fareEntry = entry
+            openFare = entry
             return UnitStep(driver: session.driver)
         case .cancelled:
-            fareEntry = nil
+            openFare = nil
             var step = UnitStep(driver: session.driver)
             step.job.driver = [.told("Still on board")]
             return step
         case .submit(let settlement):
             let step = UnitStep(job: machine.handle(.driver(.clearSettled(settlement), at: now)), driver: session.driver)
             // A refused clear (a payment required) leaves the screen open for the pick.
-            fareEntry = machine.state.name == .onBoard ? entry : nil
+            openFare = machine.state.name == .onBoard ? entry : nil
             return step
         }
     }

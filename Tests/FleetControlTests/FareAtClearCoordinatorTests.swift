@@ -74,6 +74,17 @@ import UnitCore
         #expect(!core.machine.settings.paymentRequired)
     }
 
+    @Test func aRideClearedFromTheControlSocketTakesItsScreenAlong() throws {
+        var core = try onBoard(quoting: nil)
+        _ = core.handle(key("c", .clear))
+        #expect(core.fareEntry != nil)
+        let cleared = core.handle(word(.clearSettled(Settlement(payment: "cash", typedFare: 700))))
+        #expect(cleared.job.ride?.fare?.amount == 700 && core.fareEntry == nil)
+        // The next key is an ordinary key again: `d` goes off duty.
+        _ = core.handle(key("d", .duty))
+        #expect(core.machine.state == .offDuty)
+    }
+
     @Test func withoutATerminalOrAfterEraseNothingIsAsked() throws {
         var core = try onBoard(quoting: 2350)
         _ = core.handle(key("c", .clear))
