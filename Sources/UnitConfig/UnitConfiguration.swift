@@ -171,8 +171,6 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var paymentRequired: Bool
         /// ISO 4217 code of a fare the driver types.
         public var currency: String
-
-        public static let defaultPayments = ["cash", "card", "account"]
     }
 
     /// The driver's messages (docs/protocol.md, "Messages").
@@ -399,9 +397,9 @@ public struct UnitConfiguration: Sendable, Equatable {
             noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000),
             reminderMin: jobSection.integer("reminder_min", default: 10, in: 0...1440),
             soonClearMin: jobSection.integer("soon_clear_min", default: 5, in: DriverInput.soonClearMinutes),
-            payments: jobSection.has("payments") ? jobSection.strings("payments") : JobRules.defaultPayments,
+            payments: jobSection.has("payments") ? jobSection.strings("payments") : UnitSettings.defaultPayments,
             paymentRequired: jobSection.bool("payment_required", default: false),
-            currency: jobSection.string("currency", default: "EUR")
+            currency: jobSection.string("currency", default: UnitSettings.defaultCurrency)
         )
         jobSection.finish(into: &problems)
         if job.payments.count > FareLimits.payments.upperBound {

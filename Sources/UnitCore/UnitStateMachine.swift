@@ -213,11 +213,14 @@ public struct UnitSettings: Sendable, Equatable {
     /// `[job] currency`: what a typed fare is in.
     public var currency: String
 
+    public static let defaultPayments = ["cash", "card", "account"]
+    public static let defaultCurrency = "EUR"
+
     public init(
         positions: PositionSettings = PositionSettings(), offerTimeoutS: Double = 60, arrivalRadiusM: Double = 20, noShowWaitS: Double = 300,
         noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, soonClearMin: Int = 5,
-        requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask, payments: [String] = ["cash", "card", "account"],
-        paymentRequired: Bool = false, currency: String = "EUR"
+        requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask, payments: [String] = defaultPayments,
+        paymentRequired: Bool = false, currency: String = defaultCurrency
     ) {
         self.payments = payments
         self.paymentRequired = paymentRequired
