@@ -121,6 +121,9 @@ import UnitCore
         #expect(strict.state.name == .onBoard)
         let unknown = strict.handle(.driver(.clearSettled(Settlement(payment: "bitcoin")), at: t))
         #expect(unknown.refusals == [.unknownPayment] && strict.state.name == .onBoard)
+        // Only code can hand the machine a fare beyond the bounds (the word and the terminal stop at them).
+        let huge = strict.handle(.driver(.clearSettled(Settlement(payment: "cash", typedFare: FareLimits.amount.upperBound + 1)), at: t))
+        #expect(huge.refusals == [.fareOutOfRange] && strict.state.name == .onBoard)
         #expect(strict.handle(.driver(.clearSettled(Settlement(payment: "account")), at: t)).ride?.payment == "account")
     }
 
