@@ -102,6 +102,8 @@ socket = "$work/control.sock"
 interval_s = 5
 [input.serial]
 device = "$work/unit-tty"
+[job]
+currency = "USD"
 [driver]
 require_login = true
 drivers = { "D-0417" = "$pin_hash" }

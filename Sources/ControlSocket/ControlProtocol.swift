@@ -277,11 +277,22 @@ public struct ControlRide: Sendable, Equatable, Codable {
     public var dropPosition: Position?
     /// Driven between pickup and drop, over the stored fixes.
     public var distanceM: Double
+    /// The fare in minor units of `currency`, and where it came from (`quoted`, `typed`, `meter`);
+    /// nil without a fare.
+    public var fare: Int64?
+    public var currency: String?
+    public var fareSource: String?
+    /// How the passenger paid; nil when the driver did not say.
+    public var payment: String?
 
     public init(
         job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupPosition: Position?, dropPosition: Position?,
-        distanceM: Double
+        distanceM: Double, fare: Int64? = nil, currency: String? = nil, fareSource: String? = nil, payment: String? = nil
     ) {
+        self.fare = fare
+        self.currency = currency
+        self.fareSource = fareSource
+        self.payment = payment
         self.job = job
         self.passengers = passengers
         self.pickupTime = pickupTime

@@ -1,3 +1,5 @@
+import TaxiProtocol
+
 /// What a run of the dispatcher adds up to; printed at the end of every dispatchsim run.
 public struct DispatchStats: Sendable, Equatable {
     public var requests = 0
@@ -19,6 +21,10 @@ public struct DispatchStats: Sendable, Equatable {
     public var completed = 0
     /// Ride summaries received (`ride`), one per id.
     public var rides = 0
+    /// The rides' fares added up, in minor units per currency: exact, as the unit sent them.
+    public var fares: [String: Int64] = [:]
+    /// Rides per payment method the drivers picked.
+    public var payments: [String: Int] = [:]
     public var sos = 0
     public var duplicatesDropped = 0
     /// `job/update`s the units answered `shown`: the driver saw the change.
@@ -49,7 +55,9 @@ public struct DispatchStats: Sendable, Equatable {
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
         completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \
-        messages read \(messagesRead)  replies \(messageReplies)
+        messages read \(messagesRead)  replies \(messageReplies)  \
+        fares \(fares.sorted { $0.key < $1.key }.map { "\(Fare.decimal($0.value, currency: $0.key)) \($0.key)" }.joined(separator: ", "))  \
+        payments \(payments.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         request → assignment          \(Percentiles(requestToAssignmentMs))
         request → assignment, no think time  \(Percentiles(requestToAssignmentWithoutThinkMs))
         offer → reply                 \(Percentiles(offerToReplyMs))

@@ -17,11 +17,17 @@ public struct PassengerRequest: Sendable, Equatable {
     /// Where the passenger goes, and who they are: sent with the offer for the driver's terminal.
     public var dropoff: Place?
     public var passenger: Passenger?
+    /// The price agreed at booking, quoted in the offer: minor units of `currency`.
+    public var fare: Int64?
+    public var currency: String?
 
     public init(
         id: String, pickup: Coordinate, address: String? = nil, passengers: Int = 1, meetingTime: Int64? = nil,
-        sharesRideOf: String? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil
+        sharesRideOf: String? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil,
+        fare: Int64? = nil, currency: String? = nil
     ) {
+        self.fare = fare
+        self.currency = currency
         self.dropoff = dropoff
         self.passenger = passenger
         self.id = id
@@ -246,7 +252,7 @@ public struct Dispatcher: Sendable {
             job: id, pickup: Place(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address),
             respondWithinS: Double(settings.respondWithinS), passengers: request.passengers,
             meetingTime: request.meetingTime, shared: request.sharesRideOf != nil, note: request.note,
-            dropoff: request.dropoff, passenger: request.passenger, t: now)
+            dropoff: request.dropoff, passenger: request.passenger, t: now, fare: request.fare, currency: request.currency)
         let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
         return [.send(unit: unit, .offer(offer)), .startTimer(.offerDeadline(job: id, unit: unit), at: deadline)]
     }
@@ -371,7 +377,16 @@ public struct Dispatcher: Sendable {
             stats.rides += 1
             let distance = ride.distanceM.map { "\($0) m" } ?? "distance not measured"
             let waited = ride.waitingS.map { ", waited \($0) s" } ?? ""
-            return [.log(.init(level: .info, text: "\(ride.job) ride summary from \(unit): \(ride.passengers) passengers, \(distance)\(waited)"))]
+            var paid = ""
+            if let amount = ride.fare, let currency = ride.currency {
+                stats.fares[currency, default: 0] = stats.fares[currency, default: 0].saturatingAdd(amount)
+                paid = ", fare \(Fare.decimal(amount, currency: currency)) \(currency) (\(ride.fareSource?.rawValue ?? "source not given"))"
+            }
+            if let payment = ride.payment {
+                stats.payments[payment, default: 0] += 1
+                paid += ", paid by \(payment)"
+            }
+            return [.log(.init(level: .info, text: "\(ride.job) ride summary from \(unit): \(ride.passengers) passengers, \(distance)\(waited)\(paid)"))]
         case .sos(let id, let alarm):
             guard firstArrival(id, from: unit) else { return [] }
             stats.sos += 1

@@ -61,6 +61,13 @@ public enum RequestSchedule {
                 }
                 let name = passengerNames.randomElement(using: &details) ?? "Passenger"
                 request.passenger = Passenger(name: name, pickupCode: String(UInt64.random(in: 1000...9999, using: &details)))
+                // Every other booking comes with a price agreed up front: the driver sees it at
+                // clear; the rest are charged what the driver types.
+                if number % 2 == 0, let dropoff = request.dropoff {
+                    let metres = request.pickup.distance(to: Coordinate(lat: dropoff.lat, lon: dropoff.lon))
+                    request.fare = Self.quotedFareBase + Int64(metres.rounded()) / Self.quotedFareMetresPerCent
+                    request.currency = Self.quotedCurrency
+                }
                 inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
                 switch demand.rate {
                 case .every(let seconds):
@@ -74,6 +81,11 @@ public enum RequestSchedule {
         return inputs
     }
 
+    /// A quoted fare: a flag fall plus a cent per so many metres of the straight line, in US dollars
+    /// (the demo drives through Manhattan).
+    static let quotedFareBase: Int64 = 300
+    static let quotedFareMetresPerCent: Int64 = 5
+    static let quotedCurrency = "USD"
     static let passengerNames = ["A. Rossi", "J. Smith", "N. Dlamini", "M. García", "L. Chen", "S. Okafor", "K. Müller", "P. Nowak"]
 
     /// Scenario and generated inputs in time order; ties keep the order given (stable).

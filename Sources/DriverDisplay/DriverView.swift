@@ -81,6 +81,30 @@ public struct DriverView: Sendable, Equatable {
         case onBoard(passengers: Int, dropoff: Stop? = nil)
         /// A driver types the id, then the PIN (shown as one `*` per digit).
         case login(driver: String, pinLength: Int, onPIN: Bool)
+        /// On board, after the clear key: the fare, then the payment pick.
+        case fare(FareScreen)
+    }
+
+    /// The fare and payment screen (`UnitCore.FareEntry` as the terminal shows it).
+    public struct FareScreen: Sendable, Equatable {
+        /// The fare shown: the one typed so far (while typing, nil before the first digit), else the job's.
+        public var fare: Fare?
+        /// The currency a typed fare is in.
+        public var currency: String
+        /// The driver is typing the fare; otherwise picking the payment.
+        public var typing: Bool
+        /// `[job] payments`, the first on digit key 1.
+        public var payments: [String]
+        /// The clear key skips the pick (`[job] payment_required` is off).
+        public var skippable: Bool
+
+        public init(fare: Fare?, currency: String, typing: Bool, payments: [String], skippable: Bool) {
+            self.fare = fare
+            self.currency = currency
+            self.typing = typing
+            self.payments = payments
+            self.skippable = skippable
+        }
     }
 
     /// Something the driver must notice, shown on the bottom row for a few seconds.

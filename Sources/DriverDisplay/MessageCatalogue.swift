@@ -145,6 +145,26 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case cancelReasonPassengerUnreachable = "cancel_reason.passenger_unreachable"
     case cancelReasonVehicleProblem = "cancel_reason.vehicle_problem"
     case cancelReasonOther = "cancel_reason.other"
+    case refusalPaymentRequired = "refusal.payment_required"
+    case refusalUnknownPayment = "refusal.unknown_payment"
+    case refusalFareOutOfRange = "refusal.fare_out_of_range"
+
+    /// The fare and payment screen at clear (docs/terminal.md, "Fare and payment"): the fare being
+    /// typed, then one key per payment method.
+    case fareTitle = "fare.title"
+    case fareHint = "fare.hint"
+    /// Where the fare shown came from, beside it.
+    case fareQuoted = "fare.quoted"
+    case fareTyped = "fare.typed"
+    case fareMeter = "fare.meter"
+    case fareNone = "fare.none"
+    case paymentTitle = "payment.title"
+    /// The shipped payment methods' names; a method configured under another name shows that name.
+    case paymentCash = "payment.cash"
+    case paymentCard = "payment.card"
+    case paymentAccount = "payment.account"
+    /// The clear key on the payment screen: clear without a payment.
+    case hintSkip = "hint.skip"
 
     /// Between the integer and the fraction of a distance: `.` or `,`.
     case decimalSeparator = "format.decimal_separator"
@@ -177,6 +197,9 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .noSuchReply(let count): (.refusalNoSuchReply, ["count": "\(count)"])
         case .nothingToSend: (.refusalNothingToSend, [:])
         case .answerOfferFirst: (.refusalAnswerOfferFirst, [:])
+        case .paymentRequired: (.refusalPaymentRequired, [:])
+        case .unknownPayment: (.refusalUnknownPayment, [:])
+        case .fareOutOfRange: (.refusalFareOutOfRange, [:])
         case .dropAlreadyAsked: (.refusalDropAlreadyAsked, [:])
         case .dropNotOnBoard: (.refusalDropNotOnBoard, [:])
         case .noJobToDrop: (.refusalNoJobToDrop, [:])

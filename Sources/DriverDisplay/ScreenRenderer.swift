@@ -59,7 +59,7 @@ public struct ScreenRenderer: Sendable {
         public var overflow: [String]
     }
 
-    /// `now`: unit clock, ms since the epoch; `utcOffsetS`: the local time zone, for meeting times.
+    /// `now`: unit clock; `utcOffsetS`: the local time zone, for meeting times.
     public func render(_ view: DriverView, now: UnitTime, utcOffsetS: Int, showNotice: Bool) -> Rendered {
         var layout = Layout(columns: size.columns)
         let linkRow = linkText(view)
@@ -71,7 +71,7 @@ public struct ScreenRenderer: Sendable {
             case .enRoute, .atPickup:
                 // Until the dispatcher answers, the job stands and the driver sees that it was asked.
                 if view.cancelAsked { layout.replaceLast(catalogue.text(.jobDropAsked), alert: false) }
-            case .offDuty, .available, .paused, .offered, .onBoard, .login:
+            case .offDuty, .available, .paused, .offered, .onBoard, .login, .fare:
                 break
             }
         }
@@ -154,7 +154,57 @@ public struct ScreenRenderer: Sendable {
             layout.row(catalogue.text(.loginDriver, ["id": driver + (onPIN ? "" : "_")]), isData: true)
             layout.row(catalogue.text(.loginPIN, ["pin": String(repeating: "*", count: min(max(pinLength, 0), 12)) + (onPIN ? "_" : "")]))
             layout.row(catalogue.text(.loginHint))
+        case .fare(let screen):
+            fareScreen(screen, into: &layout)
         }
+    }
+
+    /// A payment method's cell on the payment screen: its digit key and name, at most 9 columns, so
+    /// that two fit a row.
+    static let paymentNameRoom = 7
+
+    /// The fare being typed, or the fare and one digit key per payment method.
+    private func fareScreen(_ screen: DriverView.FareScreen, into layout: inout Layout) {
+        let separator = catalogue.text(.decimalSeparator)
+        if screen.typing {
+            layout.row(catalogue.text(.fareTitle))
+            let typed = screen.fare.map { Fare.decimal($0.amount, currency: $0.currency, separator: separator) } ?? ""
+            layout.row("\(screen.currency) \(typed)_", isData: true)
+            layout.row("")
+            layout.row(catalogue.text(.fareHint))
+            return
+        }
+        layout.row(catalogue.text(.paymentTitle), right: screen.skippable ? hints([("clear", .hintSkip)]) : "")
+        if let fare = screen.fare {
+            let source = switch fare.source {
+            case .quoted: catalogue.text(.fareQuoted)
+            case .typed: catalogue.text(.fareTyped)
+            case .meter: catalogue.text(.fareMeter)
+            }
+            layout.row(fare.formatted(decimalSeparator: separator), right: source)
+        } else {
+            layout.row(catalogue.text(.fareNone))
+        }
+        let cells = screen.payments.prefix(FareLimits.payments.upperBound).enumerated().map { index, name in
+            "\(index + 1)=" + paymentName(name, into: &layout)
+        }
+        for pair in stride(from: 0, to: cells.count, by: 2) {
+            layout.row(cells[pair], right: pair + 1 < cells.count ? cells[pair + 1] : "")
+        }
+    }
+
+    /// The catalogue's word for a shipped method, else the configured name; cut to its room (a
+    /// catalogue word that had to be cut is an overflow).
+    private func paymentName(_ name: String, into layout: inout Layout) -> String {
+        let word: String
+        switch name {
+        case "cash": word = catalogue.text(.paymentCash)
+        case "card": word = catalogue.text(.paymentCard)
+        case "account": word = catalogue.text(.paymentAccount)
+        default: return String(name.prefix(Self.paymentNameRoom))
+        }
+        if word.count > Self.paymentNameRoom { layout.overflow.append(word) }
+        return String(word.prefix(Self.paymentNameRoom))
     }
 
     /// A page of the job's details: a heading with the page number, then up to three rows.
@@ -199,6 +249,7 @@ public struct ScreenRenderer: Sendable {
         case .atPickup: catalogue.text(.stateAtPickup)
         case .onBoard: catalogue.text(.stateOnBoard)
         case .login: catalogue.text(.loginTitle)
+        case .fare(let screen): catalogue.text(screen.typing ? .fareTitle : .paymentTitle)
         }
     }
 

@@ -71,7 +71,7 @@ public struct TerminalPresenter: Sendable {
         switch view.mode {
         case .offered(_, let deadline): return .offer(deadline: deadline)
         case .atPickup(let pickup): return .arrival(address: pickup.address)
-        case .offDuty, .available, .paused, .enRoute, .onBoard, .login: break
+        case .offDuty, .available, .paused, .enRoute, .onBoard, .login, .fare: break
         }
         if view.inbox.urgentUnread, view.inbox.open == nil { return .urgentMessage }
         if showNotice, let notice = view.notice, notice.alerts { return .notice(serial: view.noticeSerial) }

@@ -154,6 +154,13 @@ extension LocalCache {
                 alert TEXT
             );
             """),
+        // A ride's fare (minor units of its currency, exact), where it came from, and the payment.
+        ("v8-ride-fare-payment", """
+            ALTER TABLE rides ADD COLUMN fare INTEGER;
+            ALTER TABLE rides ADD COLUMN currency TEXT;
+            ALTER TABLE rides ADD COLUMN fare_source TEXT;
+            ALTER TABLE rides ADD COLUMN payment TEXT;
+            """),
     ]
 
     static var migrator: DatabaseMigrator { DatabaseMigrator(migrations: migrations) }

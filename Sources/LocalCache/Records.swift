@@ -46,6 +46,10 @@ extension RideRecord: FetchableRecord, PersistableRecord {
         static let dropLat = Column("drop_lat")
         static let dropLon = Column("drop_lon")
         static let distanceM = Column("distance_m")
+        static let fare = Column("fare")
+        static let currency = Column("currency")
+        static let fareSource = Column("fare_source")
+        static let payment = Column("payment")
     }
 
     init(row: Row) throws {
@@ -57,7 +61,20 @@ extension RideRecord: FetchableRecord, PersistableRecord {
             job: try row.decode(forColumn: Columns.job), passengers: try row.decode(forColumn: Columns.passengers),
             pickupTime: try row.decode(forColumn: Columns.pickupTime), dropTime: try row.decode(forColumn: Columns.dropTime),
             pickupPosition: try coordinate(Columns.pickupLat, Columns.pickupLon), dropPosition: try coordinate(Columns.dropLat, Columns.dropLon),
-            distanceM: try row.decode(forColumn: Columns.distanceM))
+            distanceM: try row.decode(forColumn: Columns.distanceM), fare: try Self.fare(row), payment: try row.decode(forColumn: Columns.payment))
+    }
+
+    /// The fare columns: all three or none, within `FareLimits`; anything else does not fit.
+    private static func fare(_ row: Row) throws -> Fare? {
+        let amount: Int64? = try row.decode(forColumn: Columns.fare)
+        let currency: String? = try row.decode(forColumn: Columns.currency)
+        let source: String? = try row.decode(forColumn: Columns.fareSource)
+        if amount == nil, currency == nil, source == nil { return nil }
+        guard let amount, let currency, let source, let fareSource = FareSource(rawValue: source),
+              FareLimits.check(fare: amount, currency: currency) == nil else {
+            throw DatabaseError(resultCode: DatabaseError.mismatch, message: "rides.fare, currency and fare_source do not make a fare")
+        }
+        return Fare(amount: amount, currency: currency, source: fareSource)
     }
 
     func encode(to container: inout PersistenceContainer) throws {
@@ -70,6 +87,10 @@ extension RideRecord: FetchableRecord, PersistableRecord {
         container[Columns.dropLat] = dropPosition?.lat
         container[Columns.dropLon] = dropPosition?.lon
         container[Columns.distanceM] = distanceM
+        container[Columns.fare] = fare?.amount
+        container[Columns.currency] = fare?.currency
+        container[Columns.fareSource] = fare?.source.rawValue
+        container[Columns.payment] = payment
     }
 }
 

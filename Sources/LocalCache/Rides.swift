@@ -11,6 +11,10 @@ public struct RideRecord: Sendable, Equatable {
     public var dropPosition: Coordinate?
     /// Path length through the fixes stored from the pickup fix to the drop fix, metres.
     public var distanceM: Double
+    /// What the passenger was charged, and where the amount came from; nil without a fare.
+    public var fare: Fare?
+    /// How the passenger paid; nil when the driver did not say.
+    public var payment: String?
 }
 
 extension LocalCache.Transaction {
@@ -32,7 +36,8 @@ extension LocalCache.Transaction {
         }
         let record = RideRecord(
             job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime, dropTime: ride.dropTime,
-            pickupPosition: ride.pickupFix.map(Coordinate.init), dropPosition: ride.dropFix.map(Coordinate.init), distanceM: distance)
+            pickupPosition: ride.pickupFix.map(Coordinate.init), dropPosition: ride.dropFix.map(Coordinate.init), distanceM: distance,
+            fare: ride.fare, payment: ride.payment)
         try record.insert(db)
         return record
     }

@@ -58,16 +58,20 @@ public struct JobOffer: Sendable, Equatable, Codable {
     /// Dispatcher clock when the offer was made, ms; lets the unit recognise an offer that waited
     /// in the broker longer than its answer window.
     public var t: Int64?
+    /// The price agreed at booking, in minor units of `currency` (`FareLimits`); both or neither.
+    public var fare: Int64?
+    public var currency: String?
 
     enum CodingKeys: String, CodingKey {
-        case job, pickup, passengers, shared, note, dropoff, passenger, t
+        case job, pickup, passengers, shared, note, dropoff, passenger, t, fare, currency
         case respondWithinS = "respond_within_s"
         case meetingTime = "meeting_time"
     }
 
     public init(
         job: String, pickup: Place, respondWithinS: Double? = nil, passengers: Int? = nil, meetingTime: Int64? = nil,
-        shared: Bool? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil, t: Int64? = nil
+        shared: Bool? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil, t: Int64? = nil,
+        fare: Int64? = nil, currency: String? = nil
     ) {
         self.job = job
         self.pickup = pickup
@@ -79,6 +83,14 @@ public struct JobOffer: Sendable, Equatable, Codable {
         self.dropoff = dropoff
         self.passenger = passenger
         self.t = t
+        self.fare = fare
+        self.currency = currency
+    }
+
+    /// The offer's fare as the driver and the ride carry it; nil without one.
+    public var quotedFare: Fare? {
+        guard let fare, let currency else { return nil }
+        return Fare(amount: fare, currency: currency, source: .quoted)
     }
 }
 
@@ -288,6 +300,10 @@ extension InboundMessage {
         do {
             switch topic {
             case .jobOffer:
+                // Money is never rounded: a fraction or an exponent is refused, not read as a number.
+                if case .number(let literal)? = normalised["fare"], Int64(literal) == nil {
+                    return problem("fare must be a whole number of minor units (2350 for 23.50)")
+                }
                 let offer = try normalised.decode(JobOffer.self)
                 if let reason = check(offer, now: now) { return problem(reason) }
                 return .success(.offer(offer))
@@ -385,6 +401,7 @@ extension InboundMessage {
             if let reason = checkText(dropoff.address, field: "dropoff.address") { return reason }
         }
         if let passenger = offer.passenger, let reason = check(passenger) { return reason }
+        if let reason = FareLimits.check(fare: offer.fare, currency: offer.currency) { return reason }
         return checkText(offer.note, field: "note")
     }
 

@@ -165,6 +165,12 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var reminderMin: Int
         /// What the driver's `soon` announces without a number: clear in this many minutes.
         public var soonClearMin: Int
+        /// How a passenger may pay, one terminal digit key each; empty: no fare and payment screen.
+        public var payments: [String]
+        /// A ride is cleared only with a payment picked.
+        public var paymentRequired: Bool
+        /// ISO 4217 code of a fare the driver types.
+        public var currency: String
     }
 
     /// The driver's messages (docs/protocol.md, "Messages").
@@ -390,9 +396,23 @@ public struct UnitConfiguration: Sendable, Equatable {
             noShowWaitS: jobSection.number("no_show_wait_s", default: 300, in: 0...86400),
             noShowRadiusM: jobSection.number("no_show_radius_m", default: 100, in: 1...10_000),
             reminderMin: jobSection.integer("reminder_min", default: 10, in: 0...1440),
-            soonClearMin: jobSection.integer("soon_clear_min", default: 5, in: DriverInput.soonClearMinutes)
+            soonClearMin: jobSection.integer("soon_clear_min", default: 5, in: DriverInput.soonClearMinutes),
+            payments: jobSection.has("payments") ? jobSection.strings("payments") : UnitSettings.defaultPayments,
+            paymentRequired: jobSection.bool("payment_required", default: false),
+            currency: jobSection.string("currency", default: UnitSettings.defaultCurrency)
         )
         jobSection.finish(into: &problems)
+        if job.payments.count > FareLimits.payments.upperBound {
+            problems.append("job.payments holds more than \(FareLimits.payments.upperBound) methods (one terminal digit key each)")
+        }
+        for (index, payment) in job.payments.enumerated() where !FareLimits.isPayment(payment) {
+            problems.append("job.payments[\(index)] must be 1 to \(FareLimits.paymentBytes.upperBound) of a-z, 0-9, _ and -, found \"\(payment)\"")
+        }
+        if Set(job.payments).count != job.payments.count { problems.append("job.payments names a method twice") }
+        if !FareLimits.isCurrency(job.currency) { problems.append("job.currency must be an ISO 4217 code of three upper-case letters, found \"\(job.currency)\"") }
+        if job.paymentRequired && (job.payments.isEmpty || input.serial == nil) {
+            problems.append("job.payment_required = true needs job.payments and [input.serial], where the payment is picked")
+        }
         let driver = DriverConfiguration.read(root["driver"], problems: &problems)
         let privacy = PrivacyConfiguration.read(root["privacy"], problems: &problems)
         let ignition = IgnitionConfiguration.read(root["ignition"], problems: &problems)
@@ -666,7 +686,7 @@ public struct UnitConfiguration: Sendable, Equatable {
                 offDutyPositions: privacy.offDutyPositions),
             offerTimeout: .checkedSeconds(job.offerTimeoutS), arrivalRadiusM: job.arrivalRadiusM, noShowWait: .checkedSeconds(job.noShowWaitS),
             noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, soonClearMin: job.soonClearMin, requireLogin: driver.requireLogin,
-            ignitionOff: ignition.policy)
+            ignitionOff: ignition.policy, payments: job.payments, paymentRequired: job.paymentRequired, currency: job.currency)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -48,6 +48,15 @@ public struct UnitCoordinator: Sendable {
     public private(set) var commands: CommandGate
     /// The id and PIN being typed on the terminal, while it asks for them.
     public private(set) var loginEntry: LoginEntry?
+    /// The fare and payment screen as last typed; it belongs to its ride alone.
+    private var openFare: FareEntry?
+
+    /// The fare and payment screen, while it asks at clear: nil once its ride is no longer on board
+    /// (cleared another way, from `taxiunitctl press`).
+    public var fareEntry: FareEntry? {
+        guard case .onBoard(let job, _) = machine.state, openFare?.job == job.id else { return nil }
+        return openFare
+    }
 
     public init(machine: UnitStateMachine, session: DriverSession, fleetConfig: FleetConfigMachine, commands: CommandGate) {
         self.machine = machine
@@ -78,6 +87,8 @@ public struct UnitCoordinator: Sendable {
             return UnitStep(job: machine.handle(event), driver: session.driver)
         case .driver(let command, let key, let context, let now):
             if let key, let step = typeLogin(key, context: context, at: now) { return step }
+            if let key, let step = typeFare(key, command: command, at: now) { return step }
+            if key != nil, case .job(.clear)? = command?.action, let step = openFareEntry(context: context) { return step }
             switch command?.action {
             case .session(let input)?:
                 return sessionStep(input, context: context, at: now)
@@ -103,6 +114,55 @@ public struct UnitCoordinator: Sendable {
         case .fleetCommandRefusedUnread(let rejection, let now):
             var step = UnitStep(driver: session.driver)
             step.command = command(CommandGate.refuseUnread(rejection), at: now)
+            return step
+        }
+    }
+
+    // MARK: Fare and payment at clear
+
+    /// The terminal's clear key on board opens the fare and payment screen; nil when it clears at
+    /// once (no terminal, no payment methods configured, nobody on board).
+    private mutating func openFareEntry(context: SessionContext) -> UnitStep? {
+        let settings = machine.settings
+        guard context.hasTerminal, !settings.payments.isEmpty, case .onBoard(let job, _) = machine.state else { return nil }
+        let entry = FareEntry(job: job.id, known: job.fare, payments: settings.payments, currency: settings.currency)
+        openFare = entry
+        var step = UnitStep(driver: session.driver)
+        step.job.driver = [.told(entry.known == nil ? "Type the fare, ENTER, then pick the payment" : "Pick the payment")]
+        return step
+    }
+
+    /// A terminal key while the fare and payment screen is open: every key belongs to it. Nil when
+    /// none is open, or its ride is no longer on board (cleared from `taxiunitctl press`).
+    private mutating func typeFare(_ key: LoginEntry.Key, command: DriverCommand?, at now: UnitTime) -> UnitStep? {
+        guard var entry = fareEntry else {
+            openFare = nil
+            return nil
+        }
+        let fareKey: FareEntry.Key
+        if case .job(.clear)? = command?.action {
+            fareKey = .clear
+        } else {
+            switch key {
+            case .character(let character): fareKey = (character.isASCII ? character.wholeNumberValue : nil).map(FareEntry.Key.digit) ?? .other
+            case .enter: fareKey = .enter
+            case .erase: fareKey = .erase
+            case .lost: fareKey = .lost
+            }
+        }
+        switch entry.type(fareKey) {
+        case .typing:
+            openFare = entry
+            return UnitStep(driver: session.driver)
+        case .cancelled:
+            openFare = nil
+            var step = UnitStep(driver: session.driver)
+            step.job.driver = [.told("Still on board")]
+            return step
+        case .submit(let settlement):
+            let step = UnitStep(job: machine.handle(.driver(.clearSettled(settlement), at: now)), driver: session.driver)
+            // A refused clear (a payment required) leaves the screen open for the pick.
+            openFare = machine.state.name == .onBoard ? entry : nil
             return step
         }
     }

@@ -18,6 +18,9 @@ public enum DriverInput: Sendable, Equatable, Codable {
     /// nil: the job's announced passenger count.
     case passengersOnBoard(Int?)
     case clear
+    /// Clear with the payment picked and a fare typed at the terminal's fare screen (`FareEntry`),
+    /// or given to `clear <payment> [fare]`.
+    case clearSettled(Settlement)
     case noShow
     case pause(PauseReason)
     /// `pause next`, one key for every reason: from available, a break; while paused, the next
@@ -77,13 +80,15 @@ public enum DriverInput: Sendable, Equatable, Codable {
         let word = first.lowercased()
         let rest = words.dropFirst().joined(separator: " ")
         let simple: [String: DriverInput] = [
-            "duty": .duty, "accept": .accept, "arrived": .arrived, "clear": .clear, "noshow": .noShow,
+            "duty": .duty, "accept": .accept, "arrived": .arrived, "noshow": .noShow,
             "resume": .resume, "sos": .sos, "info": .details, "msg": .message(.read), "send": .message(.send),
         ]
         if let input = simple[word] {
             return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))
         }
         switch word {
+        case "clear":
+            return parseClear(rest.split(separator: " ").map(String.init))
         case "reject":
             // The reason goes to the dispatcher in the reply: bounded and printable like any text on the wire.
             if let problem = InboundMessage.checkText(rest, field: "reason") { return .failure(.badArgument(input: word, problem: problem)) }
@@ -130,5 +135,27 @@ public enum DriverInput: Sendable, Equatable, Codable {
         default:
             return .failure(.unknown(first))
         }
+    }
+
+    /// `clear`, `clear card`, `clear cash 2350` (the fare in minor units), `clear 2350`.
+    private static func parseClear(_ words: [String]) -> Result<DriverInput, ParseError> {
+        guard !words.isEmpty else { return .success(.clear) }
+        var settlement = Settlement()
+        for word in words {
+            if word.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                guard settlement.typedFare == nil, let fare = Int64(word), FareLimits.amount.contains(fare) else {
+                    return .failure(.badArgument(
+                        input: "clear", problem: "the fare must be one whole number of minor units up to \(FareLimits.amount.upperBound), found \"\(word)\""))
+                }
+                settlement.typedFare = fare
+            } else {
+                let payment = word.lowercased()
+                guard settlement.payment == nil, FareLimits.isPayment(payment) else {
+                    return .failure(.badArgument(input: "clear", problem: "clear takes one payment method and a fare in minor units, found \"\(word)\""))
+                }
+                settlement.payment = payment
+            }
+        }
+        return .success(.clearSettled(settlement))
     }
 }

@@ -55,6 +55,12 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case dropNotOnBoard
     /// A cancel request with no job under way (an offer is answered with reject).
     case noJobToDrop
+    /// Clear without a payment under `[job] payment_required`.
+    case paymentRequired
+    /// A payment that is not one of `[job] payments`.
+    case unknownPayment
+    /// A typed fare beyond `FareLimits.amount`.
+    case fareOutOfRange
 
     public var description: String {
         switch self {
@@ -86,6 +92,9 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .dropAlreadyAsked: "Drop already asked; waiting for dispatch"
         case .dropNotOnBoard: "Passengers on board: clear the ride instead"
         case .noJobToDrop: "No job to drop"
+        case .paymentRequired: "Pick the payment first"
+        case .unknownPayment: "No such payment method"
+        case .fareOutOfRange: "Fare too large"
         }
     }
 }

@@ -13,8 +13,15 @@ public struct RideSummary: Sendable, Equatable {
     public var dropFix: Fix?
     /// From arriving at the pickup to the passengers on board; nil when the arrival is not known.
     public var waiting: Duration?
+    /// What the passenger was charged and where the amount came from; nil when no fare was known.
+    public var fare: Fare?
+    /// How the passenger paid (`[job] payments`); nil when the driver did not say.
+    public var payment: String?
 
-    public init(job: String, passengers: Int, pickupTime: UnitTime, dropTime: UnitTime, pickupFix: Fix?, dropFix: Fix?, waiting: Duration? = nil) {
+    public init(
+        job: String, passengers: Int, pickupTime: UnitTime, dropTime: UnitTime, pickupFix: Fix?, dropFix: Fix?, waiting: Duration? = nil,
+        fare: Fare? = nil, payment: String? = nil
+    ) {
         self.job = job
         self.passengers = passengers
         self.pickupTime = pickupTime
@@ -22,5 +29,7 @@ public struct RideSummary: Sendable, Equatable {
         self.pickupFix = pickupFix
         self.dropFix = dropFix
         self.waiting = waiting
+        self.fare = fare
+        self.payment = payment
     }
 }

@@ -14,9 +14,10 @@ import TaxiProtocol
 /// `dropoff` and `passenger`, the ride start's `arrivedAt`, and the snapshot's `freeSeats` and
 /// `reminder`. A version 1 snapshot therefore reads as the same state with none of them.
 ///
-/// Version 3 is version 2 plus the driver's pending `cancelRequest` and the job's
-/// `appliedUpdates`, absent when there are none; a version 1 or 2 snapshot reads as having none.
-/// An earlier release refuses it (and sets it aside) rather than losing the request unseen.
+/// Version 3 is version 2 plus the driver's pending `cancelRequest`, the job's `appliedUpdates`
+/// and its optional `fare` (`StoredFare`), each absent when there is none; a version 1 or 2
+/// snapshot reads as having none. An earlier release refuses it (and sets it aside) rather than
+/// losing the request unseen.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
     static let formatVersion = 3
@@ -133,7 +134,7 @@ extension DriverState: Codable {
 
 extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
-        case id, pickup, passengers, meetingTime, shared, note, addedPickups, dropoff, passenger
+        case id, pickup, passengers, meetingTime, shared, note, addedPickups, dropoff, passenger, fare
     }
 
     public init(from decoder: any Decoder) throws {
@@ -147,7 +148,8 @@ extension Job: Codable {
             note: try container.decodeIfPresent(String.self, forKey: .note),
             addedPickups: try container.decode([StoredPlace].self, forKey: .addedPickups).map(\.place),
             dropoff: try container.decodeIfPresent(StoredPlace.self, forKey: .dropoff)?.place,
-            passenger: try container.decodeIfPresent(StoredPassenger.self, forKey: .passenger)?.passenger)
+            passenger: try container.decodeIfPresent(StoredPassenger.self, forKey: .passenger)?.passenger,
+            fare: try container.decodeIfPresent(StoredFare.self, forKey: .fare)?.fare)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -161,6 +163,7 @@ extension Job: Codable {
         try container.encode(addedPickups.map(StoredPlace.init), forKey: .addedPickups)
         try container.encodeIfPresent(dropoff.map(StoredPlace.init), forKey: .dropoff)
         try container.encodeIfPresent(passenger.map(StoredPassenger.init), forKey: .passenger)
+        try container.encodeIfPresent(fare.map(StoredFare.init), forKey: .fare)
     }
 }
 
@@ -420,5 +423,48 @@ private struct StoredReply: Codable {
         try container.encodeIfPresent(reply.reason, forKey: .reason)
         try container.encode(reply.t, forKey: .t)
         try container.encodeIfPresent(reply.update, forKey: .update)
+    }
+}
+
+/// A job's fare inside the snapshot (format 3): `amount` in minor units, `currency`, and `source`
+/// spelled as the store's own words. Read back from the disk, a fare out of `FareLimits` is refused.
+struct StoredFare: Codable {
+    var fare: Fare
+
+    init(_ fare: Fare) {
+        self.fare = fare
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case amount, currency, source
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let amount = try container.decode(Int64.self, forKey: .amount)
+        let currency = try container.decode(String.self, forKey: .currency)
+        if let problem = FareLimits.check(fare: amount, currency: currency) {
+            throw DecodingError.dataCorruptedError(forKey: .amount, in: container, debugDescription: problem)
+        }
+        let source: FareSource
+        switch try container.decode(String.self, forKey: .source) {
+        case "meter": source = .meter
+        case "quoted": source = .quoted
+        case "typed": source = .typed
+        case let other: throw DecodingError.dataCorruptedError(forKey: .source, in: container, debugDescription: "unknown fare source \(other)")
+        }
+        fare = Fare(amount: amount, currency: currency, source: source)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(fare.amount, forKey: .amount)
+        try container.encode(fare.currency, forKey: .currency)
+        let source = switch fare.source {
+        case .meter: "meter"
+        case .quoted: "quoted"
+        case .typed: "typed"
+        }
+        try container.encode(source, forKey: .source)
     }
 }

@@ -13,10 +13,13 @@ public struct Job: Sendable, Equatable {
     public var addedPickups: [Place]
     public var dropoff: Place?
     public var passenger: Passenger?
+    /// The fare the ride will carry unless the driver types one: quoted by the offer, or reported
+    /// by the meter (which replaces a quoted one).
+    public var fare: Fare?
 
     public init(
         id: String, pickup: Place, passengers: Int = 1, meetingTime: UnitTime? = nil, shared: Bool = false, note: String? = nil,
-        addedPickups: [Place] = [], dropoff: Place? = nil, passenger: Passenger? = nil
+        addedPickups: [Place] = [], dropoff: Place? = nil, passenger: Passenger? = nil, fare: Fare? = nil
     ) {
         self.id = id
         self.pickup = pickup
@@ -27,12 +30,13 @@ public struct Job: Sendable, Equatable {
         self.addedPickups = addedPickups
         self.dropoff = dropoff
         self.passenger = passenger
+        self.fare = fare
     }
 
     public init(_ offer: JobOffer) {
         self.init(
             id: offer.job, pickup: offer.pickup, passengers: offer.passengers ?? 1, meetingTime: offer.meetingTime.map(UnitTime.init(milliseconds:)),
-            shared: offer.shared ?? false, note: offer.note, dropoff: offer.dropoff, passenger: offer.passenger)
+            shared: offer.shared ?? false, note: offer.note, dropoff: offer.dropoff, passenger: offer.passenger, fare: offer.quotedFare)
     }
 }
 
@@ -208,12 +212,26 @@ public struct UnitSettings: Sendable, Equatable {
     public var requireLogin: Bool
     /// `[ignition] off_while_available`.
     public var ignitionOff: IgnitionOffPolicy
+    /// `[job] payments`: how a passenger may pay, in the order the terminal offers them; empty: the
+    /// clear key clears at once, without a fare and payment screen.
+    public var payments: [String]
+    /// `[job] payment_required`: a ride is not cleared without a payment picked.
+    public var paymentRequired: Bool
+    /// `[job] currency`: what a typed fare is in.
+    public var currency: String
+
+    public static let defaultPayments = ["cash", "card", "account"]
+    public static let defaultCurrency = "EUR"
 
     public init(
         positions: PositionSettings = PositionSettings(), offerTimeout: Duration = .seconds(60), arrivalRadiusM: Double = 20, noShowWait: Duration = .seconds(300),
         noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, soonClearMin: Int = 5,
-        requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask
+        requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask, payments: [String] = defaultPayments,
+        paymentRequired: Bool = false, currency: String = defaultCurrency
     ) {
+        self.payments = payments
+        self.paymentRequired = paymentRequired
+        self.currency = currency
         self.soonClearMin = soonClearMin
         self.requireLogin = requireLogin
         self.ignitionOff = ignitionOff
@@ -276,6 +294,8 @@ public enum UnitEvent: Sendable, Equatable {
     /// A crash loop was broken by setting the snapshot aside, and with it the job the unit had in
     /// `state`: the dispatcher and the driver must hear that the unit no longer has it.
     case jobDropped(job: String, state: StateName, at: UnitTime)
+    /// The taximeter reported the ride's fare (minor units of `currency`); `at`: unit clock.
+    case meterFare(amount: Int64, currency: String, at: UnitTime)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -407,6 +427,8 @@ public struct UnitStateMachine: Sendable {
             return Step(
                 messages: [.event(Transition(t: now, from: from, to: state.name, job: job, reason: "crash_loop"))],
                 driver: [.told("Job \(job) dropped after repeated crashes: call dispatch")])
+        case .meterFare(let amount, let currency, _):
+            return meterFare(amount: amount, currency: currency)
         case .resumed(let now):
             var step = Step()
             if let reminder = snapshot.reminder {
@@ -539,15 +561,10 @@ public struct UnitStateMachine: Sendable {
             return refuse(.notAtPickup)
 
         case (.clear, .onBoard(let job, let since)):
-            let ride = RideSummary(
-                job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix,
-                waiting: since.arrivedAt.map { max(.zero, since.time - $0) })
-            var step = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
-            step.ride = ride
-            // After the `completed` event: the dispatcher's record of the ride, for distance fares.
-            step.messages.append(.ride(ride))
-            return step
-        case (.clear, _):
+            return clearRide(job, since: since, settlement: Settlement(), now: now)
+        case (.clearSettled(let settlement), .onBoard(let job, let since)):
+            return clearRide(job, since: since, settlement: settlement, now: now)
+        case (.clear, _), (.clearSettled, _):
             return refuse(.noPassenger)
 
         case (.cancelRequest(let reason), .enRoute(let job)), (.cancelRequest(let reason), .atPickup(let job, _)):
@@ -603,6 +620,31 @@ public struct UnitStateMachine: Sendable {
             // Paging is the terminal's: the machine only says when there is nothing to page through.
             return state.job == nil ? refuse(.noJob) : Step()
         }
+    }
+
+    /// Clears the ride with the fare typed, else the job's, and the payment picked.
+    private mutating func clearRide(_ job: Job, since: RideStart, settlement: Settlement, now: UnitTime) -> Step {
+        if let payment = settlement.payment, !settings.payments.contains(payment) { return refuse(.unknownPayment) }
+        if settlement.payment == nil, settings.paymentRequired { return refuse(.paymentRequired) }
+        if let typed = settlement.typedFare, !FareLimits.amount.contains(typed) { return refuse(.fareOutOfRange) }
+        let fare = settlement.typedFare.map { Fare(amount: $0, currency: settings.currency, source: .typed) } ?? job.fare
+        let ride = RideSummary(
+            job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix,
+            waiting: since.arrivedAt.map { max(.zero, since.time - $0) }, fare: fare, payment: settlement.payment)
+        var step = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
+        step.ride = ride
+        // After the `completed` event: the dispatcher's record of the ride, for distance fares.
+        step.messages.append(.ride(ride))
+        return step
+    }
+
+    /// The meter's fare replaces the job's (a quoted one too) while the passengers are on board.
+    private mutating func meterFare(amount: Int64, currency: String) -> Step {
+        if let problem = FareLimits.check(fare: amount, currency: currency) { return .note("meter fare refused: \(problem)") }
+        guard case .onBoard(var job, let since) = state else { return .note("meter fare ignored: nobody on board") }
+        job.fare = Fare(amount: amount, currency: currency, source: .meter)
+        snapshot.state = .onBoard(job, since: since)
+        return Step(snapshot: snapshot)
     }
 
     /// Rings the driver before the reservation's meeting time, once.

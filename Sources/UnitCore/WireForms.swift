@@ -66,7 +66,8 @@ extension RideMessage {
         let body = FinishedRide(
             job: ride.job, passengers: ride.passengers,
             pickup: Stop(t: ride.pickupTime, at: ride.pickupFix.map(Coordinate.init)), drop: Stop(t: ride.dropTime, at: ride.dropFix.map(Coordinate.init)),
-            distanceM: distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }, waitingS: ride.waiting.map { max(.zero, $0).wholeSeconds })
+            distanceM: distanceM.flatMap { Int64(roundingChecked: $0) }.map { max(0, $0) }, waitingS: ride.waiting.map { max(.zero, $0).wholeSeconds },
+            fare: ride.fare, payment: ride.payment)
         self.init(body, unit: unit, seq: seq, id: id, driver: driver)
     }
 }

@@ -85,7 +85,8 @@ struct ControlDesk {
                 ControlRide(
                     job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime.milliseconds, dropTime: ride.dropTime.milliseconds,
                     pickupPosition: ride.pickupPosition.map { .init(lat: $0.lat, lon: $0.lon) },
-                    dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM)
+                    dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM,
+                    fare: ride.fare?.amount, currency: ride.fare?.currency, fareSource: ride.fare?.source.rawValue, payment: ride.payment)
             }
             return ControlResponse(ok: true, rides: rides)
         } catch {

@@ -75,7 +75,7 @@ struct DriverPanel {
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
             raise(.cancelled, detail: "Crash: call dispatch")
-        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed:
+        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .meterFare:
             break
         }
     }
@@ -111,7 +111,7 @@ struct DriverPanel {
     /// `login`: the id and PIN being typed, shown instead of the off-duty screen.
     func view(
         state: DriverState, seatsLeft: Int, zone: String?, online: Bool, waiting: Int, unitClockAhead: Duration,
-        login: LoginEntry? = nil, distance: (Place) -> Double?
+        login: LoginEntry? = nil, fare: FareEntry? = nil, paymentRequired: Bool = false, distance: (Place) -> Double?
     ) -> DriverView {
         func pickup(_ job: Job) -> DriverView.Pickup {
             DriverView.Pickup(
@@ -129,7 +129,11 @@ struct DriverPanel {
         case .onBoard(let job, _):
             mode = .onBoard(passengers: job.passengers, dropoff: job.dropoff.map { DriverView.Stop(address: $0.label, distanceM: distance($0)) })
         }
-        let shown = login.map { DriverView.Mode.login(driver: $0.driver, pinLength: $0.pin.count, onPIN: $0.onPIN) } ?? mode
+        let fareShown = fare.map { entry in
+            DriverView.Mode.fare(DriverView.FareScreen(
+                fare: entry.fare, currency: entry.currency, typing: !entry.choosingPayment, payments: entry.payments, skippable: !paymentRequired))
+        }
+        let shown = login.map { DriverView.Mode.login(driver: $0.driver, pinLength: $0.pin.count, onPIN: $0.onPIN) } ?? fareShown ?? mode
         return DriverView(
             mode: shown, zone: zone, seatsLeft: seatsLeft, online: online, waiting: waiting, notice: notice, noticeDetail: noticeDetail,
             noticeSerial: noticeSerial, sosAcknowledged: sosAcknowledged,

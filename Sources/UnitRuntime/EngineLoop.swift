@@ -559,6 +559,7 @@ final class EngineLoop {
         var view = panel.view(
             state: machine.state, seatsLeft: machine.seatsLeft, zone: zone, online: broker.connected, waiting: waiting,
             unitClockAhead: unitClockAhead, login: machine.state.name == .offDuty ? core.loginEntry : nil,
+            fare: core.fareEntry, paymentRequired: machine.settings.paymentRequired,
             distance: { place in fix?.distance(to: place.coordinate) })
         view.inbox = DriverView.Inbox(machine.driverMessages)
         view.driver = core.session.driver

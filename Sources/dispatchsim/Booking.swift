@@ -27,9 +27,12 @@ enum Booking {
         /// As in `job/offer`.
         var dropoff: Place?
         var passenger: Passenger?
+        /// Quoted in the offer: minor units of `currency`.
+        var fare: Int64?
+        var currency: String?
 
         enum CodingKeys: String, CodingKey {
-            case id, pickup, passengers, shares, note, dropoff, passenger
+            case id, pickup, passengers, shares, note, dropoff, passenger, fare, currency
             case meetingTime = "meeting_time"
         }
     }
@@ -47,7 +50,7 @@ enum Booking {
                 PassengerRequest(
                     id: booking.id, pickup: Coordinate(lat: booking.pickup.lat, lon: booking.pickup.lon), address: booking.pickup.address,
                     passengers: booking.passengers ?? 1, meetingTime: booking.meetingTime, sharesRideOf: booking.shares,
-                    note: booking.note, dropoff: booking.dropoff, passenger: booking.passenger))
+                    note: booking.note, dropoff: booking.dropoff, passenger: booking.passenger, fare: booking.fare, currency: booking.currency))
         case cancelTopic:
             return .withdraw(request: try JSONDecoder().decode(Cancel.self, from: Data(payload)).id)
         default:

@@ -324,7 +324,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
         let numbers: [String: Any] = [
             "requests": stats.requests, "offers": stats.offers, "offers_resent": stats.offersResent, "accepted": stats.accepted, "rejected": stats.rejected,
             "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
-            "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "sos": stats.sos,
+            "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "fares": stats.fares, "payments": stats.payments, "sos": stats.sos,
             "messages_read": stats.messagesRead, "message_replies": stats.messageReplies, "updates_shown": stats.updatesShown,
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,

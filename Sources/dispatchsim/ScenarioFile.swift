@@ -51,7 +51,7 @@ struct ScenarioFile {
                 id: id, pickup: Coordinate(lat: lat, lon: lon), address: table["address"]?.string,
                 passengers: table["passengers"]?.integer ?? 1, meetingTime: meetingTime,
                 sharesRideOf: table["shares"]?.string, note: table["note"]?.string, dropoff: Self.dropoff(table),
-                passenger: Self.passenger(table))
+                passenger: Self.passenger(table), fare: table["fare"]?.integer.map(Int64.init), currency: table["currency"]?.string)
             inputs.append(ScheduledInput(atMs: atMs, input: .request(request)))
         }
         for (index, entry) in (root["cancel"]?.array ?? []).enumerated() {

@@ -224,6 +224,7 @@ let everyRefusal: [DriverRefusal] = [
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused, .noJob,
     .loginRequired, .alreadyLoggedIn, .offDutyFirst, .wrongLogin, .loginLocked(secondsLeft: 86_400), .notLoggedIn, .unknownLanguage,
     .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend, .answerOfferFirst, .dropAlreadyAsked, .dropNotOnBoard, .noJobToDrop,
+    .paymentRequired, .unknownPayment, .fareOutOfRange,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.
@@ -246,6 +247,20 @@ func worstCaseViews() -> [DriverView] {
     noPassenger.pickupCode = nil
     modes += [.enRoute(noPassenger), .atPickup(noPassenger)]
     modes += [.login(driver: "", pinLength: 0, onPIN: false), .login(driver: String(repeating: "W", count: 32), pinLength: 12, onPIN: true)]
+    // The largest fare in a currency with cents and in one with three decimals, from every source,
+    // the fare being typed, and four methods with the shipped names and a long configured one.
+    let payments = ["cash", "card", "account", String(repeating: "w", count: 16)]
+    let largest = FareLimits.amount.upperBound
+    modes += [.fare(DriverView.FareScreen(fare: nil, currency: "EUR", typing: true, payments: payments, skippable: true))]
+    modes += [.fare(DriverView.FareScreen(fare: Fare(amount: largest, currency: "KWD", source: .typed), currency: "KWD", typing: true,
+                                          payments: payments, skippable: true))]
+    modes += [.fare(DriverView.FareScreen(fare: nil, currency: "EUR", typing: false, payments: payments, skippable: false))]
+    for source in FareSource.allCases {
+        for currency in ["EUR", "KWD"] {
+            modes += [.fare(DriverView.FareScreen(
+                fare: Fare(amount: largest, currency: currency, source: source), currency: currency, typing: false, payments: payments, skippable: true))]
+        }
+    }
     let notices: [DriverView.Notice?] = [
         nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + .seconds(23 * 3600)), .freeSeats(99), .newMessage,
         .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink), .cancelRefused,

@@ -93,6 +93,13 @@ import Testing
         #expect(onBoard.rows[2] == "Free seats 2        ")
         try await rig.unit.waitForStatus("2 seats left") { $0.seatsLeft == 2 }
 
+        // No fare known: the clear key asks for one; it again goes on without, and again skips the payment.
+        try await rig.screen.press("c")
+        let fare = try await rig.waitForRow(0, "FARE")
+        #expect(fare.rows[1] == "EUR _               ")
+        try await rig.screen.press("c")
+        let payment = try await rig.waitForRow(0, "PAYMENT")
+        #expect(payment.rows[1] == "No fare             ")
         try await rig.screen.press("c")
         let done = try await rig.waitForRow(0, "AVAILABLE")
         #expect(done.rows[2] == "Free seats 4        ")

@@ -3,9 +3,10 @@ import MQTTLink
 import TestHarness
 import Testing
 
-/// The whole job on a real terminal: dispatchsim offers a booking with its destination and
-/// passenger, the driver pages through them on a PTY terminal, drives the job, and the ride summary
-/// reaches the dispatcher through the unit's outbox; reservations ring before their meeting.
+/// The whole job on a real terminal: dispatchsim offers a booking with its destination, passenger
+/// and quoted fare, the driver pages through them on a PTY terminal, drives the job, picks the
+/// payment at clear, and the ride summary reaches the dispatcher through the unit's outbox;
+/// reservations ring before their meeting.
 @Suite(.serialized) struct WholeJobTerminalTests {
     /// Where `Corpus.steadyLog`'s receiver stands (near Des Moines, Iowa), and a pickup nearby.
     static let centre = (lat: 41.5750, lon: -93.7506)
@@ -41,7 +42,7 @@ import Testing
             {"id":"R1","pickup":{"lat":\(Self.pickup.lat),"lon":\(Self.pickup.lon),"address":"Main St 1"},"passengers":2,\
             "note":"Two suitcases and a folding wheelchair, ring twice",\
             "dropoff":{"lat":41.59,"lon":-93.62,"address":"Des Moines International Airport"},\
-            "passenger":{"name":"Anna Rossi","phone":"+1 515 555 0142","pickup_code":"4711"}}
+            "passenger":{"name":"Anna Rossi","phone":"+1 515 555 0142","pickup_code":"4711"},"fare":4250,"currency":"USD"}
             """)
         let offer = try await row(0, "NEW JOB")
         #expect(offer.rows[1] == "Main St 1           ")
@@ -75,7 +76,11 @@ import Testing
         #expect(onBoard.rows[2].hasPrefix("Des Moines In") && onBoard.rows[2].hasSuffix(" km"), "\(onBoard.rows[2])")
         try await unit.waitForStatus("the job's 2 passengers off the 3 free seats") { $0.seatsLeft == 1 }
 
+        // The booking's fare, quoted in the offer, is shown at clear; `3` is the account.
         try await screen.press("c")
+        let payment = try await row(0, "PAYMENT")
+        #expect(payment.rows[1] == "USD 42.50     quoted")
+        try await screen.press("3")
         try await row(0, "AVAILABLE")
         let rides = { recorder.messages(onTopic: unit.topicBase + "ride").compactMap(\.json) }
         try await recorder.waitFor("the ride summary") { _ in !rides().isEmpty }
@@ -89,7 +94,10 @@ import Testing
         #expect((drop["t"] as? Int ?? 0) >= (pickupStop["t"] as? Int ?? .max))
         #expect((ride["distance_m"] as? Int).map { $0 >= 0 } == true, "measured over the stored fixes")
         #expect(ride["waiting_s"] as? Int != nil)
+        #expect(ride["fare"] as? Int == 4250 && ride["currency"] as? String == "USD")
+        #expect(ride["fare_source"] as? String == "quoted" && ride["payment"] as? String == "account")
         try await dispatcher.waitForLog("the ride summary logged", "R1 ride summary from T1: 2 passengers")
+        try await dispatcher.waitForLog("the ride's fare read", "fare 42.50 USD (quoted), paid by account")
         // After the completed event, as the state machine produced them.
         let completed = recorder.messages.firstIndex { $0.topic == unit.topicBase + "event" && $0.json?["reason"] as? String == "completed" }
         let rideIndex = recorder.messages.firstIndex { $0.topic == unit.topicBase + "ride" }
@@ -98,6 +106,7 @@ import Testing
         unit.stop()
         let stats = try dispatcher.stop()
         #expect(stats["rides"] as? Int == 1)
+        #expect(stats["fares"] as? [String: Int] == ["USD": 4250] && stats["payments"] as? [String: Int] == ["account": 1])
         let problems = try ContractCheck.problems(in: recorder.messages)
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
         recorder.stop()
@@ -129,7 +138,7 @@ import Testing
         #expect(unit.log.contains("Reminder: job R1"))
         try await screen.press("h")
         try await screen.press("1")
-        try await screen.press("c")
+        for _ in 0..<3 { try await screen.press("c") }
         try await screen.waitFor("available again") { $0.rows[0].hasPrefix("AVAILABLE") }
 
         // The unit is down when the next reminder falls due: it rings as soon as it is back.

@@ -163,6 +163,32 @@ enum SnapshotGoldens {
         }
     }
 
+    /// Format 3: the job's fare, amount in minor units with its currency and source; a format 2
+    /// snapshot's job has none, and a fare out of bounds on the disk is refused.
+    @Test func format3KeepsTheJobsFare() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let job = Job(id: "J1", pickup: Place(lat: 1, lon: 2), fare: Fare(amount: 2350, currency: "EUR", source: .quoted))
+        let riding = UnitSnapshot(state: .onBoard(job, since: RideStart(time: 8, fix: nil, arrivedAt: 6)))
+        #expect(String(decoding: try encoder.encode(riding), as: UTF8.self) == """
+            {"answeredOffers":[],"state":{"onBoard":{"_0":{"addedPickups":[],"fare":{"amount":2350,"currency":"EUR","source":"quoted"},\
+            "id":"J1","passengers":1,"pickup":{"lat":1,"lon":2},"shared":false},"since":{"arrivedAt":6,"time":8}}},"v":3}
+            """)
+        for source in FareSource.allCases {
+            var metered = job
+            metered.fare?.source = source
+            let value = UnitSnapshot(state: .enRoute(metered))
+            #expect(try JSONDecoder().decode(UnitSnapshot.self, from: encoder.encode(value)) == value)
+        }
+        let format2 = #"{"v":2,"state":{"enRoute":{"_0":{"id":"J","pickup":{"lat":1,"lon":2},"passengers":1,"shared":false,"addedPickups":[]}}}}"#
+        #expect(try JSONDecoder().decode(UnitSnapshot.self, from: Data(format2.utf8)).state.job?.fare == nil)
+        for fare in [#"{"amount":-1,"currency":"EUR","source":"quoted"}"#, #"{"amount":1,"currency":"eur","source":"quoted"}"#,
+                     #"{"amount":1,"currency":"EUR","source":"guessed"}"#, #"{"amount":1.5,"currency":"EUR","source":"typed"}"#] {
+            let json = #"{"v":3,"state":{"enRoute":{"_0":{"id":"J","pickup":{"lat":1,"lon":2},"passengers":1,"shared":false,"addedPickups":[],"fare":"# + fare + "}}}}"
+            #expect(throws: DecodingError.self, "\(fare)") { try JSONDecoder().decode(UnitSnapshot.self, from: Data(json.utf8)) }
+        }
+    }
+
     /// A later release's snapshot, or one that is not a snapshot, fails to decode: the unit sets it
     /// aside and starts off duty instead of guessing.
     @Test func aSnapshotThisReleaseCannotReadIsRefused() throws {

@@ -326,6 +326,44 @@ import UnitCore
                 #expect(try await rig.press("soon") == "Clear in 9 min: sent")
                 #expect(rig.unit.published(on: "event").last?.json["clear_in_min"] as? Int == 9)
             }),
+        "job.payments": Probe(
+            local: "[job]\npayments = [\"cash\"]\n",
+            settings: #"{"job":{"payments":["cash","voucher"]}}"#,
+            before: { rig async throws in
+                try await rig.onBoard()
+                #expect(try await rig.press("clear voucher") == DriverRefusal.unknownPayment.description)
+            },
+            after: { rig async throws in
+                #expect(try await rig.press("clear voucher") == "Ride complete, available")
+                #expect(try await rig.lastRide().payment == "voucher")
+            }),
+        "job.payment_required": Probe(
+            // A required payment is picked on the serial terminal: its section is there, its device never opened here.
+            local: "[input.serial]\ndevice = \"/dev/taxiunit-test-absent\"\n[job]\npayment_required = true\n",
+            settings: #"{"job":{"payment_required":false}}"#,
+            before: { rig async throws in
+                try await rig.onBoard()
+                #expect(try await rig.press("clear") == DriverRefusal.paymentRequired.description)
+            },
+            after: { rig async throws in
+                #expect(try await rig.press("clear") == "Ride complete, available")
+                let ride = try await rig.lastRide()
+                #expect(ride.job == "J1" && ride.payment == nil)
+            }),
+        "job.currency": Probe(
+            local: "[job]\ncurrency = \"EUR\"\n",
+            settings: #"{"job":{"currency":"CHF"}}"#,
+            before: { rig async throws in
+                try await rig.onBoard()
+                try await rig.press("clear cash 1890")
+                #expect(try await rig.lastRide().currency == "EUR")
+            },
+            after: { rig async throws in
+                try await rig.onBoard(job: "J2", onDuty: true)
+                try await rig.press("clear cash 1890")
+                let ride = try await rig.lastRide()
+                #expect(ride.job == "J2" && ride.currency == "CHF" && ride.fare == 1890 && ride.fareSource == "typed")
+            }),
         "job.reminder_min": Probe(
             local: "[job]\nreminder_min = 1\n",
             settings: #"{"job":{"reminder_min":10}}"#,
@@ -689,6 +727,19 @@ final class SettingRig {
         try await offer("J1")
         try await press("accept")
         #expect(try await unit.status().state == "en_route")
+    }
+
+    /// Passengers of an accepted offer on board.
+    func onBoard(job: String = "J1", onDuty: Bool = false) async throws {
+        if !onDuty { try await press("duty") }
+        try await offer(job)
+        for input in ["accept", "arrived", "pob"] { try await press(input) }
+        #expect(try await unit.status().state == "on_board")
+    }
+
+    /// The newest ride of the history, as `taxiunitctl jobs` reads it from the store.
+    func lastRide() async throws -> ControlRide {
+        try #require(try await unit.control(ControlRequest(cmd: .jobs, limit: 1)).rides?.first)
     }
 
     func acceptReservation(_ job: String, meetingInS: Int64) async throws {
