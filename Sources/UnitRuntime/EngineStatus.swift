@@ -39,7 +39,8 @@ extension EngineLoop {
             runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
             volatileStore: options.volatileStore,
             store: performer.diskStatus,
-            ignition: status.ignitionOn.map { $0 ? "on" : "off" }
+            ignition: status.ignitionOn.map { $0 ? "on" : "off" },
+            meter: configuration.input.meter == nil ? nil : machine.meterHired.map { $0 ? "hired" : "vacant" } ?? "unknown"
         )
     }
 
