@@ -190,7 +190,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var aside: [String: Int]?
     /// What the unit refused at its entrances since it started: `fixes_out_of_range` (gpsd reports
     /// of impossible values), `inbound_over_rate` (MQTT messages over the rate limit), `inbox_full`
-    /// (fixes and messages dropped because the engine fell 10,000 inputs behind).
+    /// (fixes and messages dropped because the engine fell 10,000 inputs behind), and with a serial
+    /// taximeter `meter_lines_dropped` (lines its decoder could not use).
     public var refused: [String: Int]?
     /// Seconds since the daemon started.
     public var runningForS: Double?

@@ -45,6 +45,9 @@ public final class SerialMeter: BackgroundAdapter {
     private func serve(_ fd: Int32) -> DeviceLine.Served {
         var decoder = meterProtocol.makeDecoder()
         var buffer = [UInt8](repeating: 0, count: 256)
+        // Once per opening: a meter on the wrong baud rate sends nothing but garbage, and the
+        // count in the status goes on.
+        var garbageLogged = false
         while !line.stopping {
             switch line.wait(fd: fd, timeoutMs: 1000) {
             case .failed(let reason): return .lost(reason)
@@ -63,7 +66,10 @@ public final class SerialMeter: BackgroundAdapter {
                     let dropped = decoder.garbageLines - before
                     if dropped > 0 {
                         garbage.add(dropped, ordering: .relaxed)
-                        logger.notice("the meter sent lines that mean nothing; dropped", metadata: ["lines": "\(dropped)"])
+                        if !garbageLogged {
+                            logger.notice("the meter sent lines its protocol cannot use; dropped and counted (meter_lines_dropped)")
+                            garbageLogged = true
+                        }
                     }
                 }
             }

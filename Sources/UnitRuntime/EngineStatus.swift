@@ -35,7 +35,7 @@ extension EngineLoop {
             refused: [
                 "fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart,
                 "inbox_full": inbox.droppedInputs,
-            ],
+            ].merging(devices?.serialMeter.map { ["meter_lines_dropped": $0.garbageLines] } ?? [:]) { $1 },
             runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
             volatileStore: options.volatileStore,
             store: performer.diskStatus,

@@ -65,6 +65,7 @@ import Testing
             rig.events().contains { $0["from"] as? String == "at_pickup" && $0["to"] as? String == "on_board" && $0["reason"] as? String == "meter" }
         }
         #expect(try rig.unit.status().meter == "hired")
+        #expect(try rig.unit.status().refused?["meter_lines_dropped"] == 1)
 
         // Vacant with a fare: the ride is cleared and carries the meter's fare.
         try await meter.type(Array("FARE 2710 EUR\r\nVACANT\r\n".utf8))

@@ -75,6 +75,7 @@ import UnitCore
             ("hired while offered", [.driver(.duty, at: t), .inbound(.offer(Scenario.offer("J1")), receivedAt: t)], true),
             ("hired on the way", [.driver(.duty, at: t), .inbound(.offer(Scenario.offer("J1")), receivedAt: t), .driver(.accept, at: t)], true),
             ("vacant at the pickup", atPickup, false),
+            ("hired on board by the driver's key", atPickup + [.driver(.passengersOnBoard(nil), at: t)], true),
         ]
         for (name, events, hired) in cases {
             var machine = machine(through: events)
