@@ -5,7 +5,8 @@ import TestHarness
 import Testing
 
 /// The taximeter on the real parts: a PTY pair through socat plays a serial meter (or a FIFO a
-/// gpio-keys switch), the real daemon lets it drive the job, and what follows reaches the broker.
+/// gpio-keys switch), the real daemon lets it drive the job, and what follows reaches the broker
+/// and dispatchsim.
 @Suite(.serialized) struct MeterFlowTests {
     struct Rig {
         let scratch: ScratchDirectory
@@ -75,13 +76,17 @@ import Testing
         #expect(ride["passengers"] as? Int == 2)
         #expect(rig.events().contains { $0["job"] as? String == "J1" && $0["to"] as? String == "available" && $0["reason"] as? String == "completed" })
 
-        // Hired while available: a street hail, which the dispatcher sees as a busy taxi.
+        // Hired while available: a street hail, which the dispatcher sees as a busy taxi. It comes in
+        // only now: it answers the job it did not offer with a cancel.
+        let dispatcher = try await DispatchSimUnderTest(
+            mqttPort: rig.broker.port, zones: [("Z", DispatchSimUnderTest.square(around: 46.5, 7.5))], in: scratch)
         try await meter.type(Array("HIRED\n".utf8))
         try await rig.recorder.waitFor("a hail on event") { _ in
             rig.events().contains { $0["from"] as? String == "available" && $0["to"] as? String == "on_board" && $0["reason"] as? String == "hail" }
         }
         let hail = try #require(rig.events().last { $0["reason"] as? String == "hail" }?["job"] as? String)
         #expect(hail.hasPrefix("hail-"))
+        try await dispatcher.waitForLog("the hail at the dispatcher", "\(rig.unit.unitID) took a street hail (\(hail)), busy until clear")
         try await rig.recorder.waitFor("the status busy with the hail") { _ in
             rig.statuses().last.map { $0["state"] as? String == "on_board" && $0["job"] as? String == hail } ?? false
         }
@@ -90,6 +95,7 @@ import Testing
         let hailRide = try #require(rig.rides().first { $0["job"] as? String == hail })
         #expect(hailRide["fare"] as? Int == 900 && hailRide["fare_source"] as? String == "meter")
         #expect(try rig.unit.status().state == "available")
+        #expect(try dispatcher.stop()["street_hails"] as? Int == 1)
     }
 
     /// The flag relay as a gpio-keys switch (SW_LID), framed as the kernel frames it.
