@@ -127,7 +127,7 @@ let package = Package(
         // The imperative shell: runs UnitCore against the adapters.
         .target(name: "UnitRuntime", dependencies: [
             "TaxiProtocol", "UnitCore", "UnitCoordination", "UnitConfig", "FleetControl", "GPSReader", "MQTTLink", "LocalCache", "ControlSocket",
-            "DriverDevices", "StrictJSON", "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform",
+            "DriverDevices", "StrictJSON", "DriverDisplay", "SystemdNotify", "Liveness", "CTaxiUnitLinux", "Platform", "DriverKeys",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -178,6 +178,9 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var zone: String?
     /// `on` or `off`, as the ignition input last said; absent without one (or while off duty and private).
     public var ignition: String?
+    /// With a taximeter configured: `hired` or `vacant` as it last said, `unknown` before it said
+    /// anything. Absent without one.
+    public var meter: String?
     public var broker: Broker
     public var outbox: Outbox
     public var storedPositions: Int
@@ -187,7 +190,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var aside: [String: Int]?
     /// What the unit refused at its entrances since it started: `fixes_out_of_range` (gpsd reports
     /// of impossible values), `inbound_over_rate` (MQTT messages over the rate limit), `inbox_full`
-    /// (fixes and messages dropped because the engine fell 10,000 inputs behind).
+    /// (fixes and messages dropped because the engine fell 10,000 inputs behind), and with a serial
+    /// taximeter `meter_lines_dropped` (lines its decoder could not use).
     public var refused: [String: Int]?
     /// Seconds since the daemon started.
     public var runningForS: Double?
@@ -200,8 +204,9 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,
         job: Job? = nil, seatsLeft: Int? = nil, sosPending: Bool = false, config: Config? = nil, clock: String? = nil, zone: String? = nil,
         aside: [String: Int]? = nil, refused: [String: Int]? = nil, runningForS: Double? = nil, volatileStore: String? = nil,
-        store: Store? = nil, ignition: String? = nil
+        store: Store? = nil, ignition: String? = nil, meter: String? = nil
     ) {
+        self.meter = meter
         self.ignition = ignition
         self.store = store
         self.runningForS = runningForS

@@ -13,7 +13,7 @@ import Glibc
 public enum HumanReadable {
     /// The order fields appear in; others follow alphabetically.
     static let order = [
-        "unit", "state", "pauseReason", "job", "seatsLeft", "zone", "ignition", "sosPending", "gps", "clock", "broker", "outbox", "droppedPositions",
+        "unit", "state", "pauseReason", "job", "seatsLeft", "zone", "ignition", "meter", "sosPending", "gps", "clock", "broker", "outbox", "droppedPositions",
         "storedPositions", "config", "connected", "since", "lastFixAgeS", "lastFixTime", "clockSource", "lastError",
         "messageClass", "topic", "id", "createdAt", "passengers", "pickupTime", "dropTime", "distanceM",
         "depth", "inFlight", "byClass", "depthByClass", "oldest",

@@ -26,6 +26,8 @@ public struct DispatchStats: Sendable, Equatable {
     /// Rides per payment method the drivers picked.
     public var payments: [String: Int] = [:]
     public var sos = 0
+    /// Street hails the units took on their own (`event` reason `hail`), one per job.
+    public var hails = 0
     public var duplicatesDropped = 0
     /// `job/update`s the units answered `shown`: the driver saw the change.
     public var updatesShown = 0
@@ -56,6 +58,7 @@ public struct DispatchStats: Sendable, Equatable {
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
         completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \
         messages read \(messagesRead)  replies \(messageReplies)  \
+        street hails \(hails)  \
         fares \(fares.sorted { $0.key < $1.key }.map { "\(Fare.decimal($0.value, currency: $0.key)) \($0.key)" }.joined(separator: ", "))  \
         payments \(payments.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         request → assignment          \(Percentiles(requestToAssignmentMs))

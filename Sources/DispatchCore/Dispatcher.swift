@@ -363,7 +363,13 @@ public struct Dispatcher: Sendable {
                 replyProbes[ProbeKey(job: job, unit: unit)]?.offerReceivedAt = transition.t.milliseconds
                 completeProbe(ProbeKey(job: job, unit: unit))
             }
-            return apply(state: transition.to, zone: nil, at: transition.t.milliseconds, to: unit) + reconcile(unit)
+            var actions: [DispatchAction] = []
+            if transition.reason == "hail", let job = transition.job {
+                // The taxi is busy from here on: `reconcile` keeps it out of the queue until it is available again.
+                stats.hails += 1
+                actions.append(.log(.init(level: .info, text: "\(unit) took a street hail (\(job)), busy until clear")))
+            }
+            return actions + apply(state: transition.to, zone: nil, at: transition.t.milliseconds, to: unit) + reconcile(unit)
         case .reply(let id, let reply):
             guard firstArrival(id, from: unit) else { return [] }
             return handle(reply, from: unit, now: now)

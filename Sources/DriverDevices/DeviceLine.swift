@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import DriverKeys
 import Platform
 import UnitCore
 
@@ -28,10 +29,14 @@ public struct DriverPress: Sendable, Equatable {
     public var discarded: Bool
     /// The ignition input says the ignition is on (true) or off (`command` is then nil).
     public var ignition: Bool?
+    /// The taximeter said hired, vacant or a fare (`command` is then nil).
+    public var meter: MeterReading?
 
     public init(
-        command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false, ignition: Bool? = nil
+        command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false, ignition: Bool? = nil,
+        meter: MeterReading? = nil
     ) {
+        self.meter = meter
         self.ignition = ignition
         self.command = command
         self.source = source

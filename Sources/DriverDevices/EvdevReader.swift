@@ -44,6 +44,14 @@ public final class EvdevReader: BackgroundAdapter {
         }
     }
 
+    /// The taximeter's hired/vacant line (`[input.meter]` with a `device`): hired while the signal
+    /// is set. Its state when the device opens, then every change.
+    public convenience init(meter path: String, signal: IgnitionSignal, layout: InputEventLayout = .native, retryIntervalS: Double = 3, logger: Logger) {
+        self.init(path: path, role: "meter input", threadName: "meter", layout: layout, retryIntervalS: retryIntervalS, logger: logger) {
+            MeterKeys(signal: signal)
+        }
+    }
+
     private init(
         path: String, role: String, threadName: String, layout: InputEventLayout, retryIntervalS: Double, logger: Logger,
         interpreter: @escaping @Sendable () -> any KeyInterpreter
@@ -139,6 +147,29 @@ private struct IgnitionKeys: KeyInterpreter {
 
     private func press(on: Bool) -> DriverPress {
         DriverPress(command: nil, source: "ignition", ignition: on)
+    }
+}
+
+/// The meter's flag: hired while the signal is set, every change, and its state when the device opens.
+private struct MeterKeys: KeyInterpreter {
+    let signal: IgnitionSignal
+    var nextDeadline: Int64? { nil }
+
+    func opened(_ fd: Int32) -> [DriverPress] {
+        guard let set = DeviceLine.inputState(fd, switches: signal.kind == .switch, code: signal.code) else { return [] }
+        return [press(hired: set != signal.inverted)]
+    }
+
+    mutating func record(_ record: InputEventRecord, at now: Int64) -> [DriverPress] {
+        signal.reading(record).map { [press(hired: $0)] } ?? []
+    }
+
+    func key(_ code: UInt16, _ value: InputEventRecord.KeyValue, at now: Int64) -> [DriverPress] { [] }
+
+    func tick(at now: Int64) -> [DriverPress] { [] }
+
+    private func press(hired: Bool) -> DriverPress {
+        DriverPress(command: nil, source: "meter", meter: hired ? .hired : .vacant)
     }
 }
 

@@ -1,5 +1,6 @@
 /// Where the ignition is read from: an evdev switch (`EV_SW`, a GPIO through `gpio-keys` with
-/// `linux,input-type = <5>`) or a key held down while the ignition is on (`EV_KEY`).
+/// `linux,input-type = <5>`) or a key held down while the ignition is on (`EV_KEY`). A taximeter's
+/// hired/vacant flag (`[input.meter]`) is read the same way: set means hired.
 public struct IgnitionSignal: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
         case `switch`

@@ -47,6 +47,16 @@ public struct InputConfiguration: Sendable, Equatable {
         public var signal: IgnitionSignal
     }
 
+    /// `[input.meter]`: the taximeter, as an evdev hired/vacant signal or a serial line.
+    public var meter: Meter?
+
+    public enum Meter: Sendable, Equatable {
+        /// Hired while the switch or key is set (`invert`: while it is not).
+        case signal(device: String, signal: IgnitionSignal)
+        /// Lines in `meterProtocol` on a serial port.
+        case serial(port: String, baud: Int, meterProtocol: MeterProtocol)
+    }
+
     public static let defaultButtonKeys = [
         "KEY_F1": "accept", "KEY_F2": "reject", "KEY_F3": "arrived", "KEY_F4": "pob", "KEY_F5": "clear",
         "KEY_F6": "duty", "KEY_F8": "drop unreachable", "KEY_F10": "sos",
@@ -73,6 +83,7 @@ public struct InputConfiguration: Sendable, Equatable {
         let badgeValue = section.table("badge")
         let serialValue = section.table("serial")
         let ignitionValue = section.table("ignition")
+        let meterValue = section.table("meter")
         section.finish(into: &problems)
 
         if let buttonsValue {
@@ -120,6 +131,12 @@ public struct InputConfiguration: Sendable, Equatable {
             ignition = Ignition(device: device, signal: IgnitionSignal(kind: kind, code: code ?? 0, inverted: inverted))
         }
 
+        if let meterValue {
+            var reader = SectionReader(path: "input.meter", value: .table(meterValue), problems: &problems)
+            meter = Self.meter(&reader)
+            reader.finish(into: &problems)
+        }
+
         if let badgeValue {
             var reader = SectionReader(path: "input.badge", value: .table(badgeValue), problems: &problems)
             let device = reader.requiredString("device")
@@ -128,6 +145,37 @@ public struct InputConfiguration: Sendable, Equatable {
             if pin && serial == nil { reader.reject("pin = true needs [input.serial], whose keys the PIN is typed on") }
             reader.finish(into: &problems)
             badge = Badge(device: device, pin: pin)
+        }
+    }
+
+    /// `device` (an evdev signal, read as `[input.ignition]` is) or `serial` (a port and its
+    /// protocol), never both.
+    private static func meter(_ reader: inout SectionReader) -> Meter? {
+        let device = reader.optionalString("device")
+        let port = reader.optionalString("serial")
+        switch (device, port) {
+        case (let device?, nil):
+            let kind = IgnitionSignal.Kind(rawValue: reader.oneOf("type", default: "switch", allowed: IgnitionSignal.Kind.allCases.map(\.rawValue))) ?? .switch
+            let name = reader.requiredString("code")
+            let inverted = reader.bool("invert", default: false)
+            let code = IgnitionSignal.code(named: name, kind: kind)
+            if code == nil, !name.isEmpty {
+                reader.reject("code must name a \(kind == .switch ? "switch (SW_DOCK, ...)" : "key (KEY_F12, ...)") or be its decimal code, found \"\(name)\"")
+            }
+            return .signal(device: device, signal: IgnitionSignal(kind: kind, code: code ?? 0, inverted: inverted))
+        case (nil, let port?):
+            let baud = reader.integer("baud", default: 9600, in: 1...1_000_000)
+            if !baudRates.contains(baud) {
+                reader.reject("baud must be one of \(baudRates.map(String.init).joined(separator: ", ")), found \(baud)")
+            }
+            let name = reader.oneOf("protocol", default: MeterProtocol.text.rawValue, allowed: MeterProtocol.allCases.map(\.rawValue))
+            return .serial(port: port, baud: baud, meterProtocol: MeterProtocol(rawValue: name) ?? .text)
+        case (_?, _?):
+            reader.reject("device and serial exclude each other: an evdev hired/vacant signal or a meter's serial line, not both")
+            return nil
+        case (nil, nil):
+            reader.reject("device or serial is missing: an evdev hired/vacant signal or a meter's serial line")
+            return nil
         }
     }
 

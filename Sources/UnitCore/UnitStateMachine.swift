@@ -296,6 +296,8 @@ public enum UnitEvent: Sendable, Equatable {
     case jobDropped(job: String, state: StateName, at: UnitTime)
     /// The taximeter reported the ride's fare (minor units of `currency`); `at`: unit clock.
     case meterFare(amount: Int64, currency: String, at: UnitTime)
+    /// The taximeter went hired (`true`) or vacant; `at`: unit clock.
+    case meter(hired: Bool, at: UnitTime)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -312,6 +314,8 @@ public struct UnitStateMachine: Sendable {
     public private(set) var driverMessages: DriverMessages
     /// The ignition as its input last said; nil without one. Not stored: the input says it again.
     public private(set) var ignitionOn: Bool?
+    /// The taximeter as it last said (hired or vacant); nil without one. Not stored: the meter says it again.
+    public private(set) var meterHired: Bool?
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
     /// `messages`: the inbox as stored.
@@ -429,6 +433,8 @@ public struct UnitStateMachine: Sendable {
                 driver: [.told("Job \(job) dropped after repeated crashes: call dispatch")])
         case .meterFare(let amount, let currency, _):
             return meterFare(amount: amount, currency: currency)
+        case .meter(let hired, let now):
+            return meterChanged(hired: hired, now: now)
         case .resumed(let now):
             var step = Step()
             if let reminder = snapshot.reminder {
@@ -645,6 +651,38 @@ public struct UnitStateMachine: Sendable {
         job.fare = Fare(amount: amount, currency: currency, source: .meter)
         snapshot.state = .onBoard(job, since: since)
         return Step(snapshot: snapshot)
+    }
+
+    /// The meter went hired or vacant. Hired at the pickup puts the passengers on board; hired while
+    /// available or paused is a street hail: the unit makes the job itself and goes on board with
+    /// it. Vacant with passengers on board clears the ride, with the meter's fare if it sent one.
+    /// Anywhere else the signal means nothing and changes nothing.
+    private mutating func meterChanged(hired: Bool, now: UnitTime) -> Step {
+        // A meter that repeats its state says nothing new, and fills no log.
+        guard meterHired != hired else { return Step() }
+        meterHired = hired
+        switch (hired, state) {
+        case (true, .atPickup(let job, let arrivedAt)):
+            guard job.passengers <= seats else { return refuse(.notEnoughSeats(seats: seats)) }
+            let start = RideStart(time: now, fix: lastFix, arrivedAt: arrivedAt)
+            return transition(to: .onBoard(job, since: start), now: now, reason: "meter", tell: "\(job.passengers) on board")
+        case (true, .available), (true, .paused):
+            // Picked up where the taxi is; with no fix yet, nowhere in particular (the ride's pickup fix is absent too).
+            let job = Job(id: Self.hailJobID(at: now), pickup: Place(lat: lastFix?.latitude ?? 0, lon: lastFix?.longitude ?? 0))
+            return transition(to: .onBoard(job, since: RideStart(time: now, fix: lastFix)), now: now, reason: "hail", tell: "Street hail: \(job.id) on board")
+        case (false, .onBoard(let job, let since)):
+            return clearRide(job, since: since, settlement: Settlement(), now: now)
+        case (true, .offDuty), (true, .offered), (true, .enRoute), (true, .onBoard):
+            return .note("meter hired ignored while \(state.name.rawValue)")
+        case (false, .offDuty), (false, .available), (false, .paused), (false, .offered), (false, .enRoute), (false, .atPickup):
+            return .note("meter vacant ignored while \(state.name.rawValue)")
+        }
+    }
+
+    /// A street hail's job id: made by the unit from the unit clock, so two hails (each one cleared
+    /// before the next can start) never share one.
+    static func hailJobID(at now: UnitTime) -> String {
+        "hail-\(now.milliseconds)"
     }
 
     /// Rings the driver before the reservation's meeting time, once.

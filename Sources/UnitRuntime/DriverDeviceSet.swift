@@ -9,6 +9,10 @@ public struct DriverDeviceSet: Sendable {
     public let badgeReader: EvdevReader?
     public let terminal: SerialTerminal?
     public let ignition: EvdevReader?
+    /// `[input.meter]` as an evdev signal.
+    public let meterSignal: EvdevReader?
+    /// `[input.meter]` as a serial line.
+    public let serialMeter: SerialMeter?
 
     private let logger: Logger
 
@@ -19,6 +23,17 @@ public struct DriverDeviceSet: Sendable {
         }
         badgeReader = configuration.input.badge.map { EvdevReader(badgeReader: $0.device, logger: logger) }
         ignition = configuration.input.ignition.map { EvdevReader(ignition: $0.device, signal: $0.signal, logger: logger) }
+        switch configuration.input.meter {
+        case .signal(let device, let signal)?:
+            meterSignal = EvdevReader(meter: device, signal: signal, logger: logger)
+            serialMeter = nil
+        case .serial(let port, let baud, let meterProtocol)?:
+            meterSignal = nil
+            serialMeter = SerialMeter(path: port, baud: baud, protocol: meterProtocol, logger: logger)
+        case nil:
+            meterSignal = nil
+            serialMeter = nil
+        }
         terminal = configuration.input.serial.map { serial in
             let catalogue: MessageCatalogue
             do {
@@ -62,6 +77,6 @@ public struct DriverDeviceSet: Sendable {
     }
 
     public var presses: [AsyncStream<DriverPress>] {
-        [buttons?.presses, badgeReader?.presses, terminal?.presses, ignition?.presses].compactMap { $0 }
+        [buttons?.presses, badgeReader?.presses, terminal?.presses, ignition?.presses, meterSignal?.presses, serialMeter?.presses].compactMap { $0 }
     }
 }

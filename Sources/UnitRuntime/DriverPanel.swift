@@ -75,7 +75,7 @@ struct DriverPanel {
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
             raise(.cancelled, detail: "Crash: call dispatch")
-        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .meterFare:
+        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .meterFare, .meter:
             break
         }
     }

@@ -1,6 +1,7 @@
 import ControlSocket
 import DriverDevices
 import DriverDisplay
+import DriverKeys
 import FleetControl
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -483,11 +484,24 @@ final class EngineLoop {
 
     // MARK: Driver
 
+    /// The taximeter: hired and vacant drive the job, a fare goes on the ride.
+    private func meterRead(_ reading: MeterReading) {
+        switch reading {
+        case .hired: step(.job(.meter(hired: true, at: clockNow())))
+        case .vacant: step(.job(.meter(hired: false, at: clockNow())))
+        case .fare(let amount, let currency): step(.job(.meterFare(amount: amount, currency: currency, at: clockNow())))
+        }
+    }
+
     /// A button, the terminal or a badge reader. A login being typed takes the terminal's keys;
     /// other keys only mean something mapped. The PIN and the badge number are passed on, never logged.
     private func driverPressed(_ press: DriverPress) {
         if let on = press.ignition {
             step(.job(.ignition(on: on, at: clockNow())))
+            return
+        }
+        if let reading = press.meter {
+            meterRead(reading)
             return
         }
         if let badge = press.badge {

@@ -35,11 +35,12 @@ extension EngineLoop {
             refused: [
                 "fixes_out_of_range": machine.positions.fixesOutOfRange, "inbound_over_rate": inboundFlow.droppedSinceStart,
                 "inbox_full": inbox.droppedInputs,
-            ],
+            ].merging(devices?.serialMeter.map { ["meter_lines_dropped": $0.garbageLines] } ?? [:]) { $1 },
             runningForS: (ContinuousClock.now - startedAt) / .seconds(1),
             volatileStore: options.volatileStore,
             store: performer.diskStatus,
-            ignition: status.ignitionOn.map { $0 ? "on" : "off" }
+            ignition: status.ignitionOn.map { $0 ? "on" : "off" },
+            meter: configuration.input.meter == nil ? nil : machine.meterHired.map { $0 ? "hired" : "vacant" } ?? "unknown"
         )
     }
 

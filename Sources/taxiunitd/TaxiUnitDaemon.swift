@@ -203,6 +203,8 @@ struct TaxiUnitDaemon: AsyncParsableCommand, Sendable {
         if let buttons = devices.buttons { services.append(.init(service: AdapterService(buttons))) }
         if let badgeReader = devices.badgeReader { services.append(.init(service: AdapterService(badgeReader))) }
         if let ignition = devices.ignition { services.append(.init(service: AdapterService(ignition))) }
+        if let meter = devices.meterSignal { services.append(.init(service: AdapterService(meter))) }
+        if let meter = devices.serialMeter { services.append(.init(service: AdapterService(meter))) }
         if let terminal = devices.terminal { services.append(.init(service: AdapterService(terminal))) }
         services.append(.init(service: engine, successTerminationBehavior: .gracefullyShutdownGroup))
         // Last, so that it is told first on shutdown and says STOPPING=1 at once.

@@ -659,3 +659,22 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(cancels(try ask(&h, "other", job: "R9")) == ["R9→T1"])
     }
 }
+
+@Suite struct StreetHailDispatchTests {
+    @Test func aHailIsLoggedAndTheTaxiGetsNoOfferUntilClear() {
+        var h = Harness()
+        h.queue("T1", "T2")
+        h.now += 10
+        let hail = DispatchInput.report(unit: "T1", .event(id: h.id(), Transition(
+            t: UnitTime(milliseconds: h.now), from: .available, to: .onBoard, job: "hail-1000", reason: "hail")))
+        let actions = h.feed(hail)
+        #expect(actions.contains { if case .log(let line) = $0 { line.text == "T1 took a street hail (hail-1000), busy until clear" } else { false } })
+        #expect(h.dispatcher.queue(of: "A") == ["T2"], "busy: out of the queue")
+        // The same event again (QoS 1 may deliver it twice) is not a second hail.
+        h.feed(hail)
+        #expect(h.dispatcher.stats.hails == 1)
+        h.event("T1", .onBoard, .available, job: "hail-1000", t: h.now + 1)
+        #expect(h.dispatcher.queue(of: "A") == ["T2", "T1"], "clear: back in the queue")
+        #expect(h.dispatcher.stats.completed == 0, "a hail is no booking of this dispatcher")
+    }
+}

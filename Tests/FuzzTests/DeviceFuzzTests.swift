@@ -90,6 +90,32 @@ import UnitCore
         }
     }
 
+    /// A serial meter's bytes, mostly its own words cut anywhere with noise between, drive a unit
+    /// at the pickup: nothing traps, and a ride cleared by the meter carries a fare within bounds.
+    @Test func meterBytesIntoTheDecoderAndTheCore() async {
+        let words = ["HIRED\n", "VACANT\n", "FARE 2710 EUR\n", "FARE 99999999999 EUR\n", "FARE 0 JPY\r\n", "\n"]
+        let piece = zip(Gen.int(in: 0...(words.count - 1)), Gen.int(in: 0...255).array(of: 0...3), Gen.int(in: 0...4))
+        await propertyCheck(count: FuzzBudget.cases(4_000, "meter-bytes"), input: piece.array(of: 1...40)) { pieces in
+            var decoder = TextMeterDecoder()
+            var machine = Scenario.machine(in: .atPickup)
+            let t = Scenario.now
+            for (index, (word, noise, cut)) in pieces.enumerated() {
+                let bytes = Array(words[word].utf8) + noise.map { UInt8($0) }
+                let at = t + .seconds(index)
+                for part in [bytes.prefix(cut), bytes.dropFirst(cut)] {
+                    for reading in decoder.receive(part) {
+                        let step: Step = switch reading {
+                        case .hired: machine.handle(.meter(hired: true, at: at))
+                        case .vacant: machine.handle(.meter(hired: false, at: at))
+                        case .fare(let amount, let currency): machine.handle(.meterFare(amount: amount, currency: currency, at: at))
+                        }
+                        if let fare = step.ride?.fare { #expect(FareLimits.amount.contains(fare.amount)) }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func evdevRecordsFromAnyBytes() async {
         await propertyCheck(count: FuzzBudget.cases(8_000, "evdev-records"), input: Gen.int(in: 0...255).array(of: 0...200), Gen.int(in: 1...7)) { bytes, pieces in
             var decoder = InputEventDecoder()

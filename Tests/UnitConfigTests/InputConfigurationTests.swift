@@ -128,3 +128,32 @@ import UnitCore
         #expect(!problems("[ignition]\noff_while_available = \"sometimes\"\n").isEmpty)
     }
 }
+
+@Suite struct MeterConfigurationTests {
+    let unit = "[unit]\nid = \"T7\"\nfleet = \"north\"\n"
+    let reader = UnitConfigurationTests()
+
+    func parse(_ text: String) throws(ConfigError) -> UnitConfiguration { try reader.parse(unit + text) }
+
+    func problems(_ text: String) -> [String] { reader.problems(unit + text) }
+
+    @Test func aMeterIsAnEvdevSignalOrASerialLine() throws {
+        #expect(try parse("").input.meter == nil)
+        let signal = try parse("[input.meter]\ndevice = \"/dev/input/event6\"\ncode = \"SW_LID\"\ninvert = true\n")
+        #expect(signal.input.meter == .signal(device: "/dev/input/event6", signal: IgnitionSignal(kind: .switch, code: 0, inverted: true)))
+        let serial = try parse("[input.meter]\nserial = \"/dev/ttyUSB1\"\n")
+        #expect(serial.input.meter == .serial(port: "/dev/ttyUSB1", baud: 9600, meterProtocol: .text))
+        let fast = try parse("[input.meter]\nserial = \"/dev/ttyUSB1\"\nbaud = 19200\nprotocol = \"text\"\n")
+        #expect(fast.input.meter == .serial(port: "/dev/ttyUSB1", baud: 19200, meterProtocol: .text))
+    }
+
+    @Test func aWrongMeterIsRefusedWithItsReason() {
+        #expect(problems("[input.meter]\n") == ["input.meter.device or serial is missing: an evdev hired/vacant signal or a meter's serial line"])
+        #expect(problems("[input.meter]\ndevice = \"/dev/input/event6\"\nserial = \"/dev/ttyUSB1\"\n")
+            == ["input.meter.device and serial exclude each other: an evdev hired/vacant signal or a meter's serial line, not both"])
+        #expect(problems("[input.meter]\nserial = \"/dev/ttyUSB1\"\nprotocol = \"nmea\"\n").count == 1)
+        #expect(problems("[input.meter]\nserial = \"/dev/ttyUSB1\"\nbaud = 1000\n")
+            == ["input.meter.baud must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, found 1000"])
+        #expect(problems("[input.meter]\nserial = \"/dev/ttyUSB1\"\ncode = \"SW_LID\"\n").count == 1, "a signal's key on a serial meter is unknown")
+    }
+}
