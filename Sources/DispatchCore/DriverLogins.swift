@@ -9,6 +9,11 @@ public struct DriverLogins: Sendable {
         public var unit: String
         /// Unit clock of the login, ms.
         public var loginT: Int64
+
+        public init(unit: String, loginT: Int64) {
+            self.unit = unit
+            self.loginT = loginT
+        }
     }
 
     /// Per driver, the login that holds the driver.

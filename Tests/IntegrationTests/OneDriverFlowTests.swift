@@ -18,14 +18,15 @@ import Testing
         let recorder: MQTTRecorder
 
         init() async throws {
-            scratch = try ScratchDirectory()
-            broker = try MosquittoBroker(in: scratch)
+            let scratch = try ScratchDirectory()
+            let broker = try MosquittoBroker(in: scratch)
             let credential = try #require(DriverRoster.hash(pin: OneDriverFlowTests.pin, rounds: 1000))
             let gpsdPort = try Loopback.freePort()
             units = try ["T1", "T2"].map {
                 try UnitUnderTest(
                     unitID: $0, mqttPort: broker.port, gpsdPort: gpsdPort, in: scratch, extraTOML: "[driver]\ndrivers = { \"D1\" = \"\(credential.text)\" }\n")
             }
+            (self.scratch, self.broker) = (scratch, broker)
             recorder = try await MQTTRecorder(port: broker.port, subscribe: ["taxi/test/#"], clientID: "one-driver-recorder", persistentSession: true)
             dispatcher = try await DispatchSimUnderTest(mqttPort: broker.port, zones: [("Z", DispatchSimUnderTest.square(around: 41.575, -93.75))], in: scratch)
             for unit in units {

@@ -61,7 +61,7 @@ import UnitCore
         #expect(session.loggedInAt == nil)
     }
 
-    @Test func aLogoutIsReadStrictly() {
+    @Test func aLogoutIsReadStrictly() throws {
         let now: UnitTime = 1_800_000_000_000
         func read(_ json: String) -> Result<DriverLogout, DriverLogout.Problem> { DriverLogout.decode(payload: Array(json.utf8), now: now) }
         let good = #"{"driver":"D-1","elsewhere":"T7","id":"out-1","login_t":1800000000000,"reason":"logged_in_elsewhere"}"#
