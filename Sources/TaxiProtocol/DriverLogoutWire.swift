@@ -85,6 +85,8 @@ public struct LogoutRefusedEvent: Sendable, Equatable, Codable {
 
 /// `driver/logout`, dispatcher → unit: log this driver out, because of `reason`.
 public struct DriverLogout: Sendable, Equatable, Codable {
+    public static let topic = ContractTopic.driverLogout
+
     public var id: String
     public var driver: String
     /// The login to end, as the unit announced it; without it, whatever login the driver has.

@@ -6,13 +6,13 @@ import UnitCoordination
 /// The dispatcher's `driver/logout` (docs/protocol.md, "One driver, one taxi"): subscribed with the
 /// dispatcher's other topics, read at the edge, and handed to the core, which answers on `event`.
 extension EngineLoop {
-    private var driverLogoutTopic: String { configuration.unitTopicBase + ContractTopic.driverLogout.suffix }
+    private var driverLogoutTopic: String { configuration.unitTopicBase + DriverLogout.topic.suffix }
 
     func subscribeDriverLogout() {
         do {
             try mqtt.subscribe(driverLogoutTopic, qos: 1)
         } catch {
-            logger.error("cannot subscribe", metadata: ["topic": "\(ContractTopic.driverLogout.rawValue)", "error": "\(error)"])
+            logger.error("cannot subscribe", metadata: ["topic": "\(DriverLogout.topic.rawValue)", "error": "\(error)"])
         }
     }
 
@@ -23,9 +23,9 @@ extension EngineLoop {
         let read = DriverLogout.decode(payload: message.payload, now: now)
         switch read {
         case .success(let logout):
-            logger.info("received", metadata: ["topic": "\(ContractTopic.driverLogout.rawValue)", "logout": "\(LogExcerpt.of(logout.id))"])
+            logger.info("received", metadata: ["topic": "\(DriverLogout.topic.rawValue)", "logout": "\(LogExcerpt.of(logout.id))"])
         case .failure(let problem):
-            logger.warning("malformed message", metadata: ["topic": "\(ContractTopic.driverLogout.rawValue)", "reason": "\(LogExcerpt.of(problem.reason))"])
+            logger.warning("malformed message", metadata: ["topic": "\(DriverLogout.topic.rawValue)", "reason": "\(LogExcerpt.of(problem.reason))"])
         }
         step(.driverLogout(read, at: now))
         return true
@@ -35,7 +35,7 @@ extension EngineLoop {
     /// could not be read.
     func refuseDriverLogout(topic: String, why: String) -> Bool {
         guard topic == driverLogoutTopic else { return false }
-        logger.warning("message refused unread", metadata: ["topic": "\(ContractTopic.driverLogout.rawValue)", "why": "\(why)"])
+        logger.warning("message refused unread", metadata: ["topic": "\(DriverLogout.topic.rawValue)", "why": "\(why)"])
         step(.driverLogout(.failure(DriverLogout.Problem(id: nil, reason: "refused unread: \(why)")), at: clockNow()))
         return true
     }

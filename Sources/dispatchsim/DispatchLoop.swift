@@ -270,7 +270,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             case .log(let line):
                 if !options.quiet || line.level != .info { note(line.description) }
             case .logout(let unit, let logout):
-                let topic = ContractTopic.driverLogout.topic(prefix: options.topicPrefix, fleet: options.fleet, unit: unit)
+                let topic = DriverLogout.topic.topic(prefix: options.topicPrefix, fleet: options.fleet, unit: unit)
                 publish(topic: topic, payload: Array((try? encoder.encode(logout)) ?? Data()))
             }
         }
