@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// The logged-in driver, the lockout and the drivers' preferences (tables `driver_session` and
@@ -9,11 +10,14 @@ extension LocalCache {
             guard let row = try Row.fetchOne(db, sql: "SELECT driver, failures, locked_until, logged_in_at FROM driver_session WHERE id = 1") else {
                 return DriverSessionRecord()
             }
-            let driver: String? = try row.decode(forColumn: "driver")
+            let stored: String? = try row.decode(forColumn: "driver")
+            let driver = stored.flatMap { SessionInput.isDriverID($0) ? $0 : nil }
             let failures: Int64 = try row.decode(Int64?.self, forColumn: "failures") ?? 0
+            // A login time belongs to its driver: without one, it is nobody's.
+            let loggedInAt: UnitTime? = driver == nil ? nil : try row.decode(forColumn: "logged_in_at")
             return DriverSessionRecord(
-                driver: driver.flatMap { SessionInput.isDriverID($0) ? $0 : nil }, failures: Int(clamping: min(max(failures, 0), 1000)),
-                lockedUntil: try row.decode(forColumn: "locked_until"), loggedInAt: try row.decode(forColumn: "logged_in_at"))
+                driver: driver, failures: Int(clamping: min(max(failures, 0), 1000)),
+                lockedUntil: try row.decode(forColumn: "locked_until"), loggedInAt: loggedInAt)
         }
     }
 
