@@ -24,7 +24,7 @@ UNIT_TOPICS = {
     "job/reply": "job_reply", "event": "event", "sos": "sos", "sos/ack": "sos_ack", "config": "config",
     "config/ack": "config_ack", "cmd": "cmd", "cmd/reply": "cmd_reply", "telemetry": "telemetry",
     "ride": "ride",
-    "msg": "msg", "msg/reply": "msg_reply", "msg/read": "msg_read", "queue": "queue",
+    "msg": "msg", "msg/reply": "msg_reply", "msg/read": "msg_read", "queue": "queue", "driver/logout": "driver_logout",
 }
 
 COLUMNS = ("t", "lat", "lon", "spd", "hdg", "acc")

@@ -21,6 +21,10 @@ public enum UnitReport: Sendable, Equatable {
     case soonClear(id: String, SoonClearEventMessage)
     /// The driver asks to drop the job, on `event` (`"type":"cancel_request"`).
     case cancelRequest(id: String, CancelRequestEventMessage)
+    /// A driver logged in or out, on `event` (`"type":"login"`, `"logout"`).
+    case driverSession(id: String, DriverSessionEventMessage)
+    /// The unit did not obey a `driver/logout`, on `event` (`"type":"logout_refused"`).
+    case logoutRefused(id: String, LogoutRefusedEventMessage)
     case reply(id: String, JobReply)
     case sos(id: String, SOSAlarm)
     case position(ReceivedPosition)
@@ -60,7 +64,8 @@ extension UnitReport {
 
     /// `event` carries transitions (no `type`), zone changes (`"type":"zone"`), ignition changes
     /// (`"type":"ignition"`), soon-clear announcements (`"type":"soon_clear"`) and the driver's
-    /// cancel requests (`"type":"cancel_request"`).
+    /// cancel requests (`"type":"cancel_request"`), logins and logouts (`"type":"login"`, `"logout"`)
+    /// and refused logouts (`"type":"logout_refused"`).
     private struct EventKind: Decodable {
         var type: String?
     }
@@ -104,6 +109,12 @@ extension UnitReport {
             case "cancel_request"?:
                 let request = try decoder.decode(CancelRequestEventMessage.self, from: data)
                 return .cancelRequest(id: request.id, request)
+            case "login"?, "logout"?:
+                let session = try decoder.decode(DriverSessionEventMessage.self, from: data)
+                return .driverSession(id: session.id, session)
+            case "logout_refused"?:
+                let refusal = try decoder.decode(LogoutRefusedEventMessage.self, from: data)
+                return .logoutRefused(id: refusal.id, refusal)
             default:
                 break
             }

@@ -90,6 +90,8 @@ public enum DispatchAction: Sendable, Equatable {
     case cancelTimer(DispatchTimer)
     /// One line of the live log.
     case log(DispatchLogLine)
+    /// Publish this `driver/logout` to the unit.
+    case logout(unit: String, DriverLogout)
 }
 
 public struct Dispatcher: Sendable {
@@ -104,6 +106,8 @@ public struct Dispatcher: Sendable {
     /// Per unit: a live position's short id is unique per unit only (docs/protocol.md, "pos").
     private var seenMessageIDs: [String: Set<String>] = [:]
     private var replyProbes: [ProbeKey: ReplyProbe] = [:]
+    /// One driver on one taxi.
+    public private(set) var logins = DriverLogins()
 
     public init(zones: ZoneMap, settings: DispatchSettings = DispatchSettings()) {
         self.zones = zones
@@ -328,6 +332,7 @@ public struct Dispatcher: Sendable {
             if let conn = status.conn { taxis[unit, default: Taxi()].conn = conn }
             let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0.milliseconds, to: unit, live: true) } ?? []
             return actions + reconcile(unit) + resendLostOffer(to: unit, after: status, previousConn: previousConn, now: now)
+                + logins.status(of: unit, state: status.state, driver: status.driver)
         case .offline(let conn):
             // A will set for an older connection than the status seen last is stale: the broker
             // published it after the unit had already come back on a new connection.
@@ -356,6 +361,15 @@ public struct Dispatcher: Sendable {
         case .cancelRequest(let id, let request):
             guard firstArrival(id, from: unit) else { return [] }
             return answer(request.body, from: unit, now: now)
+        case .driverSession(let id, let session):
+            guard firstArrival(id, from: unit), let driver = session.driver else { return [] }
+            switch session.type {
+            case .login: return logins.loggedIn(driver, on: unit, at: (session.loginT ?? session.t).milliseconds)
+            case .logout: return logins.loggedOut(driver, of: unit, loginT: session.loginT?.milliseconds, obeying: session.logout)
+            }
+        case .logoutRefused(let id, let refusal):
+            guard firstArrival(id, from: unit) else { return [] }
+            return logins.refused(refusal.body, by: unit)
         case .event(let id, let transition):
             guard firstArrival(id, from: unit) else { return [] }
             if transition.to == .offered, let job = transition.job {

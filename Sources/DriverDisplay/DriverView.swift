@@ -136,11 +136,14 @@ public struct DriverView: Sendable, Equatable {
         case cancelConfirmed(CancelReason)
         /// The dispatcher refused the driver's cancel request: the job goes on.
         case cancelRefused
+        /// The dispatcher says the driver logged in on this other unit: logged out here, or (on
+        /// duty) to log out once off duty.
+        case loggedInElsewhere(unit: String)
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

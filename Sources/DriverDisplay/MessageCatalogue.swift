@@ -75,6 +75,8 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeAlertBlink = "notice.alert_blink"
     /// The ignition went off while available: off duty?
     case noticeIgnitionOff = "notice.ignition_off"
+    /// `{unit}`: the unit the driver logged in on, says the dispatcher.
+    case noticeLoggedInElsewhere = "notice.logged_in_elsewhere"
     /// `{time}`: an accepted reservation's meeting time.
     case noticeReminder = "notice.reminder"
     case noticeNewMessage = "notice.new_message"

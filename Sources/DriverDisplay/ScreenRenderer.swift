@@ -324,6 +324,7 @@ public struct ScreenRenderer: Sendable {
         case .ignitionOff: catalogue.text(.noticeIgnitionOff)
         case .cancelConfirmed: catalogue.text(.noticeCancelled)
         case .cancelRefused: catalogue.text(.noticeCancelRefused)
+        case .loggedInElsewhere(let unit): catalogue.text(.noticeLoggedInElsewhere, ["unit": unit])
         }
     }
 }

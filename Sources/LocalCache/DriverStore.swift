@@ -1,3 +1,4 @@
+import TaxiProtocol
 import UnitCore
 
 /// The logged-in driver, the lockout and the drivers' preferences (tables `driver_session` and
@@ -6,14 +7,17 @@ import UnitCore
 extension LocalCache {
     public func driverSession() throws -> DriverSessionRecord {
         try database.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT driver, failures, locked_until FROM driver_session WHERE id = 1") else {
+            guard let row = try Row.fetchOne(db, sql: "SELECT driver, failures, locked_until, logged_in_at FROM driver_session WHERE id = 1") else {
                 return DriverSessionRecord()
             }
-            let driver: String? = try row.decode(forColumn: "driver")
+            let stored: String? = try row.decode(forColumn: "driver")
+            let driver = stored.flatMap { SessionInput.isDriverID($0) ? $0 : nil }
             let failures: Int64 = try row.decode(Int64?.self, forColumn: "failures") ?? 0
+            // A login time belongs to its driver: without one, it is nobody's.
+            let loggedInAt: UnitTime? = driver == nil ? nil : try row.decode(forColumn: "logged_in_at")
             return DriverSessionRecord(
-                driver: driver.flatMap { SessionInput.isDriverID($0) ? $0 : nil }, failures: Int(clamping: min(max(failures, 0), 1000)),
-                lockedUntil: try row.decode(forColumn: "locked_until"))
+                driver: driver, failures: Int(clamping: min(max(failures, 0), 1000)),
+                lockedUntil: try row.decode(forColumn: "locked_until"), loggedInAt: loggedInAt)
         }
     }
 
@@ -42,10 +46,11 @@ extension LocalCache.Transaction {
     public func saveDriverSession(_ record: DriverSessionRecord) throws {
         try db.execute(
             sql: """
-                INSERT INTO driver_session (id, driver, failures, locked_until) VALUES (1, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET driver = excluded.driver, failures = excluded.failures, locked_until = excluded.locked_until
+                INSERT INTO driver_session (id, driver, failures, locked_until, logged_in_at) VALUES (1, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET driver = excluded.driver, failures = excluded.failures, locked_until = excluded.locked_until,
+                    logged_in_at = excluded.logged_in_at
                 """,
-            arguments: [record.driver, record.failures, record.lockedUntil])
+            arguments: [record.driver, record.failures, record.lockedUntil, record.loggedInAt])
     }
 
     public func saveDriverPreferences(_ preferences: DriverPreferences, for driver: String) throws {

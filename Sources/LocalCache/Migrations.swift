@@ -161,6 +161,10 @@ extension LocalCache {
             ALTER TABLE rides ADD COLUMN fare_source TEXT;
             ALTER TABLE rides ADD COLUMN payment TEXT;
             """),
+        // The unit clock of the driver's login, which names the session to the dispatcher.
+        ("v9-driver-session-login-time", """
+            ALTER TABLE driver_session ADD COLUMN logged_in_at INTEGER;
+            """),
     ]
 
     static var migrator: DatabaseMigrator { DatabaseMigrator(migrations: migrations) }

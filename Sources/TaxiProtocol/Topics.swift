@@ -22,6 +22,8 @@ public enum ContractTopic: String, Sendable, CaseIterable {
     /// `{prefix}/{fleet}/zone/{zone}/msg`: a message for the driver of every unit in the zone.
     case zoneMsg = "zone msg"
     case queue
+    /// The dispatcher logs the unit's driver out: logged in on another unit.
+    case driverLogout = "driver/logout"
     /// `{prefix}/{fleet}/config`: the fleet scope's document, for every unit of the fleet.
     case fleetConfig = "fleet config"
     /// `{prefix}/{fleet}/{unit}/config`: the unit scope's document.
@@ -82,7 +84,7 @@ public enum ContractTopic: String, Sendable, CaseIterable {
     public var publisher: Party {
         switch self {
         case .status, .pos, .posLast, .jobReply, .event, .sos, .ride, .msgReply, .msgRead, .configAck, .cmdReply, .telemetry: .unit
-        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .fleetMsg, .zoneMsg, .queue: .dispatcher
+        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .fleetMsg, .zoneMsg, .queue, .driverLogout: .dispatcher
         case .fleetConfig, .config, .cmd: .fleet
         case .ownTracks: .ownTracksFeed
         }
@@ -99,7 +101,7 @@ public enum ContractTopic: String, Sendable, CaseIterable {
         case .jobReply, .event, .sos, .ride, .msgReply, .msgRead: [.dispatcher]
         case .configAck, .cmdReply, .telemetry: [.fleet]
         case .config: [.unit, .fleet]
-        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .cmd: [.unit]
+        case .jobOffer, .jobCancel, .jobUpdate, .sosAck, .msg, .queue, .cmd, .driverLogout: [.unit]
         case .fleetConfig, .fleetMsg, .zoneMsg: Set(Party.allCases)
         // Map tools (OwnTracks Recorder, Home Assistant) log in with accounts of their own.
         case .ownTracks: []

@@ -17,6 +17,8 @@ public enum UnitInput: Sendable {
     case fleetCommand(payload: [UInt8], topic: String, at: UnitTime)
     /// A message on `cmd` refused unread (over the size limit, or poison); `at`: the unit clock, ms.
     case fleetCommandRefusedUnread(FleetRejection, at: UnitTime)
+    /// A message on `driver/logout`, as read at the edge: the dispatcher logs the driver out.
+    case driverLogout(Result<DriverLogout, DriverLogout.Problem>, at: UnitTime)
 }
 
 /// What the shell knows about the driver's surroundings when an input arrives: read from the
@@ -115,6 +117,8 @@ public struct UnitCoordinator: Sendable {
             var step = UnitStep(driver: session.driver)
             step.command = command(CommandGate.refuseUnread(rejection), at: now)
             return step
+        case .driverLogout(let received, let now):
+            return dispatcherLogout(received, at: now)
         }
     }
 
@@ -195,25 +199,31 @@ public struct UnitCoordinator: Sendable {
             return sessionStep(.refused(.unknownLanguage), context: context, alertChosen: false, at: now)
         }
         let drivers = configuration.driver.drivers
+        let endedLogin = session.loggedInAt
         let outcome = session.handle(
             input, state: machine.state.name, now: now, verify: { DriverRoster.verify(driver: $0, pin: $1, in: drivers) },
             preferences: { _ in context.preferences }, installed: input == .nextLanguage ? context.installedLanguages : [],
             unitLanguage: configuration.unit.language)
         let alertChosen = if case .alert = input { true } else { input == .nextAlert }
-        return sessionStep(outcome, context: context, alertChosen: alertChosen, at: now)
+        return sessionStep(outcome, context: context, alertChosen: alertChosen, at: now, endedLogin: endedLogin)
     }
 
-    private mutating func sessionStep(_ outcome: DriverSession.Outcome, context: SessionContext, alertChosen: Bool, at now: UnitTime) -> UnitStep {
+    /// `endedLogin`: the unit clock of the login a logout ended.
+    private mutating func sessionStep(
+        _ outcome: DriverSession.Outcome, context: SessionContext, alertChosen: Bool, at now: UnitTime, endedLogin: UnitTime? = nil
+    ) -> UnitStep {
         var step = UnitStep()
         if outcome.changesSession { step.session = session.record }
         switch outcome {
         case .loggedIn(let driver):
             driverChanged(&step)
             step.sessionEvent = .loggedIn(driver)
+            step.job.messages = [.driverSession(DriverSessionEvent(type: .login, t: now, loginT: session.loggedInAt), driver: driver)]
             step.job.driver = [.told("Logged in: \(driver)")]
         case .loggedOut(let driver):
             driverChanged(&step)
             step.sessionEvent = .loggedOut(driver)
+            step.job.messages = [.driverSession(DriverSessionEvent(type: .logout, t: now, loginT: endedLogin, reason: .driver), driver: driver)]
             step.job.driver = [.told("Logged out: \(driver)")]
         case .preferences(let driver, let preferences):
             step.preferences = .init(driver: driver, preferences: preferences)
@@ -241,6 +251,44 @@ public struct UnitCoordinator: Sendable {
         }
         step.driver = session.driver
         return step
+    }
+
+    /// The dispatcher's `driver/logout`: obeyed through the session, or refused; either way the
+    /// dispatcher is answered on `event`, and the driver is told about the other unit.
+    private mutating func dispatcherLogout(_ received: Result<DriverLogout, DriverLogout.Problem>, at now: UnitTime) -> UnitStep {
+        var step = UnitStep(driver: session.driver)
+        let logout: DriverLogout
+        switch received {
+        case .failure(let problem):
+            step.job.messages = [.logoutRefused(LogoutRefusedEvent(t: now, logout: problem.id, reason: .invalid, problem: problem.reason))]
+            step.job.notes = ["malformed driver/logout: \(problem.reason)"]
+            return step
+        case .success(let read):
+            logout = read
+        }
+        switch session.dispatcherLogout(logout, state: machine.state.name) {
+        case .refused(let reason):
+            step.job.messages = [.logoutRefused(LogoutRefusedEvent(t: now, logout: logout.id, reason: reason))]
+            step.job.notes = ["driver/logout \(logout.id) refused: \(reason.rawValue)"]
+            // On duty the driver keeps the taxi, and is told to log out once off duty.
+            if reason == .onDuty, let driver = session.driver {
+                step.sessionEvent = .loggedInElsewhere(driver: driver, unit: logout.elsewhere, loggedOut: false)
+                step.job.driver = [.told("\(driver) is logged in on \(logout.elsewhere): log out when off duty")]
+            }
+            return step
+        case .loggedOut(let driver, let loginT):
+            step.session = session.record
+            driverChanged(&step)
+            step.sessionEvent = .loggedInElsewhere(driver: driver, unit: logout.elsewhere, loggedOut: true)
+            step.job.messages = [
+                .driverSession(
+                    DriverSessionEvent(type: .logout, t: now, loginT: loginT, reason: logout.reason, elsewhere: logout.elsewhere, logout: logout.id),
+                    driver: driver)
+            ]
+            step.job.driver = [.told("Logged out: \(driver) is logged in on \(logout.elsewhere)")]
+            step.driver = session.driver
+            return step
+        }
     }
 
     private mutating func driverChanged(_ step: inout UnitStep) {

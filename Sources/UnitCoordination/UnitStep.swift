@@ -67,6 +67,9 @@ public enum SessionEvent: Sendable, Equatable {
     case preferences(driver: String, DriverPreferences, alertChosen: Bool)
     /// The terminal asks for the id and PIN (or the PIN of a badge's driver).
     case loginPrompted
+    /// The dispatcher says `driver` logged in on `unit`; `loggedOut`: the driver was logged out
+    /// here, otherwise (on duty) the driver logs out once off duty.
+    case loggedInElsewhere(driver: String, unit: String, loggedOut: Bool)
     case refused(DriverRefusal)
 }
 

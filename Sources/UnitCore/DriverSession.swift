@@ -94,11 +94,14 @@ public struct DriverSessionRecord: Sendable, Equatable {
     public var driver: String?
     public var failures: Int
     public var lockedUntil: UnitTime?
+    /// Unit clock of the driver's login: with the unit, it names the session to the dispatcher.
+    public var loggedInAt: UnitTime?
 
-    public init(driver: String? = nil, failures: Int = 0, lockedUntil: UnitTime? = nil) {
+    public init(driver: String? = nil, failures: Int = 0, lockedUntil: UnitTime? = nil, loggedInAt: UnitTime? = nil) {
         self.driver = driver
         self.failures = failures
         self.lockedUntil = lockedUntil
+        self.loggedInAt = loggedInAt
     }
 }
 
@@ -121,9 +124,7 @@ public enum SessionInput: Sendable, Equatable {
 
     /// A driver id: what a keypad or a badge reader sends, 1...32 characters of letters, digits, `-`, `_`.
     public static func isDriverID(_ text: some StringProtocol) -> Bool {
-        (1...32).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
-        }
+        DriverID.isValid(text)
     }
 
     /// A PIN: 4...12 digits.
@@ -183,9 +184,12 @@ public enum SessionInput: Sendable, Equatable {
 public struct DriverSession: Sendable, Equatable {
     public private(set) var driver: String?
     public private(set) var lockout: PINLockout
+    /// Unit clock of the login; nil with nobody logged in, or for a login stored without it.
+    public private(set) var loggedInAt: UnitTime?
 
     public init(restoring record: DriverSessionRecord = DriverSessionRecord(), lockout settings: PINLockout = PINLockout()) {
         driver = record.driver.flatMap { SessionInput.isDriverID($0) ? $0 : nil }
+        loggedInAt = driver == nil ? nil : record.loggedInAt
         lockout = PINLockout(
             freeTries: settings.freeTries, firstLock: settings.firstLock, longest: settings.longest,
             failures: record.failures, lockedUntil: record.lockedUntil)
@@ -199,7 +203,7 @@ public struct DriverSession: Sendable, Equatable {
     }
 
     public var record: DriverSessionRecord {
-        DriverSessionRecord(driver: driver, failures: lockout.failures, lockedUntil: lockout.lockedUntil)
+        DriverSessionRecord(driver: driver, failures: lockout.failures, lockedUntil: lockout.lockedUntil, loggedInAt: loggedInAt)
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -237,6 +241,7 @@ public struct DriverSession: Sendable, Equatable {
         if pinRequired { return .promptPIN(driver: id) }
         lockout.succeeded()
         driver = id
+        loggedInAt = now
         return .loggedIn(id)
     }
 
@@ -269,6 +274,7 @@ public struct DriverSession: Sendable, Equatable {
             case .accepted:
                 lockout.succeeded()
                 driver = id
+                loggedInAt = now
                 return .loggedIn(id)
             case .wrongPIN, .unknownDriver:
                 // The same answer for both: the terminal does not tell which ids exist.
@@ -278,6 +284,7 @@ public struct DriverSession: Sendable, Equatable {
             guard let id = driver else { return .refused(.notLoggedIn) }
             guard state == .offDuty else { return .refused(.offDutyFirst) }
             driver = nil
+            loggedInAt = nil
             return .loggedOut(id)
         case .language(let name):
             guard let id = driver else { return .refused(.notLoggedIn) }
@@ -303,6 +310,31 @@ public struct DriverSession: Sendable, Equatable {
             chosen.alert = style
             return .preferences(driver: id, chosen)
         }
+    }
+}
+
+extension DriverSession {
+    /// What a dispatcher's `driver/logout` did.
+    public enum DispatcherLogoutOutcome: Sendable, Equatable {
+        /// The driver was logged out; `loginT`: the login that ended.
+        case loggedOut(driver: String, loginT: UnitTime?)
+        case refused(LogoutRefusedEvent.Reason)
+    }
+
+    /// The dispatcher logs the driver out (the driver logged in on another unit). Only the login
+    /// it names ends: a logout for another driver, or for an earlier or later login of the same
+    /// driver (a replay, or one that crossed a new login), changes nothing. A login stored without
+    /// its time matches any `loginT`. On duty the driver keeps the taxi until off duty, as with
+    /// the driver's own logout, so no job is left without a driver.
+    public mutating func dispatcherLogout(_ logout: DriverLogout, state: StateName) -> DispatcherLogoutOutcome {
+        guard let id = driver else { return .refused(.notLoggedIn) }
+        guard id == logout.driver else { return .refused(.otherDriver) }
+        if let named = logout.loginT, let since = loggedInAt, named != since.milliseconds { return .refused(.otherLogin) }
+        guard state == .offDuty else { return .refused(.onDuty) }
+        let since = loggedInAt
+        driver = nil
+        loggedInAt = nil
+        return .loggedOut(driver: id, loginT: since)
     }
 }
 

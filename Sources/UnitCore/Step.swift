@@ -120,19 +120,23 @@ public enum OutgoingMessage: Sendable, Equatable {
     case messageReply(MessageReply)
     /// The driver opened a message; on `msg/read`.
     case messageRead(MessageRead)
+    /// `driver` logged in or out; on `event`, named as the message's driver even after a logout.
+    case driverSession(DriverSessionEvent, driver: String)
+    /// A dispatcher's `driver/logout` the unit did not obey; on `event`.
+    case logoutRefused(LogoutRefusedEvent)
 
     /// The driver's own word to the dispatcher beside a job reply: the terminal says "Sent".
     public var isAnswer: Bool {
         switch self {
         case .messageReply, .soonClear, .cancelRequest: true
-        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead: false
+        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead, .driverSession, .logoutRefused: false
         }
     }
 
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest: true
+        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest, .driverSession, .logoutRefused: true
         case .zone, .ignition, .stalePosition: false
         }
     }

@@ -90,6 +90,11 @@ struct DriverPanel {
         raise(.alertStyle(style))
     }
 
+    /// The dispatcher says the driver logged in on `unit`.
+    mutating func loggedInElsewhere(unit: String) {
+        raise(.loggedInElsewhere(unit: unit))
+    }
+
     /// The serial terminal dropped keys with a burst of line noise.
     mutating func inputDiscarded() {
         raise(.inputDiscarded)

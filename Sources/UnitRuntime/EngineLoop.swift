@@ -344,7 +344,7 @@ final class EngineLoop {
                     .driver(driverInput, at: now), before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft,
                     stored: stored)
             }
-        case .badge, .fleetConfig, .fleetCommand, .fleetCommandRefusedUnread:
+        case .badge, .fleetConfig, .fleetCommand, .fleetCommandRefusedUnread, .driverLogout:
             break
         }
         switch step.sessionEvent {
@@ -360,6 +360,11 @@ final class EngineLoop {
             if alertChosen { panel.alertStyleChosen(preferences.alert ?? .bell) }
         case .refused(let refusal)?:
             panel.sessionRefused(refusal)
+        case .loggedInElsewhere(let driver, let unit, let loggedOut)?:
+            logger.notice(loggedOut ? "driver logged out: logged in on another unit" : "driver logged in on another unit; logs out off duty",
+                metadata: ["driver": "\(driver)", "elsewhere": "\(unit)"])
+            if loggedOut { applyDriverPreferences() }
+            panel.loggedInElsewhere(unit: unit)
         case .loginPrompted?, nil:
             break
         }
@@ -414,6 +419,7 @@ final class EngineLoop {
             logger.info("connected to broker", metadata: ["broker": "\(brokerInUse)"])
             performer.brokerSessionStarted(session)
             subscribeInbound()
+            subscribeDriverLogout()
             publishStatus()
             publishLastPositionOnConnect()
             subscribeToFleet()
@@ -442,10 +448,11 @@ final class EngineLoop {
                 break
             }
             poisonGuard.handling(message)
-            if !handleFleetMessage(message), !receiveBroadcast(message) { receive(message) }
+            if !handleFleetMessage(message), !receiveBroadcast(message), !receiveDriverLogout(message) { receive(message) }
             poisonGuard.handled()
         case .oversized(let topic, let bytes, _):
             if refuseFleetMessage(topic: topic, FleetMessage.tooLarge(bytes: bytes)) { break }
+            if refuseDriverLogout(topic: topic, why: "oversized, \(bytes) bytes") { break }
             refuseInbound(topic: topic, why: "oversized, \(bytes) bytes") { .tooLarge($0, bytes: bytes) }
         }
         return .running
@@ -453,6 +460,7 @@ final class EngineLoop {
 
     private func refusePoison(topic: String) {
         if refuseFleetMessage(topic: topic, FleetMessage.poisoned) { return }
+        if refuseDriverLogout(topic: topic, why: "poison") { return }
         refuseInbound(topic: topic, why: "poison", InboundProblem.poisoned)
     }
 

@@ -179,7 +179,9 @@ final class StepPerformer {
                 logger.notice("msg refused", metadata: ["msg": "\(reply.msg ?? "-")", "reason": "\(reply.invalid ?? "")"])
             case .ignition(let change, _):
                 logger.info("ignition \(change.on ? "on" : "off")")
-            case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest:
+            case .logoutRefused(let refusal):
+                logger.notice("driver/logout refused", metadata: ["logout": "\(refusal.logout ?? "-")", "reason": "\(refusal.reason.rawValue)"])
+            case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest, .driverSession:
                 break
             }
         }
@@ -442,6 +444,12 @@ final class StepPerformer {
             return enveloped(reply, topic: MessageTopic.reply.rawValue, messageClass: .reply, now: now)
         case .messageRead(let read):
             return enveloped(read, topic: MessageTopic.read.rawValue, messageClass: .reply, now: now)
+        case .driverSession(let event, let driver):
+            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(DriverSessionEventMessage(event, unit: unit, seq: seq, id: id, driver: driver)))
+            }
+        case .logoutRefused(let refusal):
+            return enveloped(refusal, topic: UnitTopic.event.rawValue, messageClass: .event, now: now)
         case .stalePosition(let fix, let age):
             return UnstoredMessage(topic: UnitTopic.pos.rawValue, messageClass: .position, createdAt: now) { seq, _ in
                 try LivePositionMessage(point: PositionPoint(fix, staleAge: age), seq: seq).json()

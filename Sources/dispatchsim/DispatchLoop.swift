@@ -269,6 +269,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
                 timers[timer] = nil
             case .log(let line):
                 if !options.quiet || line.level != .info { note(line.description) }
+            case .logout(let unit, let logout):
+                let topic = DriverLogout.topic.topic(prefix: options.topicPrefix, fleet: options.fleet, unit: unit)
+                publish(topic: topic, payload: Array((try? encoder.encode(logout)) ?? Data()))
             }
         }
     }

@@ -264,6 +264,8 @@ func worstCaseViews() -> [DriverView] {
     let notices: [DriverView.Notice?] = [
         nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + .seconds(23 * 3600)), .freeSeats(99), .newMessage,
         .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink), .cancelRefused,
+        // A fleet's unit ids of up to six characters fit beside the text.
+        .loggedInElsewhere(unit: "T12345"),
     ]
         + everyRefusal.map { .refused($0) } + CancelReason.allCases.map { .cancelConfirmed($0) }
     // The most messages kept (200), the longest canned reply (18), an open one on each of its pages.

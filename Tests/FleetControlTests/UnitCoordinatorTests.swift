@@ -122,3 +122,91 @@ import UnitCore
         #expect(refused.durability == .stored)
     }
 }
+
+/// One driver on one taxi: the coordinator announces logins and obeys or answers `driver/logout`.
+@Suite struct DispatcherLogoutCoordinatorTests {
+    let fleet = FleetFixture()
+    let now: UnitTime = 1_800_000_000_000
+
+    func coordinator(driver: String? = "D1", loggedInAt: UnitTime? = 1_799_999_000_000) throws -> UnitCoordinator {
+        let fleetConfig = try fleet.machine()
+        return UnitCoordinator(
+            machine: UnitStateMachine(settings: fleetConfig.configuration.unitSettings),
+            session: DriverSession(restoring: DriverSessionRecord(driver: driver, loggedInAt: loggedInAt)), fleetConfig: fleetConfig,
+            commands: CommandGate(trust: fleetConfig.trust))
+    }
+
+    func logout(_ id: String = "out-1", driver: String = "D1", loginT: Int64? = 1_799_999_000_000) -> UnitInput {
+        .driverLogout(.success(DriverLogout(id: id, driver: driver, loginT: loginT, elsewhere: "T7")), at: now)
+    }
+
+    @Test func theDriverIsLoggedOutToldWhyAndTheDispatcherAnswered() throws {
+        var core = try coordinator()
+        let step = core.handle(logout())
+        #expect(core.session.driver == nil && !core.machine.driverLoggedIn)
+        #expect(step.session == DriverSessionRecord(driver: nil))
+        #expect(step.sessionEvent == .loggedInElsewhere(driver: "D1", unit: "T7", loggedOut: true))
+        #expect(step.job.told == ["Logged out: D1 is logged in on T7"])
+        #expect(step.job.status != nil, "the retained status drops the driver")
+        #expect(step.driver == nil)
+        #expect(step.job.messages == [
+            .driverSession(
+                DriverSessionEvent(type: .logout, t: now, loginT: 1_799_999_000_000, reason: .loggedInElsewhere, elsewhere: "T7", logout: "out-1"),
+                driver: "D1")
+        ])
+        #expect(step.durability == .promised)
+        // The same logout again, as after a redelivery: answered, nothing changes.
+        let again = core.handle(logout())
+        #expect(again.session == nil && again.sessionEvent == nil)
+        #expect(again.job.messages == [.logoutRefused(LogoutRefusedEvent(t: now, logout: "out-1", reason: .notLoggedIn))])
+    }
+
+    @Test func aLogoutForAnotherLoginOrDriverChangesNothing() throws {
+        var core = try coordinator()
+        for (input, reason) in [(logout(loginT: 1_700_000_000_000), LogoutRefusedEvent.Reason.otherLogin), (logout(driver: "D2"), .otherDriver)] {
+            let step = core.handle(input)
+            #expect(step.session == nil && step.sessionEvent == nil && step.job.status == nil)
+            #expect(step.job.messages == [.logoutRefused(LogoutRefusedEvent(t: now, logout: "out-1", reason: reason))])
+            #expect(step.driver == "D1")
+        }
+        #expect(core.session.driver == "D1")
+    }
+
+    @Test func onDutyTheDriverIsToldAndKeepsTheTaxi() throws {
+        var core = try coordinator()
+        _ = core.handle(.driver(try DriverCommand.parse("duty").get(), key: nil, context: SessionContext(), at: now))
+        #expect(core.machine.state == .available)
+        let step = core.handle(logout())
+        #expect(core.session.driver == "D1" && step.session == nil)
+        #expect(step.sessionEvent == .loggedInElsewhere(driver: "D1", unit: "T7", loggedOut: false))
+        #expect(step.job.messages == [.logoutRefused(LogoutRefusedEvent(t: now, logout: "out-1", reason: .onDuty))])
+        #expect(step.job.told == ["D1 is logged in on T7: log out when off duty"])
+    }
+
+    @Test func anUnreadableLogoutIsAnsweredInvalid() throws {
+        var core = try coordinator()
+        let step = core.handle(.driverLogout(.failure(DriverLogout.Problem(id: "out-9", reason: "driver must be 1-32 letters, digits, - or _")), at: now))
+        #expect(core.session.driver == "D1" && step.session == nil)
+        #expect(step.job.messages == [
+            .logoutRefused(LogoutRefusedEvent(t: now, logout: "out-9", reason: .invalid, problem: "driver must be 1-32 letters, digits, - or _"))
+        ])
+    }
+
+    @Test func aLoginIsAnnouncedWithItsTime() throws {
+        var core = try coordinator(driver: nil, loggedInAt: nil)
+        let credential = try #require(DriverRoster.hash(pin: "1234", rounds: 1000)).text
+        _ = core.handle(.fleetConfig(try fleet.config(3, #"{"driver":{"drivers":{"D1":"\#(credential)"}}}"#, at: now)))
+        let step = core.handle(.driver(try DriverCommand.parse("login D1 1234").get(), key: nil, context: SessionContext(), at: now))
+        #expect(core.session.driver == "D1" && core.session.loggedInAt == now)
+        #expect(step.session?.loggedInAt == now)
+        #expect(step.job.messages == [.driverSession(DriverSessionEvent(type: .login, t: now, loginT: now), driver: "D1")])
+    }
+
+    @Test func theDriversOwnLogoutIsAnnouncedWithItsLogin() throws {
+        var core = try coordinator()
+        let step = core.handle(.driver(try DriverCommand.parse("logout").get(), key: nil, context: SessionContext(), at: now))
+        #expect(step.job.messages == [
+            .driverSession(DriverSessionEvent(type: .logout, t: now, loginT: 1_799_999_000_000, reason: .driver), driver: "D1")
+        ])
+    }
+}

@@ -204,7 +204,7 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         }
         #expect(documented == catalogued)
         let suffixes = Set(ContractTopic.allCases.filter(\.isUnitTopic).map(\.suffix))
-        let used = UnitTopic.allCases.map(\.rawValue) + InboundTopic.allCases.map(\.rawValue) + MessageTopic.allCases.map(\.rawValue) + [RideMessage.topic]
+        let used = UnitTopic.allCases.map(\.rawValue) + InboundTopic.allCases.map(\.rawValue) + MessageTopic.allCases.map(\.rawValue) + [RideMessage.topic, DriverLogout.topic.suffix]
         #expect(Set(used) == suffixes, "in the code, not catalogued: \(Set(used).subtracting(suffixes).sorted()); catalogued, not used: \(suffixes.subtracting(used).sorted())")
     }
 
@@ -333,6 +333,8 @@ func exampleBroker(in scratch: ScratchDirectory, accounts: [String], extraACL: S
         try press("msg")
         try press("reply 1")
         try press("send")
+        // Nobody is logged in: the unit answers logout_refused on event.
+        try dispatcher.publish(base + "driver/logout", #"{"driver":"D9","elsewhere":"T2","id":"out-1","reason":"logged_in_elsewhere"}"#)
         try await unit.waitForStatus("in the zone") { $0.zone == Self.zone }
         try dispatcher.publish(ContractTopic.fleetMsg.topic(prefix: "taxi", fleet: "north", unit: "T1"), #"{"id":"b1","text":"Fleet news"}"#)
         try dispatcher.publish(

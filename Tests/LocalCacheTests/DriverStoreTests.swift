@@ -20,12 +20,12 @@ import UnitCore
         do {
             let store = try LocalCache(path: path)
             #expect(try store.driverSession() == DriverSessionRecord())
-            try store.saveDriverSession(DriverSessionRecord(driver: "42", failures: 2, lockedUntil: 5000))
+            try store.saveDriverSession(DriverSessionRecord(driver: "42", failures: 2, lockedUntil: 5000, loggedInAt: 4000))
             try store.saveDriverPreferences(DriverPreferences(language: "zu", alert: .blink), for: "42")
             try store.saveDriverPreferences(DriverPreferences(language: "it"), for: "42")
         }
         let store = try LocalCache(path: path)
-        #expect(try store.driverSession() == DriverSessionRecord(driver: "42", failures: 2, lockedUntil: 5000))
+        #expect(try store.driverSession() == DriverSessionRecord(driver: "42", failures: 2, lockedUntil: 5000, loggedInAt: 4000))
         #expect(try store.driverPreferences("42") == DriverPreferences(language: "it"))
         #expect(try store.driverPreferences("7") == DriverPreferences())
         // Whatever else wrote the file: out-of-range values read as absent or bounded.
