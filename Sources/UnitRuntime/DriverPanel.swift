@@ -70,7 +70,7 @@ struct DriverPanel {
         case .ignition(on: true, _):
             // The question is moot once the engine runs again.
             if notice == .ignitionOff { clearNotice() }
-        case .timerFired(.ignitionOffDuty, _):
+        case .timerFired(.ignitionOffDuty, _), .timerFired(.reservationWindow, _):
             break
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
