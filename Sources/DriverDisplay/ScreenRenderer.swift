@@ -324,6 +324,8 @@ public struct ScreenRenderer: Sendable {
         case .ignitionOff: catalogue.text(.noticeIgnitionOff)
         case .cancelConfirmed: catalogue.text(.noticeCancelled)
         case .cancelRefused: catalogue.text(.noticeCancelRefused)
+        case .offerBeside(preBooking: true): catalogue.text(.noticePreBookingOffer)
+        case .offerBeside(preBooking: false): catalogue.text(.noticeNextJobOffer)
         }
     }
 }

@@ -574,12 +574,11 @@ public struct UnitStateMachine: Sendable {
             return step
         case (.reject(let reason), .offered(let offer)):
             return answerOffer(.reject, reason: reason, now: now, then: .available, tell: "Job \(offer.job.id) refused, sent")
-        case (.accept, .enRoute), (.accept, .atPickup), (.accept, .onBoard):
+        case (.accept, _):
+            // An offer beside the job in hand, answerable still once that job has ended.
             return answerSideOffer(.accept, reason: nil, now: now)
-        case (.reject(let reason), .enRoute), (.reject(let reason), .atPickup), (.reject(let reason), .onBoard):
+        case (.reject(let reason), _):
             return answerSideOffer(.reject, reason: reason, now: now)
-        case (.accept, _), (.reject, _):
-            return refuse(.noOffer)
 
         case (.arrived, .enRoute(let job)):
             return transition(to: .atPickup(job, arrivedAt: now), now: now, tell: "At pickup. Passenger on board?")
@@ -921,7 +920,7 @@ public struct UnitStateMachine: Sendable {
         let kind = preBooking ? "Pre-booking" : "Next job"
         return Step(
             snapshot: snapshot, timers: [.start(.offerDeadline(job: job.id), fireAt: pending.deadline)],
-            driver: [.told("\(kind) " + offerText(job, window: window))])
+            driver: [.offeredBeside(job, preBooking: preBooking, text: "\(kind) " + offerText(job, window: window))])
     }
 
     /// Answers the offer made beside the job in hand; an accepted one is booked or stacked.

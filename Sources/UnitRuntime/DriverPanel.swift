@@ -75,7 +75,10 @@ struct DriverPanel {
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
             raise(.cancelled, detail: "Crash: call dispatch")
-        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .meterFare:
+        case .inbound(.offer, _):
+            // Beside the job in hand: the job's screen stays, the notice rings with the pickup above it.
+            if let beside = step.offeredBeside { raise(.offerBeside(preBooking: beside.preBooking), detail: beside.job.pickup.label) }
+        case .gps, .inbound(.queue, _), .malformed, .meterFare:
             break
         }
     }

@@ -125,12 +125,20 @@ import UnitCore
         var machine = Scenario.machine(in: .enRoute, settings: settings)
         let offered = machine.handle(.inbound(.offer(reservation("R1", meetsIn: 120)), receivedAt: t))
         #expect(machine.state.name == .enRoute && machine.state.job?.id == "J1", "the current job stays")
-        #expect(Scenario.told(offered) == ["Pre-booking Job R1: Bahnhofplatz 1, 1 pax, reservation. Accept within 60 s?"])
+        #expect(offered.driver == [
+            .offeredBeside(machine.snapshot.sideOffer!.job, preBooking: true, text: "Pre-booking Job R1: Bahnhofplatz 1, 1 pax, reservation. Accept within 60 s?")
+        ])
         #expect(offered.timers.contains(.start(.offerDeadline(job: "R1"), fireAt: t + .seconds(60))))
         let accepted = machine.handle(.driver(.accept, at: t + .seconds(3)))
         #expect(Scenario.replies(accepted) == [JobReply(job: "R1", reply: .accept, t: t + .seconds(3))])
         #expect(machine.snapshot.upcoming.map(\.job.id) == ["R1"] && machine.snapshot.sideOffer == nil)
         #expect(machine.state.name == .enRoute && machine.state.job?.id == "J1")
+        // Still unanswered when the job in hand ends, it is answered from the free taxi.
+        _ = machine.handle(.inbound(.offer(reservation("R2", meetsIn: 600)), receivedAt: t + .seconds(4)))
+        _ = machine.handle(.inbound(.cancel(JobCancel(job: "J1")), receivedAt: t + .seconds(5)))
+        #expect(machine.state == .available && machine.snapshot.sideOffer?.job.id == "R2")
+        #expect(Scenario.replies(machine.handle(.driver(.reject(reason: nil), at: t + .seconds(6)))).map(\.reply) == [.reject])
+        #expect(machine.snapshot.sideOffer == nil)
         // Without an offer beside the job, accept has nothing to answer.
         #expect(Scenario.refused(machine.handle(.driver(.accept, at: t + .seconds(4)))) == [.noOffer])
     }
@@ -150,7 +158,8 @@ import UnitCore
     @Test func aNextJobIsStackedOnBoardAndStartsEnRouteAfterClear() {
         var machine = Scenario.machine(in: .onBoard, settings: settings)
         let offered = machine.handle(.inbound(.offer(nextOffer("N1")), receivedAt: t))
-        #expect(Scenario.told(offered) == ["Next job Job N1: Bahnhofplatz 1, 1 pax. Accept within 60 s?"])
+        #expect(offered.offeredBeside?.job.id == "N1" && offered.offeredBeside?.preBooking == false)
+        #expect(offered.driver == [.offeredBeside(Job(nextOffer("N1")), preBooking: false, text: "Next job Job N1: Bahnhofplatz 1, 1 pax. Accept within 60 s?")])
         let accepted = machine.handle(.driver(.accept, at: t + .seconds(2)))
         #expect(Scenario.replies(accepted) == [JobReply(job: "N1", reply: .accept, t: t + .seconds(2))])
         #expect(machine.snapshot.next?.id == "N1" && accepted.status?.next == "N1")
