@@ -381,8 +381,11 @@ public struct UnitStateMachine: Sendable {
     /// A fleet document changed the settings: they are in force from this step on, and what
     /// derives from them (the position pipeline, reporting, zones, the offers remembered) with them.
     public mutating func use(_ next: UnitSettings) -> Step {
+        let leadChanged = next.reservationLeadMin != settings.reservationLeadMin
         settings = next
         var step = positions.reconfigure(next.positions, state: reportingState)
+        // The pre-bookings' windows move with the lead.
+        if leadChanged { step.timers += snapshot.upcoming.map { .start(.reservationWindow(job: $0.job.id), fireAt: windowOpens(meeting: $0.meetingTime)) } }
         let remembered = snapshot.answeredOffers.count + snapshot.appliedUpdates.count
         trimMemory()
         if snapshot.answeredOffers.count + snapshot.appliedUpdates.count != remembered { step.snapshot = snapshot }

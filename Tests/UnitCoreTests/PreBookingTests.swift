@@ -98,6 +98,15 @@ import UnitCore
         #expect(cleared.ride?.job == "J1")
     }
 
+    @Test func aNewLeadMovesTheWindowsOfThePreBookings() {
+        var machine = booked()
+        var longer = settings
+        longer.reservationLeadMin = 45
+        let step = machine.use(longer)
+        #expect(step.timers.contains(.start(.reservationWindow(job: "R1"), fireAt: t + minutes(75))))
+        #expect(!machine.use(longer).timers.contains { if case .start(.reservationWindow, _) = $0 { true } else { false } }, "unchanged: not re-armed")
+    }
+
     @Test func anImmediateJobRunningIntoAReservationsWindowIsRefusedWithItsReason() {
         var machine = booked()
         // The window opens at t + 90 min; a job takes 20: from t + 70 min on it would run into it.
