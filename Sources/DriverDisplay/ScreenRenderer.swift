@@ -326,6 +326,7 @@ public struct ScreenRenderer: Sendable {
         case .cancelRefused: catalogue.text(.noticeCancelRefused)
         case .offerBeside(preBooking: true): catalogue.text(.noticePreBookingOffer)
         case .offerBeside(preBooking: false): catalogue.text(.noticeNextJobOffer)
+        case .reservationDue: catalogue.text(.noticeReservationDue)
         }
     }
 }

@@ -70,7 +70,10 @@ struct DriverPanel {
         case .ignition(on: true, _):
             // The question is moot once the engine runs again.
             if notice == .ignitionOff { clearNotice() }
-        case .timerFired(.ignitionOffDuty, _), .timerFired(.reservationWindow, _):
+        case .timerFired(.reservationWindow, _):
+            // The window opened while the driver is busy: the pre-booking waits for them.
+            if step.reminded { raise(.reservationDue) }
+        case .timerFired(.ignitionOffDuty, _):
             break
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
