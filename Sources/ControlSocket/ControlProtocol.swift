@@ -199,6 +199,10 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var volatileStore: String?
     /// The store's disk; absent from daemons that do not report it, and before the first upkeep.
     public var store: Store?
+    /// The accepted pre-bookings not yet started, by meeting time; absent when there are none.
+    public var upcoming: [Job]?
+    /// The job stacked to start after the ride on board.
+    public var next: Job?
 
     public init(
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,

@@ -139,11 +139,15 @@ public struct DriverView: Sendable, Equatable {
         /// The dispatcher says the driver logged in on this other unit: logged out here, or (on
         /// duty) to log out once off duty.
         case loggedInElsewhere(unit: String)
+        /// An offer beside the job in hand (a pre-booking, or the next job), answered with the offer keys.
+        case offerBeside(preBooking: Bool)
+        /// A pre-booking's window opened while the driver is busy: it starts when they are free.
+        case reservationDue
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere, .offerBeside, .reservationDue: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

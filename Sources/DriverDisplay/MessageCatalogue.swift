@@ -143,6 +143,12 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case jobDropAsked = "job.drop_asked"
     /// The dispatcher refused the driver's cancel request: the job goes on.
     case noticeCancelRefused = "notice.cancel_refused"
+    /// A pre-booking offered beside the job in hand: the offer keys answer it.
+    case noticePreBookingOffer = "notice.prebooking_offer"
+    /// The next job offered while on board: the offer keys answer it.
+    case noticeNextJobOffer = "notice.next_job_offer"
+    /// A pre-booking is due while the driver is busy: it starts when they are free.
+    case noticeReservationDue = "notice.reservation_due"
     /// Why the driver asked to drop the job, shown with the cancellation that confirms it.
     case cancelReasonPassengerUnreachable = "cancel_reason.passenger_unreachable"
     case cancelReasonVehicleProblem = "cancel_reason.vehicle_problem"

@@ -325,6 +325,9 @@ public struct ScreenRenderer: Sendable {
         case .cancelConfirmed: catalogue.text(.noticeCancelled)
         case .cancelRefused: catalogue.text(.noticeCancelRefused)
         case .loggedInElsewhere(let unit): catalogue.text(.noticeLoggedInElsewhere, ["unit": unit])
+        case .offerBeside(preBooking: true): catalogue.text(.noticePreBookingOffer)
+        case .offerBeside(preBooking: false): catalogue.text(.noticeNextJobOffer)
+        case .reservationDue: catalogue.text(.noticeReservationDue)
         }
     }
 }

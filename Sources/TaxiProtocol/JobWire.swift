@@ -61,9 +61,12 @@ public struct JobOffer: Sendable, Equatable, Codable {
     /// The price agreed at booking, in minor units of `currency` (`FareLimits`); both or neither.
     public var fare: Int64?
     public var currency: String?
+    /// `true`: the job to start after the ride on board (a taxi with passengers answers it instead of
+    /// `busy`); a free taxi takes it as any offer.
+    public var next: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case job, pickup, passengers, shared, note, dropoff, passenger, t, fare, currency
+        case job, pickup, passengers, shared, note, dropoff, passenger, t, fare, currency, next
         case respondWithinS = "respond_within_s"
         case meetingTime = "meeting_time"
     }
@@ -71,8 +74,9 @@ public struct JobOffer: Sendable, Equatable, Codable {
     public init(
         job: String, pickup: Place, respondWithinS: Double? = nil, passengers: Int? = nil, meetingTime: Int64? = nil,
         shared: Bool? = nil, note: String? = nil, dropoff: Place? = nil, passenger: Passenger? = nil, t: Int64? = nil,
-        fare: Int64? = nil, currency: String? = nil
+        fare: Int64? = nil, currency: String? = nil, next: Bool? = nil
     ) {
+        self.next = next
         self.job = job
         self.pickup = pickup
         self.respondWithinS = respondWithinS

@@ -202,13 +202,17 @@ public struct StatusMessage: Sendable, Equatable, Codable {
     public var fixAgeMs: Int64?
     /// `persistent`, or `volatile` when the store could not be opened and an in-memory one is in use.
     public var store: StoreMode?
+    /// The accepted pre-bookings not yet started, by meeting time; omitted when there are none.
+    public var upcoming: [UpcomingJob]?
+    /// The job stacked to start after the ride on board; omitted without one.
+    public var next: String?
 
     public enum StoreMode: String, Sendable, Codable {
         case persistent, volatile
     }
 
     enum CodingKeys: String, CodingKey {
-        case online, unit, state, reason, job, zone, ignition, t, outbox, aside, driver, conn, software, store
+        case online, unit, state, reason, job, zone, ignition, t, outbox, aside, driver, conn, software, store, upcoming, next
         case seatsLeft = "seats_left"
         case wireProtocol = "protocol"
         case configVersions = "config_versions"
@@ -232,6 +236,22 @@ public struct StatusMessage: Sendable, Equatable, Codable {
         self.ignition = ignition
         self.t = t
         self.outbox = outbox
+    }
+}
+
+/// A pre-booking as the status lists it.
+public struct UpcomingJob: Sendable, Equatable, Codable {
+    public var job: String
+    public var meetingTime: UnitTime
+
+    enum CodingKeys: String, CodingKey {
+        case job
+        case meetingTime = "meeting_time"
+    }
+
+    public init(job: String, meetingTime: UnitTime) {
+        self.job = job
+        self.meetingTime = meetingTime
     }
 }
 

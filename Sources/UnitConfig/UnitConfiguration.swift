@@ -171,6 +171,13 @@ public struct UnitConfiguration: Sendable, Equatable {
         public var paymentRequired: Bool
         /// ISO 4217 code of a fare the driver types.
         public var currency: String
+        /// A reservation occupies the unit from this many minutes before its meeting time; one
+        /// meeting later is a pre-booking. 0: every reservation occupies it from acceptance.
+        public var reservationLeadMin: Int
+        /// How many pre-bookings the unit keeps.
+        public var maxUpcoming: Int
+        /// How long a job is assumed to take, for conflicts with pre-bookings.
+        public var expectedJobMin: Int
     }
 
     /// The driver's messages (docs/protocol.md, "Messages").
@@ -399,7 +406,10 @@ public struct UnitConfiguration: Sendable, Equatable {
             soonClearMin: jobSection.integer("soon_clear_min", default: 5, in: DriverInput.soonClearMinutes),
             payments: jobSection.has("payments") ? jobSection.strings("payments") : UnitSettings.defaultPayments,
             paymentRequired: jobSection.bool("payment_required", default: false),
-            currency: jobSection.string("currency", default: UnitSettings.defaultCurrency)
+            currency: jobSection.string("currency", default: UnitSettings.defaultCurrency),
+            reservationLeadMin: jobSection.integer("reservation_lead_min", default: 0, in: 0...1440),
+            maxUpcoming: jobSection.integer("max_upcoming", default: 8, in: 1...64),
+            expectedJobMin: jobSection.integer("expected_job_min", default: 30, in: 1...1440)
         )
         jobSection.finish(into: &problems)
         if job.payments.count > FareLimits.payments.upperBound {
@@ -686,7 +696,8 @@ public struct UnitConfiguration: Sendable, Equatable {
                 offDutyPositions: privacy.offDutyPositions),
             offerTimeout: .checkedSeconds(job.offerTimeoutS), arrivalRadiusM: job.arrivalRadiusM, noShowWait: .checkedSeconds(job.noShowWaitS),
             noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, soonClearMin: job.soonClearMin, requireLogin: driver.requireLogin,
-            ignitionOff: ignition.policy, payments: job.payments, paymentRequired: job.paymentRequired, currency: job.currency)
+            ignitionOff: ignition.policy, payments: job.payments, paymentRequired: job.paymentRequired, currency: job.currency,
+            reservationLeadMin: job.reservationLeadMin, maxUpcoming: job.maxUpcoming, expectedJobMin: job.expectedJobMin)
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -17,7 +17,8 @@ import TaxiProtocol
 /// Version 3 is version 2 plus the driver's pending `cancelRequest`, the job's `appliedUpdates`
 /// and its optional `fare` (`StoredFare`), each absent when there is none; a version 1 or 2
 /// snapshot reads as having none. An earlier release refuses it (and sets it aside) rather than
-/// losing the request unseen.
+/// losing the request unseen. Format 3 also keeps the pre-bookings (`upcoming`), the stacked `next`
+/// job and the `sideOffer` being answered beside the job in hand, each absent when there is none.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
     static let formatVersion = 3
@@ -26,7 +27,7 @@ extension UnitSnapshot: Codable {
 
     private enum CodingKeys: String, CodingKey {
         case version = "v"
-        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates
+        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates, upcoming, next, sideOffer
     }
 
     public init(from decoder: any Decoder) throws {
@@ -59,6 +60,9 @@ extension UnitSnapshot: Codable {
         reminder = try container.decodeIfPresent(Reminder.self, forKey: .reminder)
         cancelRequest = try container.decodeIfPresent(CancelRequest.self, forKey: .cancelRequest)
         appliedUpdates = try container.decodeIfPresent([AppliedUpdate].self, forKey: .appliedUpdates) ?? []
+        upcoming = try container.decodeIfPresent([Reservation].self, forKey: .upcoming) ?? []
+        next = try container.decodeIfPresent(Job.self, forKey: .next)
+        sideOffer = try container.decodeIfPresent(PendingOffer.self, forKey: .sideOffer)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -71,6 +75,9 @@ extension UnitSnapshot: Codable {
         try container.encodeIfPresent(reminder, forKey: .reminder)
         try container.encodeIfPresent(cancelRequest, forKey: .cancelRequest)
         if !appliedUpdates.isEmpty { try container.encode(appliedUpdates, forKey: .appliedUpdates) }
+        if !upcoming.isEmpty { try container.encode(upcoming, forKey: .upcoming) }
+        try container.encodeIfPresent(next, forKey: .next)
+        try container.encodeIfPresent(sideOffer, forKey: .sideOffer)
     }
 }
 
@@ -184,6 +191,23 @@ extension PendingOffer: Codable {
         try container.encode(job, forKey: .job)
         try container.encode(receivedAt, forKey: .receivedAt)
         try container.encode(deadline, forKey: .deadline)
+    }
+}
+
+extension Reservation: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case job, meetingTime
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(job: try container.decode(Job.self, forKey: .job), meetingTime: try container.decode(UnitTime.self, forKey: .meetingTime))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(job, forKey: .job)
+        try container.encode(meetingTime, forKey: .meetingTime)
     }
 }
 

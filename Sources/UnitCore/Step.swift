@@ -82,6 +82,11 @@ public struct Step: Sendable, Equatable {
         for notice in driver { if case .cancelAnswered(let request, let confirmed, _) = notice { return (request, confirmed) } }
         return nil
     }
+    /// The offer this step showed beside the job in hand, when it showed one.
+    public var offeredBeside: (job: Job, preBooking: Bool)? {
+        for notice in driver { if case .offeredBeside(let job, let preBooking, _) = notice { return (job, preBooking) } }
+        return nil
+    }
     public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
@@ -169,4 +174,7 @@ public enum DriverNotice: Sendable, Equatable {
     /// The dispatcher answered the driver's cancel request: `confirmed` (the job is cancelled) or
     /// refused (the job goes on); `text` for the log and the control answer.
     case cancelAnswered(CancelRequest, confirmed: Bool, text: String)
+    /// An offer shown beside the job in hand, answered with the same keys as any offer: a
+    /// pre-booking, or the next job; `text` for the log and the control answer.
+    case offeredBeside(Job, preBooking: Bool, text: String)
 }

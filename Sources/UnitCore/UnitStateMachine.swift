@@ -79,6 +79,18 @@ public struct Reminder: Sendable, Equatable {
     }
 }
 
+/// An accepted reservation kept aside until its window opens (`[job] reservation_lead_min` before
+/// its meeting time): until then the driver takes other jobs.
+public struct Reservation: Sendable, Equatable {
+    public var job: Job
+    public var meetingTime: UnitTime
+
+    public init(job: Job, meetingTime: UnitTime) {
+        self.job = job
+        self.meetingTime = meetingTime
+    }
+}
+
 /// The driver/job state. Job data lives inside the states that have a job, so "at most one job"
 /// holds by construction.
 public enum DriverState: Sendable, Equatable {
@@ -174,11 +186,21 @@ public struct UnitSnapshot: Sendable, Equatable {
     /// The `job/update`s applied to the job in hand, most recent last, at most
     /// `UnitSettings.answeredOfferMemory`: a redelivered one is answered again and not applied twice.
     public var appliedUpdates: [AppliedUpdate]
+    /// Accepted pre-bookings not yet started, by meeting time, at most `UnitSettings.maxUpcoming`.
+    public var upcoming: [Reservation]
+    /// The job accepted to start once the passengers on board are dropped (stack depth 1).
+    public var next: Job?
+    /// An offer being answered while the driver has a job in hand: a pre-booking or the next job.
+    public var sideOffer: PendingOffer?
 
     public init(
         state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = [], freeSeats: Int? = nil,
-        reminder: Reminder? = nil, cancelRequest: CancelRequest? = nil, appliedUpdates: [AppliedUpdate] = []
+        reminder: Reminder? = nil, cancelRequest: CancelRequest? = nil, appliedUpdates: [AppliedUpdate] = [],
+        upcoming: [Reservation] = [], next: Job? = nil, sideOffer: PendingOffer? = nil
     ) {
+        self.upcoming = upcoming
+        self.next = next
+        self.sideOffer = sideOffer
         self.cancelRequest = cancelRequest
         self.appliedUpdates = appliedUpdates
         self.state = state
@@ -219,6 +241,13 @@ public struct UnitSettings: Sendable, Equatable {
     public var paymentRequired: Bool
     /// `[job] currency`: what a typed fare is in.
     public var currency: String
+    /// `[job] reservation_lead_min`: a reservation occupies the unit from this long before its meeting
+    /// time; an offer meeting later is a pre-booking. 0: every reservation occupies it from acceptance.
+    public var reservationLeadMin: Int
+    /// `[job] max_upcoming`: how many pre-bookings the unit keeps.
+    public var maxUpcoming: Int
+    /// `[job] expected_job_min`: how long a job is assumed to take, for conflicts with pre-bookings.
+    public var expectedJobMin: Int
 
     public static let defaultPayments = ["cash", "card", "account"]
     public static let defaultCurrency = "EUR"
@@ -227,8 +256,12 @@ public struct UnitSettings: Sendable, Equatable {
         positions: PositionSettings = PositionSettings(), offerTimeout: Duration = .seconds(60), arrivalRadiusM: Double = 20, noShowWait: Duration = .seconds(300),
         noShowRadiusM: Double = 100, seats: Int = 4, answeredOfferMemory: Int = 64, reminderMin: Int = 10, soonClearMin: Int = 5,
         requireLogin: Bool = false, ignitionOff: IgnitionOffPolicy = .ask, payments: [String] = defaultPayments,
-        paymentRequired: Bool = false, currency: String = defaultCurrency
+        paymentRequired: Bool = false, currency: String = defaultCurrency, reservationLeadMin: Int = 0, maxUpcoming: Int = 8,
+        expectedJobMin: Int = 30
     ) {
+        self.reservationLeadMin = reservationLeadMin
+        self.maxUpcoming = maxUpcoming
+        self.expectedJobMin = expectedJobMin
         self.payments = payments
         self.paymentRequired = paymentRequired
         self.currency = currency
@@ -255,6 +288,8 @@ public enum TimerID: Sendable, Hashable, Codable {
     case reminder(job: String)
     /// The ignition has been off long enough: an available driver goes off duty.
     case ignitionOffDuty
+    /// A pre-booking's window opens: it becomes the job in hand when the driver is available.
+    case reservationWindow(job: String)
 }
 
 /// What the retained `status` says, minus what only the shell knows (online, zone, clock).
@@ -265,6 +300,10 @@ public struct UnitStatus: Sendable, Equatable {
     public var seatsLeft: Int
     /// nil while the unit has no ignition input, or has not heard from it since the start.
     public var ignitionOn: Bool?
+    /// The pre-bookings, by meeting time.
+    public var upcoming: [UpcomingJob] = []
+    /// The job stacked to start after the ride on board.
+    public var next: String?
 
     public init(state: StateName, pauseReason: PauseReason? = nil, job: String? = nil, seatsLeft: Int, ignitionOn: Bool? = nil) {
         self.state = state
@@ -346,8 +385,11 @@ public struct UnitStateMachine: Sendable {
     /// A fleet document changed the settings: they are in force from this step on, and what
     /// derives from them (the position pipeline, reporting, zones, the offers remembered) with them.
     public mutating func use(_ next: UnitSettings) -> Step {
+        let leadChanged = next.reservationLeadMin != settings.reservationLeadMin
         settings = next
         var step = positions.reconfigure(next.positions, state: reportingState)
+        // The pre-bookings' windows move with the lead.
+        if leadChanged { step.timers += snapshot.upcoming.map { .start(.reservationWindow(job: $0.job.id), fireAt: windowOpens(meeting: $0.meetingTime)) } }
         let remembered = snapshot.answeredOffers.count + snapshot.appliedUpdates.count
         trimMemory()
         if snapshot.answeredOffers.count + snapshot.appliedUpdates.count != remembered { step.snapshot = snapshot }
@@ -366,7 +408,10 @@ public struct UnitStateMachine: Sendable {
         if case .paused(let reason) = state { pauseReason = reason }
         // Off duty and private, the taxi's use is the driver's own business too.
         let ignition = positions.isPrivate(reportingState) ? nil : ignitionOn
-        return UnitStatus(state: state.name, pauseReason: pauseReason, job: state.job?.id, seatsLeft: seatsLeft, ignitionOn: ignition)
+        var status = UnitStatus(state: state.name, pauseReason: pauseReason, job: state.job?.id, seatsLeft: seatsLeft, ignitionOn: ignition)
+        status.upcoming = snapshot.upcoming.map { UpcomingJob(job: $0.job.id, meetingTime: $0.meetingTime) }
+        status.next = snapshot.next?.id
+        return status
     }
 
     /// The seats jobs may fill: the driver's count when set by hand, never more than configured.
@@ -417,7 +462,10 @@ public struct UnitStateMachine: Sendable {
             return positions.heartbeatDue(now: now, state: reportingState)
         case .timerFired(.reminder(let job), let now):
             return remind(job: job, now: now)
+        case .timerFired(.reservationWindow(let job), let now):
+            return reservationWindowOpened(job: job, now: now)
         case .timerFired(.offerDeadline(let job), let now):
+            if let aside = snapshot.sideOffer, aside.job.id == job { return answerSideOffer(.timeout, reason: nil, now: now) }
             guard case .offered(let offer) = state, offer.job.id == job else {
                 return .note("offer deadline for \(job) no longer pending")
             }
@@ -441,6 +489,7 @@ public struct UnitStateMachine: Sendable {
                 // Given at most once: a reminder due while the unit was down rings now.
                 step = reminder.at <= now ? remind(job: reminder.job, now: now) : Step(timers: [.start(.reminder(job: reminder.job), fireAt: reminder.at)])
             }
+            step += resumeQueuedJobs(now: now)
             guard case .offered(let offer) = state else { return step }
             if offer.deadline <= now {
                 return step + answerOffer(.timeout, reason: nil, now: now, then: .available, tell: "Job \(offer.job.id): no answer, refused (timeout)")
@@ -521,12 +570,12 @@ public struct UnitStateMachine: Sendable {
         case (.duty, .enRoute), (.duty, .atPickup), (.duty, .onBoard):
             return refuse(.finishJobFirst)
 
+        case (.accept, .offered(let offer)) where isPreBooking(offer.job, at: now):
+            return answerOffer(
+                .accept, reason: nil, now: now, then: .available, tell: "Reservation \(offer.job.id) accepted, sent. Available until it is due")
+                + book(offer.job)
         case (.accept, .offered(let offer)):
-            var reminder: Reminder?
-            if let meeting = offer.job.meetingTime, settings.reminderMin > 0 {
-                let at = meeting - .seconds(settings.reminderMin.saturatingMultiply(60))
-                if at > now { reminder = Reminder(job: offer.job.id, at: at) }
-            }
+            let reminder = reminder(for: offer.job, now: now)
             snapshot.reminder = reminder
             var step = answerOffer(
                 .accept, reason: nil, now: now, then: .enRoute(offer.job), tell: "Job \(offer.job.id) accepted, sent. Go to \(offer.job.pickup.label)")
@@ -534,8 +583,11 @@ public struct UnitStateMachine: Sendable {
             return step
         case (.reject(let reason), .offered(let offer)):
             return answerOffer(.reject, reason: reason, now: now, then: .available, tell: "Job \(offer.job.id) refused, sent")
-        case (.accept, _), (.reject, _):
-            return refuse(.noOffer)
+        case (.accept, _):
+            // An offer beside the job in hand, answerable still once that job has ended.
+            return answerSideOffer(.accept, reason: nil, now: now)
+        case (.reject(let reason), _):
+            return answerSideOffer(.reject, reason: reason, now: now)
 
         case (.arrived, .enRoute(let job)):
             return transition(to: .atPickup(job, arrivedAt: now), now: now, tell: "At pickup. Passenger on board?")
@@ -713,18 +765,31 @@ public struct UnitStateMachine: Sendable {
         if case .offered(let pending) = state, pending.job.id == offer.job {
             return .note("offer \(offer.job) delivered again while the driver decides")
         }
+        if let pending = snapshot.sideOffer, pending.job.id == offer.job {
+            return .note("offer \(offer.job) delivered again while the driver decides")
+        }
         // The decoder bounds respond_within_s and the configuration the timeout; out of range is never
         // reached, but would mean the longest window rather than a trap.
         let window = min(max(offer.respondWithinS.map(Duration.checkedSeconds) ?? settings.offerTimeout, .milliseconds(1)), Self.longestAnswerWindow)
         if let sent = offer.t, UnitTime(milliseconds: sent) + window <= receivedAt {
             return remember(JobReply(job: offer.job, reply: .expired, reason: "answer window over on arrival", t: receivedAt))
         }
+        let job = Job(offer)
+        let preBooking = isPreBooking(job, at: receivedAt)
+        switch state {
+        case .enRoute, .atPickup, .onBoard:
+            if preBooking || offer.next == true { return offerAside(job, preBooking: preBooking, window: window, receivedAt: receivedAt) }
+        case .offDuty, .available, .paused, .offered:
+            break
+        }
         guard case .available = state else {
             return remember(JobReply(job: offer.job, reply: .busy, reason: state.name.rawValue, t: receivedAt))
         }
-        let job = Job(offer)
         guard job.passengers <= seats else {
             return remember(JobReply(job: offer.job, reply: .invalid, reason: "\(job.passengers) passengers exceed \(seats) seats", t: receivedAt))
+        }
+        if let refusal = preBooking ? preBookingRefusal(job) : reservationConflict(startingAt: receivedAt) {
+            return remember(JobReply(job: offer.job, reply: .busy, reason: refusal, t: receivedAt))
         }
         let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt + window)
         var step = transition(to: .offered(pending), now: receivedAt, tell: offerText(job, window: window))
@@ -741,6 +806,7 @@ public struct UnitStateMachine: Sendable {
     }
 
     private mutating func handleCancel(_ cancel: JobCancel, now: UnitTime) -> Step {
+        if let step = cancelQueued(cancel, now: now) { return step }
         guard let job = state.job, job.id == cancel.job else {
             return .note("cancel for unknown job \(cancel.job) ignored")
         }
@@ -765,7 +831,7 @@ public struct UnitStateMachine: Sendable {
     }
 
     private mutating func handleUpdate(_ update: JobUpdate, now: UnitTime) -> Step {
-        guard var job = state.job, job.id == update.job else {
+        guard var job = jobInHand(update.job) else {
             return .note("update for unknown job \(update.job) ignored")
         }
         let key = update.redeliveryKey
@@ -809,7 +875,7 @@ public struct UnitStateMachine: Sendable {
             job.note = note
             told.append(note)
         }
-        snapshot.state = state.replacingJob(job)
+        keep(job)
         let reply = JobReply(job: job.id, re: .jobUpdate, reply: .shown, t: now, update: update.update)
         snapshot.appliedUpdates.append(AppliedUpdate(key: key, reply: reply))
         trimMemory()
@@ -821,6 +887,195 @@ public struct UnitStateMachine: Sendable {
         if !told.isEmpty { driver.append(.told("Job \(job.id) changed: " + told.joined(separator: ", "))) }
         // Answered in the same step as the driver is told: the dispatcher learns the change was shown.
         return Step(snapshot: snapshot, messages: [.reply(reply)], status: status, driver: driver)
+    }
+
+    // MARK: Pre-bookings and the next job
+
+    /// When a reservation meeting at `meeting` starts to occupy the unit.
+    public func windowOpens(meeting: UnitTime) -> UnitTime {
+        meeting - .seconds(settings.reservationLeadMin.saturatingMultiply(60))
+    }
+
+    /// A reservation whose window has not opened at `now` is a pre-booking: accepted, it waits in
+    /// `upcoming` instead of occupying the unit.
+    private func isPreBooking(_ job: Job, at now: UnitTime) -> Bool {
+        guard settings.reservationLeadMin > 0, let meeting = job.meetingTime else { return false }
+        return windowOpens(meeting: meeting) > now
+    }
+
+    private var expectedJob: Duration { .seconds(settings.expectedJobMin.saturatingMultiply(60)) }
+
+    /// Why a job starting `now` cannot be taken: it would still run when a pre-booking's window opens.
+    private func reservationConflict(startingAt now: UnitTime) -> String? {
+        guard let reservation = snapshot.upcoming.first(where: { windowOpens(meeting: $0.meetingTime) < now + expectedJob }) else { return nil }
+        return Self.conflictReason(reservation)
+    }
+
+    /// Why the pre-booking `job` cannot be kept: the list is full, or another one's job would overlap it.
+    private func preBookingRefusal(_ job: Job) -> String? {
+        guard let meeting = job.meetingTime else { return nil }
+        if snapshot.upcoming.count >= max(0, settings.maxUpcoming) { return "pre-bookings full (\(max(0, settings.maxUpcoming)))" }
+        let overlapping = snapshot.upcoming.first {
+            windowOpens(meeting: $0.meetingTime) < meeting + expectedJob && windowOpens(meeting: meeting) < $0.meetingTime + expectedJob
+        }
+        return overlapping.map(Self.conflictReason)
+    }
+
+    /// The reason a dispatcher acts on: which reservation, and when it meets (ms since the epoch).
+    private static func conflictReason(_ reservation: Reservation) -> String {
+        "reservation \(reservation.job.id) at \(reservation.meetingTime.milliseconds)"
+    }
+
+    /// The reminder an accepted reservation rings, when there is still time for one.
+    private func reminder(for job: Job, now: UnitTime) -> Reminder? {
+        guard let meeting = job.meetingTime, settings.reminderMin > 0 else { return nil }
+        let at = meeting - .seconds(settings.reminderMin.saturatingMultiply(60))
+        return at > now ? Reminder(job: job.id, at: at) : nil
+    }
+
+    /// Keeps the accepted pre-booking `job` until its window opens.
+    private mutating func book(_ job: Job) -> Step {
+        guard let meeting = job.meetingTime else { return Step() }
+        let index = snapshot.upcoming.firstIndex { $0.meetingTime > meeting } ?? snapshot.upcoming.endIndex
+        snapshot.upcoming.insert(Reservation(job: job, meetingTime: meeting), at: index)
+        return Step(snapshot: snapshot, timers: [.start(.reservationWindow(job: job.id), fireAt: windowOpens(meeting: meeting))], status: status)
+    }
+
+    /// An offer while the driver has a job in hand: a pre-booking, or (on board) the next job. It is
+    /// answered as any offer; the job in hand stays the driver's state.
+    private mutating func offerAside(_ job: Job, preBooking: Bool, window: Duration, receivedAt: UnitTime) -> Step {
+        func busy(_ reason: String) -> Step { remember(JobReply(job: job.id, reply: .busy, reason: reason, t: receivedAt)) }
+        if let pending = snapshot.sideOffer { return busy("offer \(pending.job.id) awaits an answer") }
+        guard job.passengers <= settings.seats else {
+            return remember(JobReply(job: job.id, reply: .invalid, reason: "\(job.passengers) passengers exceed \(settings.seats) seats", t: receivedAt))
+        }
+        if preBooking {
+            if let refusal = preBookingRefusal(job) { return busy(refusal) }
+        } else {
+            guard state.name == .onBoard else { return busy("next only while on board") }
+            if let stacked = snapshot.next { return busy("next job \(stacked.id) already stacked") }
+            if let refusal = reservationConflict(startingAt: receivedAt) { return busy(refusal) }
+        }
+        let pending = PendingOffer(job: job, receivedAt: receivedAt, deadline: receivedAt + window)
+        snapshot.sideOffer = pending
+        let kind = preBooking ? "Pre-booking" : "Next job"
+        return Step(
+            snapshot: snapshot, timers: [.start(.offerDeadline(job: job.id), fireAt: pending.deadline)],
+            driver: [.offeredBeside(job, preBooking: preBooking, text: "\(kind) " + offerText(job, window: window))])
+    }
+
+    /// Answers the offer made beside the job in hand; an accepted one is booked or stacked.
+    private mutating func answerSideOffer(_ code: ReplyCode, reason: String?, now: UnitTime) -> Step {
+        guard let offer = snapshot.sideOffer else { return refuse(.noOffer) }
+        snapshot.sideOffer = nil
+        let reply = JobReply(job: offer.job.id, reply: code, reason: reason, t: now)
+        snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: reply))
+        trimMemory()
+        let timers: [TimerChange] = code == .timeout ? [] : [.cancel(.offerDeadline(job: offer.job.id))]
+        var step = Step(snapshot: snapshot, messages: [.reply(reply)], timers: timers, status: status)
+        switch code {
+        case .accept where isPreBooking(offer.job, at: offer.receivedAt):
+            step.driver = [.told("Reservation \(offer.job.id) accepted, sent")]
+            return step + book(offer.job)
+        case .accept:
+            snapshot.next = offer.job
+            step.snapshot = snapshot
+            step.status = status
+            step.driver = [.told("Next job \(offer.job.id) accepted, sent. It starts after this ride")]
+            return step
+        case .timeout:
+            step.driver = [.told("Job \(offer.job.id): no answer, refused (timeout)")]
+            return step
+        case .reject, .busy, .expired, .invalid, .shown:
+            step.driver = [.told("Job \(offer.job.id) refused, sent")]
+            return step
+        }
+    }
+
+    /// The stacked job, else the first pre-booking whose window is open, becomes the job in hand.
+    private mutating func startQueuedJob(now: UnitTime) -> Step? {
+        if let job = snapshot.next {
+            snapshot.next = nil
+            return transition(to: .enRoute(job), now: now, reason: "next", tell: "Next job \(job.id): go to \(job.pickup.label)")
+        }
+        guard let index = snapshot.upcoming.firstIndex(where: { windowOpens(meeting: $0.meetingTime) <= now }) else { return nil }
+        let reservation = snapshot.upcoming.remove(at: index)
+        let reminder = reminder(for: reservation.job, now: now)
+        snapshot.reminder = reminder
+        var step = transition(
+            to: .enRoute(reservation.job), now: now, reason: "reservation",
+            tell: "Reservation \(reservation.job.id) due: go to \(reservation.job.pickup.label)")
+        step.timers.append(.cancel(.reservationWindow(job: reservation.job.id)))
+        if let reminder { step.timers.append(.start(.reminder(job: reminder.job), fireAt: reminder.at)) }
+        return step
+    }
+
+    /// A pre-booking's window opened: it starts now if the driver is free, else when the driver is
+    /// next available (after the job in hand, the stacked job, a pause or going on duty), and the
+    /// driver is warned.
+    private mutating func reservationWindowOpened(job id: String, now: UnitTime) -> Step {
+        guard let reservation = snapshot.upcoming.first(where: { $0.job.id == id }) else { return .note("reservation \(id) no longer booked") }
+        switch state {
+        case .available:
+            return startQueuedJob(now: now) ?? Step()
+        case .offDuty, .paused, .offered, .enRoute, .atPickup, .onBoard:
+            return Step(driver: [.reminder("Reservation \(id) due, meet at \(reservation.job.pickup.label): it starts when you are free")])
+        }
+    }
+
+    /// After a restart: the offer beside the job in hand and the pre-bookings' windows are armed
+    /// again, or answered and started when they fell due while the unit was down.
+    private mutating func resumeQueuedJobs(now: UnitTime) -> Step {
+        var step = Step()
+        if let offer = snapshot.sideOffer {
+            step += offer.deadline <= now
+                ? answerSideOffer(.timeout, reason: nil, now: now) : Step(timers: [.start(.offerDeadline(job: offer.job.id), fireAt: offer.deadline)])
+        }
+        step.timers += snapshot.upcoming.map { .start(.reservationWindow(job: $0.job.id), fireAt: windowOpens(meeting: $0.meetingTime)) }
+        return step
+    }
+
+    /// A `job/cancel` for a pre-booking, the stacked job or the offer beside the job in hand; nil
+    /// when it names none of them.
+    private mutating func cancelQueued(_ cancel: JobCancel, now: UnitTime) -> Step? {
+        let why = cancel.reason.map { ": \($0)" } ?? ""
+        if let index = snapshot.upcoming.firstIndex(where: { $0.job.id == cancel.job }) {
+            snapshot.upcoming.remove(at: index)
+            return Step(
+                snapshot: snapshot, timers: [.cancel(.reservationWindow(job: cancel.job))], status: status,
+                driver: [.told("Reservation \(cancel.job) cancelled by dispatch\(why)")])
+        }
+        if snapshot.next?.id == cancel.job {
+            snapshot.next = nil
+            return Step(snapshot: snapshot, status: status, driver: [.told("Next job \(cancel.job) cancelled by dispatch\(why)")])
+        }
+        if let offer = snapshot.sideOffer, offer.job.id == cancel.job {
+            snapshot.sideOffer = nil
+            snapshot.answeredOffers.append(AnsweredOffer(job: offer.job.id, reply: nil))
+            trimMemory()
+            return Step(
+                snapshot: snapshot, timers: [.cancel(.offerDeadline(job: offer.job.id))],
+                driver: [.told("Job \(cancel.job) cancelled by dispatch\(why)")])
+        }
+        return nil
+    }
+
+    /// The job `id` names among those the unit holds: in hand, stacked or pre-booked.
+    private func jobInHand(_ id: String) -> Job? {
+        if let job = state.job, job.id == id { return job }
+        if let job = snapshot.next, job.id == id { return job }
+        return snapshot.upcoming.first { $0.job.id == id }?.job
+    }
+
+    /// Puts the changed `job` back where it is held.
+    private mutating func keep(_ job: Job) {
+        if state.job?.id == job.id {
+            snapshot.state = state.replacingJob(job)
+        } else if snapshot.next?.id == job.id {
+            snapshot.next = job
+        } else if let index = snapshot.upcoming.firstIndex(where: { $0.job.id == job.id }) {
+            snapshot.upcoming[index].job = job
+        }
     }
 
     // MARK: Helpers
@@ -845,7 +1100,10 @@ public struct UnitStateMachine: Sendable {
         let step = Step(
             snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],
             timers: cancelled, status: status, driver: [.told(tell)])
-        return from.name == next.name ? step : step + positions.stateChanged(to: reportingState)
+        let moved = from.name == next.name ? step : step + positions.stateChanged(to: reportingState)
+        // Free again: the stacked job, else a pre-booking whose window is open, becomes the job in hand.
+        guard next == .available, let started = startQueuedJob(now: now) else { return moved }
+        return moved + started
     }
 
     /// Answers the pending offer once and for all, remembering the answer for redeliveries.

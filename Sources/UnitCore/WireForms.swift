@@ -33,6 +33,8 @@ extension StatusMessage {
         self.init(
             online: online, unit: unit, state: status.state, reason: status.pauseReason, job: status.job, zone: zone, seatsLeft: status.seatsLeft,
             ignition: status.ignitionOn.map { $0 ? "on" : "off" }, t: t, outbox: outbox, aside: aside, driver: driver)
+        upcoming = status.upcoming.isEmpty ? nil : status.upcoming
+        next = status.next
     }
 }
 

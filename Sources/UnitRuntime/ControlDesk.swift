@@ -110,4 +110,12 @@ struct ControlDesk {
             offerSecondsLeft: offerSecondsLeft, meetingTime: job.meetingTime?.milliseconds, meetingInS: job.meetingTime.map(secondsUntil),
             shared: job.shared, note: job.note, cancelRequested: cancelRequest.flatMap { $0.job == job.id ? $0.reason.rawValue : nil })
     }
+
+    /// A pre-booking or the stacked job, as `status` and `jobs --upcoming` list it.
+    static func queuedJobStatus(_ job: Job, now: UnitTime) -> ControlStatus.Job {
+        ControlStatus.Job(
+            id: job.id, pickup: job.pickup.label, passengers: job.passengers, offerSecondsLeft: nil,
+            meetingTime: job.meetingTime?.milliseconds, meetingInS: job.meetingTime.map { Int(clamping: max(.zero, $0 - now).wholeSeconds) },
+            shared: job.shared, note: job.note)
+    }
 }

@@ -70,12 +70,18 @@ struct DriverPanel {
         case .ignition(on: true, _):
             // The question is moot once the engine runs again.
             if notice == .ignitionOff { clearNotice() }
+        case .timerFired(.reservationWindow, _):
+            // The window opened while the driver is busy: the pre-booking waits for them.
+            if step.reminded { raise(.reservationDue) }
         case .timerFired(.ignitionOffDuty, _):
             break
         case .jobDropped:
             // The job is gone from the unit as if cancelled; the row holds 20 characters.
             raise(.cancelled, detail: "Crash: call dispatch")
-        case .gps, .inbound(.offer, _), .inbound(.queue, _), .malformed, .meterFare, .meter:
+        case .inbound(.offer, _):
+            // Beside the job in hand: the job's screen stays, the notice rings with the pickup above it.
+            if let beside = step.offeredBeside { raise(.offerBeside(preBooking: beside.preBooking), detail: beside.job.pickup.label) }
+        case .gps, .inbound(.queue, _), .malformed, .meterFare, .meter:
             break
         }
     }

@@ -13,7 +13,7 @@ extension EngineLoop {
         let age = lastFix.map { (ContinuousClock.now - $0.receivedAt) / .seconds(1) }
         let machine = core.machine
         let status = machine.status
-        return ControlStatus(
+        var control = ControlStatus(
             unit: configuration.unit.id,
             state: status.state.rawValue,
             gps: .init(connected: gpsConnected, lastFixAgeS: age, lastFixTime: lastFix?.fix.time.milliseconds),
@@ -42,6 +42,11 @@ extension EngineLoop {
             ignition: status.ignitionOn.map { $0 ? "on" : "off" },
             meter: configuration.input.meter == nil ? nil : machine.meterHired.map { $0 ? "hired" : "vacant" } ?? "unknown"
         )
+        let now = clockNow()
+        let upcoming = machine.snapshot.upcoming.map { ControlDesk.queuedJobStatus($0.job, now: now) }
+        control.upcoming = upcoming.isEmpty ? nil : upcoming
+        control.next = machine.snapshot.next.map { ControlDesk.queuedJobStatus($0, now: now) }
+        return control
     }
 
     /// The periodic telemetry: gauges read now, then every metric published retained on

@@ -121,15 +121,27 @@ struct TaxiUnitCtl: ParsableCommand {
     }
 
     struct Jobs: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the ride history, newest first.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show the ride history, newest first, or with --upcoming the jobs ahead: the stacked next job and the pre-bookings.")
         @OptionGroup var connection: Connection
         @Option(name: .long, help: "Show only the last N rides.") var last: Int = 20
+        @Flag(name: .long, help: "Show the jobs ahead instead: the stacked next job, then the pre-bookings by meeting time.") var upcoming = false
 
         func validate() throws {
             guard last > 0 else { throw ValidationError("--last must be at least 1") }
         }
 
         func run() throws {
+            if upcoming {
+                let status = try connection.send(ControlRequest(cmd: .status)).status
+                let ahead = (status?.next.map { [$0] } ?? []) + (status?.upcoming ?? [])
+                if ahead.isEmpty && !connection.json {
+                    print("no jobs ahead")
+                } else {
+                    try connection.show(ahead)
+                }
+                return
+            }
             let rides = try connection.send(ControlRequest(cmd: .jobs, limit: last)).rides ?? []
             if rides.isEmpty && !connection.json {
                 print("no rides yet")

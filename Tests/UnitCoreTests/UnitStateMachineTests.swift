@@ -156,6 +156,8 @@ enum Scenario {
          [.ignored, .ignored, .ignored, .to(.available, reply: .timeout), .ignored, .ignored, .ignored]),
         ("reminder without reservation", .timerFired(.reminder(job: "J1"), at: t),
          [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        ("window without pre-booking", .timerFired(.reservationWindow(job: "R9"), at: t),
+         [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("stale deadline", .timerFired(.offerDeadline(job: "J7"), at: t),
          [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("resumed before deadline", .resumed(at: t),

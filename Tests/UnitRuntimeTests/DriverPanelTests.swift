@@ -19,6 +19,35 @@ import UnitCore
         panel.view(state: state, seatsLeft: 4, zone: nil, online: true, waiting: 0, unitClockAhead: .zero, distance: { _ in 100 })
     }
 
+    /// The machine's own steps: an offer beside the ride on board, and a pre-booking falling due
+    /// while the driver is busy, each ring with the job's screen left in place.
+    @Test func offersBesideTheJobAndADuePreBookingRingOverTheJobScreen() {
+        var machine = UnitStateMachine(settings: UnitSettings(reservationLeadMin: 30))
+        var panel = DriverPanel()
+        func feed(_ event: UnitEvent) {
+            let before = machine.state
+            let step = machine.handle(event)
+            panel.stepped(event, before: before, after: machine.state, step: step, seatsLeft: machine.seatsLeft)
+        }
+        let meeting = t + .seconds(7_200)
+        feed(.driver(.duty, at: t))
+        feed(.inbound(.offer(JobOffer(job: "R1", pickup: Place(lat: 46.5, lon: 7.5), meetingTime: meeting.milliseconds)), receivedAt: t))
+        feed(.driver(.accept, at: t))
+        for event: UnitEvent in [
+            .inbound(.offer(JobOffer(job: "J1", pickup: Place(lat: 46.5, lon: 7.5))), receivedAt: t), .driver(.accept, at: t),
+            .driver(.arrived, at: t), .driver(.passengersOnBoard(1), at: t),
+        ] { feed(event) }
+        #expect(machine.state.name == .onBoard)
+
+        feed(.inbound(.offer(JobOffer(job: "N1", pickup: Place(lat: 46.6, lon: 7.6, address: "Markt 3"), next: true)), receivedAt: t))
+        let offered = view(panel, machine.state)
+        #expect(offered.notice == .offerBeside(preBooking: false) && offered.noticeDetail == "Markt 3")
+        #expect(offered.mode == .onBoard(passengers: 1), "the ride's screen stays")
+
+        feed(.timerFired(.reservationWindow(job: "R1"), at: meeting - .seconds(1_800)))
+        #expect(view(panel, machine.state).notice == .reservationDue)
+    }
+
     @Test func oneKeyPagesThroughTheDetailsAndBackToTheJobScreen() {
         var panel = DriverPanel()
         let state = DriverState.enRoute(job)

@@ -378,6 +378,50 @@ import UnitCore
                 try await rig.acceptReservation("J2", meetingInS: 602)
                 try await rig.eventually("the reminder of J2, 10 min before") { rig.logs.count(containing: "Reminder: job J2") > 0 }
             }),
+        "job.reservation_lead_min": Probe(
+            local: immediate + "[job]\nreservation_lead_min = 0\n",
+            settings: #"{"job":{"reservation_lead_min":1}}"#,
+            before: { rig async throws in
+                try await rig.press("duty")
+                try await rig.acceptReservation("R1", meetingInS: 600)
+                #expect(try await rig.unit.status().state == "en_route", "without a lead, a reservation occupies the unit at once")
+                for input in ["arrived", "pob", "clear"] { try await rig.press(input) }
+            },
+            after: { rig async throws in
+                // The window opens 1 min before the meeting: 6 s after the acceptance.
+                try await rig.acceptReservation("R2", meetingInS: 66)
+                let booked = try await rig.unit.status()
+                #expect(booked.state == "available" && booked.upcoming?.map(\.id) == ["R2"], "kept aside until its window")
+                try await rig.eventually("R2's window opens") {
+                    let status = try await rig.unit.status()
+                    return status.state == "en_route" && status.job?.id == "R2"
+                }
+                #expect(try await rig.unit.status().upcoming == nil)
+            }),
+        "job.max_upcoming": Probe(
+            local: immediate + "[job]\nreservation_lead_min = 1\nmax_upcoming = 1\n",
+            settings: #"{"job":{"max_upcoming":2}}"#,
+            before: { rig async throws in
+                try await rig.press("duty")
+                try await rig.acceptReservation("R1", meetingInS: 600)
+                #expect(try await rig.offerRefused("R2", #","meeting_time":\#(TestClock.milliseconds() + 3_600_000)"#) == "pre-bookings full (1)")
+            },
+            after: { rig async throws in
+                try await rig.acceptReservation("R3", meetingInS: 3_600)
+                #expect(try await rig.unit.status().upcoming?.map(\.id) == ["R1", "R3"])
+            }),
+        "job.expected_job_min": Probe(
+            local: immediate + "[job]\nreservation_lead_min = 1\nexpected_job_min = 60\n",
+            settings: #"{"job":{"expected_job_min":1}}"#,
+            before: { rig async throws in
+                try await rig.press("duty")
+                try await rig.acceptReservation("R1", meetingInS: 600)
+                #expect(try await rig.offerRefused("J2")?.hasPrefix("reservation R1 at ") == true, "60 min would run into R1's window")
+            },
+            after: { rig async throws in
+                try await rig.offer("J3")
+                #expect(try await rig.unit.status().state == "offered")
+            }),
 
         // [ignition]: the ignition goes off while the driver is available.
         "ignition.off_while_available": Probe(
@@ -745,6 +789,18 @@ final class SettingRig {
     func acceptReservation(_ job: String, meetingInS: Int64) async throws {
         try await offer(job, #","meeting_time":\#(TestClock.milliseconds() + meetingInS * 1000)"#)
         #expect(try await press("accept").contains("accepted"))
+    }
+
+    /// Offers `job` and returns the reason of the `busy` it is answered with.
+    func offerRefused(_ job: String, _ extra: String = "") async throws -> String? {
+        let pickup = SettableKeysInForceTests.pickup
+        unit.broker.receive(
+            unit.topicBase + "job/offer",
+            #"{"job":"\#(job)","pickup":{"lat":\#(pickup.latitude),"lon":\#(pickup.longitude)}\#(extra)}"#)
+        func answer() -> [String: Any]? { unit.published(on: "job/reply").map(\.json).last { $0["job"] as? String == job } }
+        try await eventually("\(job) answered") { answer() != nil }
+        #expect(answer()?["reply"] as? String == "busy")
+        return answer()?["reason"] as? String
     }
 
     /// Thirty messages at once, for a job the unit does not have.
