@@ -136,11 +136,13 @@ public struct DriverView: Sendable, Equatable {
         case cancelConfirmed(CancelReason)
         /// The dispatcher refused the driver's cancel request: the job goes on.
         case cancelRefused
+        /// A `[shift]` limit is near or reached.
+        case shiftWarning(ShiftWarning)
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .shiftWarning: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

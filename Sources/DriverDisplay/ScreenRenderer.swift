@@ -324,6 +324,8 @@ public struct ScreenRenderer: Sendable {
         case .ignitionOff: catalogue.text(.noticeIgnitionOff)
         case .cancelConfirmed: catalogue.text(.noticeCancelled)
         case .cancelRefused: catalogue.text(.noticeCancelRefused)
+        case .shiftWarning(let warning):
+            catalogue.text(MessageKey.shiftWarning(warning).key, MessageKey.shiftWarning(warning).values)
         }
     }
 }

@@ -17,7 +17,8 @@ import TaxiProtocol
 /// Version 3 is version 2 plus the driver's pending `cancelRequest`, the job's `appliedUpdates`
 /// and its optional `fare` (`StoredFare`), each absent when there is none; a version 1 or 2
 /// snapshot reads as having none. An earlier release refuses it (and sets it aside) rather than
-/// losing the request unseen.
+/// losing the request unseen. The driver's open `shift` (`Shift`, its spans in milliseconds) is an
+/// optional key of version 3 too, absent without a shift.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
     static let formatVersion = 3
@@ -26,7 +27,7 @@ extension UnitSnapshot: Codable {
 
     private enum CodingKeys: String, CodingKey {
         case version = "v"
-        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates
+        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates, shift
     }
 
     public init(from decoder: any Decoder) throws {
@@ -59,6 +60,7 @@ extension UnitSnapshot: Codable {
         reminder = try container.decodeIfPresent(Reminder.self, forKey: .reminder)
         cancelRequest = try container.decodeIfPresent(CancelRequest.self, forKey: .cancelRequest)
         appliedUpdates = try container.decodeIfPresent([AppliedUpdate].self, forKey: .appliedUpdates) ?? []
+        shift = try container.decodeIfPresent(Shift.self, forKey: .shift)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -71,6 +73,71 @@ extension UnitSnapshot: Codable {
         try container.encodeIfPresent(reminder, forKey: .reminder)
         try container.encodeIfPresent(cancelRequest, forKey: .cancelRequest)
         if !appliedUpdates.isEmpty { try container.encode(appliedUpdates, forKey: .appliedUpdates) }
+        try container.encodeIfPresent(shift, forKey: .shift)
+    }
+}
+
+extension Shift: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case startedAt, startOdometerKm, onDutyBeforeMs, onDutySince, drivingMs, continuousDrivingMs, lastFixAt, restingSince, warned
+    }
+
+    private enum WarningKeys: String, CodingKey {
+        case limit, reached, minutesLeft
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func span(_ key: CodingKeys) throws -> Duration {
+            let milliseconds = try container.decode(Int64.self, forKey: key)
+            // Read back from the disk: a negative span is refused rather than trusted.
+            guard milliseconds >= 0 else { throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "negative span") }
+            return .milliseconds(milliseconds)
+        }
+        var warnings: [ShiftWarning] = []
+        if var list = try? container.nestedUnkeyedContainer(forKey: .warned) {
+            while !list.isAtEnd {
+                let warning = try list.nestedContainer(keyedBy: WarningKeys.self)
+                let stored = try warning.decode(String.self, forKey: .limit)
+                guard let limit = ShiftLimit(rawValue: stored) else {
+                    throw DecodingError.dataCorruptedError(forKey: .limit, in: warning, debugDescription: "unknown shift limit \(stored)")
+                }
+                warnings.append(ShiftWarning(
+                    limit: limit, reached: try warning.decode(Bool.self, forKey: .reached), minutesLeft: try warning.decode(Int.self, forKey: .minutesLeft)))
+            }
+        }
+        self.init(
+            startedAt: try container.decode(UnitTime.self, forKey: .startedAt), startOdometerKm: try container.decodeIfPresent(Int.self, forKey: .startOdometerKm),
+            onDutyBefore: try span(.onDutyBeforeMs), onDutySince: try container.decodeIfPresent(UnitTime.self, forKey: .onDutySince),
+            driving: try span(.drivingMs), continuousDriving: try span(.continuousDrivingMs),
+            lastFixAt: try container.decodeIfPresent(UnitTime.self, forKey: .lastFixAt),
+            restingSince: try container.decodeIfPresent(UnitTime.self, forKey: .restingSince), warned: warnings)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(startedAt, forKey: .startedAt)
+        try container.encodeIfPresent(startOdometerKm, forKey: .startOdometerKm)
+        try container.encode(onDutyBefore.wholeMilliseconds, forKey: .onDutyBeforeMs)
+        try container.encodeIfPresent(onDutySince, forKey: .onDutySince)
+        try container.encode(driving.wholeMilliseconds, forKey: .drivingMs)
+        try container.encode(continuousDriving.wholeMilliseconds, forKey: .continuousDrivingMs)
+        try container.encodeIfPresent(lastFixAt, forKey: .lastFixAt)
+        try container.encodeIfPresent(restingSince, forKey: .restingSince)
+        if !warned.isEmpty {
+            var list = container.nestedUnkeyedContainer(forKey: .warned)
+            for warning in warned {
+                var entry = list.nestedContainer(keyedBy: WarningKeys.self)
+                // The wire name, spelled here: the store keeps it whatever the enum becomes.
+                let stored = switch warning.limit {
+                case .continuousDriving: "continuous_driving"
+                case .shiftLength: "shift_length"
+                }
+                try entry.encode(stored, forKey: .limit)
+                try entry.encode(warning.reached, forKey: .reached)
+                try entry.encode(warning.minutesLeft, forKey: .minutesLeft)
+            }
+        }
     }
 }
 

@@ -83,6 +83,7 @@ public struct Step: Sendable, Equatable {
         return nil
     }
     public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
+    public var shiftWarnings: [ShiftWarning] { driver.compactMap { if case .shiftWarning(let warning, _) = $0 { warning } else { nil } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
 
@@ -120,19 +121,21 @@ public enum OutgoingMessage: Sendable, Equatable {
     case messageReply(MessageReply)
     /// The driver opened a message; on `msg/read`.
     case messageRead(MessageRead)
+    /// The shift started, ended, a break reset continuous driving, or a limit was reached; on `event`.
+    case shift(ShiftReport)
 
     /// The driver's own word to the dispatcher beside a job reply: the terminal says "Sent".
     public var isAnswer: Bool {
         switch self {
         case .messageReply, .soonClear, .cancelRequest: true
-        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead: false
+        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead, .shift: false
         }
     }
 
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest: true
+        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest, .shift: true
         case .zone, .ignition, .stalePosition: false
         }
     }
@@ -165,4 +168,6 @@ public enum DriverNotice: Sendable, Equatable {
     /// The dispatcher answered the driver's cancel request: `confirmed` (the job is cancelled) or
     /// refused (the job goes on); `text` for the log and the control answer.
     case cancelAnswered(CancelRequest, confirmed: Bool, text: String)
+    /// A `[shift]` limit is near or reached: rings; `text` for the log and the control answer.
+    case shiftWarning(ShiftWarning, text: String)
 }

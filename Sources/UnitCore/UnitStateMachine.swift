@@ -174,6 +174,8 @@ public struct UnitSnapshot: Sendable, Equatable {
     /// The `job/update`s applied to the job in hand, most recent last, at most
     /// `UnitSettings.answeredOfferMemory`: a redelivered one is answered again and not applied twice.
     public var appliedUpdates: [AppliedUpdate]
+    /// The driver's open shift (ShiftTracker.swift).
+    public var shift: Shift?
 
     public init(
         state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = [], freeSeats: Int? = nil,
@@ -219,6 +221,8 @@ public struct UnitSettings: Sendable, Equatable {
     public var paymentRequired: Bool
     /// `[job] currency`: what a typed fare is in.
     public var currency: String
+    /// `[shift]`: the working day's limits.
+    public var shift = ShiftSettings()
 
     public static let defaultPayments = ["cash", "card", "account"]
     public static let defaultCurrency = "EUR"
@@ -377,6 +381,13 @@ public struct UnitStateMachine: Sendable {
     }
 
     public mutating func handle(_ event: UnitEvent) -> Step {
+        let before = state
+        let fixBefore = lastFix
+        let step = handleJob(event)
+        return step + followShift(event, before: before, fixBefore: fixBefore, step: step)
+    }
+
+    private mutating func handleJob(_ event: UnitEvent) -> Step {
         switch event {
         case .gps(let report, let sample):
             return handleGPS(report, at: sample)
@@ -616,6 +627,9 @@ public struct UnitStateMachine: Sendable {
             snapshot.freeSeats = free == settings.seats ? nil : free
             return Step(snapshot: snapshot, status: status, driver: [.told("Free seats \(seatsLeft)")])
 
+        case (.shift(let input), _):
+            return shiftInput(input, now: now)
+
         case (.details, _):
             // Paging is the terminal's: the machine only says when there is nothing to page through.
             return state.job == nil ? refuse(.noJob) : Step()
@@ -658,6 +672,64 @@ public struct UnitStateMachine: Sendable {
         snapshot.reminder = nil
         let meeting = job.meetingTime.map { " in \(max(.zero, $0 - now).wholeSeconds / 60) min" } ?? ""
         return Step(snapshot: snapshot, driver: [.reminder("Reminder: job \(job.id), meet at \(job.pickup.label)\(meeting)")])
+    }
+
+    // MARK: Shift
+
+    /// `shift start`, `shift end`: ending it is for off duty, so the day's last job is in it.
+    private mutating func shiftInput(_ input: ShiftInput, now: UnitTime) -> Step {
+        var tracker = ShiftTracker(shift: snapshot.shift, settings: settings.shift)
+        let result: Result<ShiftTracker.Outcome, ShiftTracker.Refusal>
+        switch input {
+        case .start(let odometer):
+            result = tracker.start(at: now, odometerKm: odometer, onDuty: state != .offDuty)
+        case .end(let odometer):
+            guard state == .offDuty else { return refuse(.offDutyFirst) }
+            result = tracker.end(at: now, odometerKm: odometer)
+        }
+        switch result {
+        case .failure(.alreadyStarted): return refuse(.shiftAlreadyStarted)
+        case .failure(.noShift): return refuse(.noShift)
+        case .success(let outcome):
+            var step = shiftStep(outcome, tracker: tracker, forceSnapshot: true)
+            step.driver.append(.told(tracker.shift == nil ? "Shift ended" : "Shift started"))
+            return step
+        }
+    }
+
+    /// What the event means for the shift: fixes count driving, state changes on-duty time and breaks.
+    private mutating func followShift(_ event: UnitEvent, before: DriverState, fixBefore: Fix?, step: Step) -> Step {
+        var tracker = ShiftTracker(shift: snapshot.shift, settings: settings.shift)
+        var outcome = ShiftTracker.Outcome()
+        if case .gps(_, let sample) = event, let fix = lastFix, fix != fixBefore {
+            outcome = tracker.fix(speed: fix.speed, at: positions.clock.reading(at: sample).time)
+        }
+        var pauseBefore: PauseReason?, pauseAfter: PauseReason?
+        if case .paused(let reason) = before { pauseBefore = reason }
+        if case .paused(let reason) = state { pauseAfter = reason }
+        let transition = step.messages.last { if case .event = $0 { true } else { false } }
+        if before.name != state.name || pauseBefore != pauseAfter, case .event(let moved)? = transition {
+            outcome = outcome + tracker.stateChanged(to: state.name, pauseReason: pauseAfter, at: moved.t)
+        }
+        return shiftStep(outcome, tracker: tracker, forceSnapshot: step.snapshot != nil)
+    }
+
+    /// The shift's events and warnings; the snapshot when the shift changed, or when the step writes
+    /// one anyway (it must not carry an older shift).
+    private mutating func shiftStep(_ outcome: ShiftTracker.Outcome, tracker: ShiftTracker, forceSnapshot: Bool) -> Step {
+        snapshot.shift = tracker.shift
+        var step = Step(messages: outcome.reports.map(OutgoingMessage.shift))
+        step.driver = outcome.warnings.map { .shiftWarning($0, text: Self.warningText($0)) }
+        if outcome.changed || forceSnapshot { step.snapshot = snapshot }
+        return step
+    }
+
+    private static func warningText(_ warning: ShiftWarning) -> String {
+        let what = switch warning.limit {
+        case .continuousDriving: "Break due"
+        case .shiftLength: "Shift limit"
+        }
+        return warning.reached ? "\(what): limit reached" : "\(what) in \(warning.minutesLeft) min"
     }
 
     // MARK: Dispatcher
