@@ -316,6 +316,11 @@ public struct UnitStateMachine: Sendable {
     public private(set) var driverMessages: DriverMessages
     /// The ignition as its input last said; nil without one. Not stored: the input says it again.
     public private(set) var ignitionOn: Bool?
+    /// The driver's shift as it is now; the snapshot holds it as last written (at most a minute of
+    /// driving behind).
+    private var shiftTracker: ShiftTracker
+
+    public var shift: Shift? { shiftTracker.shift }
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
     /// `messages`: the inbox as stored.
@@ -328,6 +333,7 @@ public struct UnitStateMachine: Sendable {
         self.lastFix = lastFix
         self.driverMessages = messages
         positions = PositionPipeline(settings: settings.positions)
+        shiftTracker = ShiftTracker(shift: snapshot.shift, settings: settings.shift)
     }
 
     public var state: DriverState { snapshot.state }
@@ -347,6 +353,7 @@ public struct UnitStateMachine: Sendable {
     /// derives from them (the position pipeline, reporting, zones, the offers remembered) with them.
     public mutating func use(_ next: UnitSettings) -> Step {
         settings = next
+        shiftTracker.use(next.shift)
         var step = positions.reconfigure(next.positions, state: reportingState)
         let remembered = snapshot.answeredOffers.count + snapshot.appliedUpdates.count
         trimMemory()
@@ -678,49 +685,49 @@ public struct UnitStateMachine: Sendable {
 
     /// `shift start`, `shift end`: ending it is for off duty, so the day's last job is in it.
     private mutating func shiftInput(_ input: ShiftInput, now: UnitTime) -> Step {
-        var tracker = ShiftTracker(shift: snapshot.shift, settings: settings.shift)
         let result: Result<ShiftTracker.Outcome, ShiftTracker.Refusal>
         switch input {
         case .start(let odometer):
-            result = tracker.start(at: now, odometerKm: odometer, onDuty: state != .offDuty)
+            result = shiftTracker.start(at: now, odometerKm: odometer, onDuty: state != .offDuty)
         case .end(let odometer):
             guard state == .offDuty else { return refuse(.offDutyFirst) }
-            result = tracker.end(at: now, odometerKm: odometer)
+            result = shiftTracker.end(at: now, odometerKm: odometer)
         }
         switch result {
         case .failure(.alreadyStarted): return refuse(.shiftAlreadyStarted)
         case .failure(.noShift): return refuse(.noShift)
         case .success(let outcome):
-            var step = shiftStep(outcome, tracker: tracker, forceSnapshot: true)
-            step.driver.append(.told(tracker.shift == nil ? "Shift ended" : "Shift started"))
+            var step = shiftStep(outcome, forceSnapshot: true)
+            step.driver.append(.told(shiftTracker.shift == nil ? "Shift ended" : "Shift started"))
             return step
         }
     }
 
     /// What the event means for the shift: fixes count driving, state changes on-duty time and breaks.
     private mutating func followShift(_ event: UnitEvent, before: DriverState, fixBefore: Fix?, step: Step) -> Step {
-        var tracker = ShiftTracker(shift: snapshot.shift, settings: settings.shift)
         var outcome = ShiftTracker.Outcome()
         if case .gps(_, let sample) = event, let fix = lastFix, fix != fixBefore {
-            outcome = tracker.fix(speed: fix.speed, at: positions.clock.reading(at: sample).time)
+            outcome = shiftTracker.fix(speed: fix.speed, at: positions.clock.reading(at: sample).time)
         }
         var pauseBefore: PauseReason?, pauseAfter: PauseReason?
         if case .paused(let reason) = before { pauseBefore = reason }
         if case .paused(let reason) = state { pauseAfter = reason }
         let transition = step.messages.last { if case .event = $0 { true } else { false } }
         if before.name != state.name || pauseBefore != pauseAfter, case .event(let moved)? = transition {
-            outcome = outcome + tracker.stateChanged(to: state.name, pauseReason: pauseAfter, at: moved.t)
+            outcome = outcome + shiftTracker.stateChanged(to: state.name, pauseReason: pauseAfter, at: moved.t)
         }
-        return shiftStep(outcome, tracker: tracker, forceSnapshot: step.snapshot != nil)
+        return shiftStep(outcome, forceSnapshot: step.snapshot != nil)
     }
 
     /// The shift's events and warnings; the snapshot when the shift changed, or when the step writes
     /// one anyway (it must not carry an older shift).
-    private mutating func shiftStep(_ outcome: ShiftTracker.Outcome, tracker: ShiftTracker, forceSnapshot: Bool) -> Step {
-        snapshot.shift = tracker.shift
+    private mutating func shiftStep(_ outcome: ShiftTracker.Outcome, forceSnapshot: Bool) -> Step {
         var step = Step(messages: outcome.reports.map(OutgoingMessage.shift))
         step.driver = outcome.warnings.map { .shiftWarning($0, text: Self.warningText($0)) }
-        if outcome.changed || forceSnapshot { step.snapshot = snapshot }
+        if outcome.changed || forceSnapshot {
+            snapshot.shift = shiftTracker.shift
+            step.snapshot = snapshot
+        }
         return step
     }
 
