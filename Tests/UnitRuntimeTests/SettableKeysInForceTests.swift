@@ -561,7 +561,7 @@ import UnitCore
             after: { rig async throws in #expect(try await rig.sendCanned() == "Held up") }),
         "shift.max_shift_min": Probe(
             local: "[shift]\nmax_shift_min = 1440\n",
-            prepare: shiftStarted(hoursAgo: 2),
+            prepare: storeWithAnOpenShift(hoursAgo: 2),
             settings: #"{"shift":{"max_shift_min":30}}"#,
             before: { rig async throws in
                 try await rig.fix(46.5, 7.5)
@@ -573,7 +573,7 @@ import UnitCore
             }),
         "shift.max_continuous_driving_min": Probe(
             local: "[shift]\nmax_continuous_driving_min = 1440\n",
-            prepare: shiftStarted(hoursAgo: 2, drivingHours: 2),
+            prepare: storeWithAnOpenShift(hoursAgo: 2, drivingHours: 2),
             settings: #"{"shift":{"max_continuous_driving_min":60}}"#,
             before: { rig async throws in
                 try await rig.fix(46.5, 7.5)
@@ -585,7 +585,7 @@ import UnitCore
             }),
         "shift.break_min": Probe(
             local: "[shift]\nbreak_min = 1440\n",
-            prepare: shiftStarted(hoursAgo: 2, drivingHours: 2),
+            prepare: storeWithAnOpenShift(hoursAgo: 2, drivingHours: 2),
             settings: #"{"shift":{"break_min":0}}"#,
             before: { rig async throws in
                 for input in ["duty", "pause break", "resume"] { try await rig.press(input) }
@@ -597,7 +597,7 @@ import UnitCore
             }),
         "shift.warn_before_min": Probe(
             local: "[shift]\nmax_shift_min = 1440\nwarn_before_min = 0\n",
-            prepare: shiftStarted(hoursAgo: 2),
+            prepare: storeWithAnOpenShift(hoursAgo: 2),
             settings: #"{"shift":{"warn_before_min":1440}}"#,
             before: { rig async throws in
                 try await rig.fix(46.5, 7.5)
@@ -608,16 +608,6 @@ import UnitCore
                 try await rig.eventually("the warning") { rig.logs.count(containing: "Shift limit in") == 1 }
             }),
     ]
-
-    /// The store holds an open shift that started `hoursAgo`, with `drivingHours` of continuous driving.
-    static func shiftStarted(hoursAgo: Int64, drivingHours: Int64 = 0) -> @Sendable (LocalCache) throws -> Void {
-        { store in
-            var snapshot = UnitSnapshot()
-            let driving = Duration.seconds(drivingHours * 3600)
-            snapshot.shift = Shift(startedAt: TestClock.now() - .seconds(hoursAgo * 3600), driving: driving, continuousDriving: driving)
-            try store.write { transaction in try transaction.saveValue(snapshot, forKey: UnitEngine.snapshotKey) }
-        }
-    }
 
     /// A key the broker link reads when it connects: the document makes the engine connect again
     /// with the new value (the link itself is held by the real-parts tests).
