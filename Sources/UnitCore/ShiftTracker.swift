@@ -84,6 +84,9 @@ public struct Shift: Sendable, Equatable {
         self.warned = warned
     }
 
+    /// The most a counter holds: what the snapshot's milliseconds can say, whatever the clock did.
+    static let longestSpan: Duration = .milliseconds(Int64.max)
+
     public func onDuty(at now: UnitTime) -> Duration {
         onDutyBefore + (onDutySince.map { max(.zero, now - $0) } ?? .zero)
     }
@@ -212,7 +215,7 @@ public struct ShiftTracker: Sendable, Equatable {
         var outcome = Outcome(changed: true)
         if onDuty, open.onDutySince == nil { open.onDutySince = now }
         if !onDuty, let since = open.onDutySince {
-            open.onDutyBefore = open.onDutyBefore + max(.zero, now - since)
+            open.onDutyBefore = min(open.onDutyBefore + max(.zero, now - since), Shift.longestSpan)
             open.onDutySince = nil
         }
         let resting = !onDuty || (state == .paused && pauseReason == .break)
@@ -236,8 +239,8 @@ public struct ShiftTracker: Sendable, Equatable {
         let minutesBefore = open.driving.wholeSeconds / 60
         if let last = open.lastFixAt, now > last, let speed, speed >= Self.drivingSpeed {
             let counted = min(now - last, Self.longestGap)
-            open.driving = open.driving + counted
-            open.continuousDriving = open.continuousDriving + counted
+            open.driving = min(open.driving + counted, Shift.longestSpan)
+            open.continuousDriving = min(open.continuousDriving + counted, Shift.longestSpan)
         }
         open.lastFixAt = now
         shift = open
