@@ -17,6 +17,9 @@ public enum UnitReport: Sendable, Equatable {
     case zone(id: String, ZoneEventMessage)
     /// The ignition went on or off, on `event` (`"type":"ignition"`).
     case ignition(id: String, IgnitionEventMessage)
+    /// The driver's shift started, ended, a break reset its driving, or a limit was reached, on
+    /// `event` (`"type":"shift"`).
+    case shift(id: String, ShiftEventMessage)
     /// The driver says the taxi is clear soon, on `event` (`"type":"soon_clear"`).
     case soonClear(id: String, SoonClearEventMessage)
     /// The driver asks to drop the job, on `event` (`"type":"cancel_request"`).
@@ -63,7 +66,7 @@ extension UnitReport {
     public static let topicsRead: [UnitTopic] = [.status, .event, .jobReply, .sos, .pos, .posLast]
 
     /// `event` carries transitions (no `type`), zone changes (`"type":"zone"`), ignition changes
-    /// (`"type":"ignition"`), soon-clear announcements (`"type":"soon_clear"`) and the driver's
+    /// (`"type":"ignition"`), shift events (`"type":"shift"`), soon-clear announcements (`"type":"soon_clear"`) and the driver's
     /// cancel requests (`"type":"cancel_request"`), logins and logouts (`"type":"login"`, `"logout"`)
     /// and refused logouts (`"type":"logout_refused"`).
     private struct EventKind: Decodable {
@@ -103,6 +106,9 @@ extension UnitReport {
             case "ignition"?:
                 let change = try decoder.decode(IgnitionEventMessage.self, from: data)
                 return .ignition(id: change.id, change)
+            case "shift"?:
+                let shift = try decoder.decode(ShiftEventMessage.self, from: data)
+                return .shift(id: shift.id, shift)
             case "soon_clear"?:
                 let soon = try decoder.decode(SoonClearEventMessage.self, from: data)
                 return .soonClear(id: soon.id, soon)

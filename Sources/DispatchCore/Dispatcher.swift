@@ -354,6 +354,14 @@ public struct Dispatcher: Sendable {
             // (or the unit's [ignition] rule) takes it off duty if that is meant.
             guard firstArrival(id, from: unit) else { return [] }
             return [.log(.init(level: .info, text: "\(unit) ignition \(change.ignition) while \(change.state.rawValue)"))]
+        case .shift(let id, let shift):
+            // Logged for the dispatcher's eyes; the reference dispatcher plans nothing around shifts.
+            guard firstArrival(id, from: unit) else { return [] }
+            let body = shift.body
+            let limit = body.limit.map { " (\($0))" } ?? ""
+            return [.log(.init(
+                level: .info,
+                text: "\(unit) shift \(body.what)\(limit): \(body.shiftS / 60) min, on duty \(body.onDutyS / 60) min, driving \(body.drivingS / 60) min"))]
         case .soonClear(let id, let soon):
             // Told, not planned on: the reference dispatcher stacks no next job (yet).
             guard firstArrival(id, from: unit) else { return [] }

@@ -143,11 +143,13 @@ public struct DriverView: Sendable, Equatable {
         case offerBeside(preBooking: Bool)
         /// A pre-booking's window opened while the driver is busy: it starts when they are free.
         case reservationDue
+        /// A `[shift]` limit is near or reached.
+        case shiftWarning(ShiftWarning)
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere, .offerBeside, .reservationDue: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere, .offerBeside, .reservationDue, .shiftWarning: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

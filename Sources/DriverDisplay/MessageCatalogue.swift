@@ -156,6 +156,14 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case refusalPaymentRequired = "refusal.payment_required"
     case refusalUnknownPayment = "refusal.unknown_payment"
     case refusalFareOutOfRange = "refusal.fare_out_of_range"
+    case refusalShiftAlreadyStarted = "refusal.shift_already_started"
+    case refusalNoShift = "refusal.no_shift"
+
+    /// A `[shift]` limit near (`{min}`: minutes left) or reached, on the notice row.
+    case shiftDrivingSoon = "shift.driving_soon"
+    case shiftDrivingReached = "shift.driving_reached"
+    case shiftLengthSoon = "shift.length_soon"
+    case shiftLengthReached = "shift.length_reached"
 
     /// The fare and payment screen at clear (docs/terminal.md, "Fare and payment"): the fare being
     /// typed, then one key per payment method.
@@ -211,7 +219,20 @@ public enum MessageKey: String, Sendable, CaseIterable {
         case .dropAlreadyAsked: (.refusalDropAlreadyAsked, [:])
         case .dropNotOnBoard: (.refusalDropNotOnBoard, [:])
         case .noJobToDrop: (.refusalNoJobToDrop, [:])
+        case .shiftAlreadyStarted: (.refusalShiftAlreadyStarted, [:])
+        case .noShift: (.refusalNoShift, [:])
         }
+    }
+
+    /// The warning for a `[shift]` limit, and the values it may use.
+    public static func shiftWarning(_ warning: ShiftWarning) -> (key: MessageKey, values: [String: String]) {
+        let key: MessageKey = switch (warning.limit, warning.reached) {
+        case (.continuousDriving, false): .shiftDrivingSoon
+        case (.continuousDriving, true): .shiftDrivingReached
+        case (.shiftLength, false): .shiftLengthSoon
+        case (.shiftLength, true): .shiftLengthReached
+        }
+        return (key, ["min": "\(warning.minutesLeft)"])
     }
 
     /// The text naming a cancel request's reason.

@@ -208,6 +208,8 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var privacy = PrivacyConfiguration()
     public var ignition = IgnitionConfiguration()
     public var messages: Messages
+    /// `[shift]`: the driver's working day, its limits off unless set.
+    public var shift = ShiftSettings()
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -217,7 +219,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         guard case .table(let root) = document else {
             throw ConfigError(problems: ["the document must be a table"])
         }
-        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy", "ignition", "messages"]
+        let known = ["unit", "gpsd", "gps", "mqtt", "store", "control", "reporting", "zones", "log", "telemetry", "owntracks", "fleet", "job", "input", "driver", "privacy", "ignition", "messages", "shift"]
         for key in root.keys.sorted() where !known.contains(key) {
             problems.append("unknown section [\(key)]")
         }
@@ -440,6 +442,13 @@ public struct UnitConfiguration: Sendable, Equatable {
         }
         let messages = Messages(canned: canned, keep: messagesSection.integer("keep", default: 50, in: MessageLimits.inboxCapacity))
         messagesSection.finish(into: &problems)
+        var shiftSection = SectionReader(path: "shift", value: root["shift"], problems: &problems)
+        let shift = ShiftSettings(
+            maxContinuousDrivingMin: shiftSection.integer("max_continuous_driving_min", default: 0, in: ShiftSettings.minutes),
+            maxShiftMin: shiftSection.integer("max_shift_min", default: 0, in: ShiftSettings.minutes),
+            breakMin: shiftSection.integer("break_min", default: 0, in: ShiftSettings.minutes),
+            warnBeforeMin: shiftSection.integer("warn_before_min", default: 0, in: ShiftSettings.minutes))
+        shiftSection.finish(into: &problems)
 
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         self.unit = unit
@@ -460,6 +469,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         self.privacy = privacy
         self.ignition = ignition
         self.messages = messages
+        self.shift = shift
     }
 
     /// What the fleet may set over MQTT (docs/protocol.md, "Fleet configuration"); everything else
@@ -486,6 +496,7 @@ public struct UnitConfiguration: Sendable, Equatable {
         "ignition": .everyKey,
         // The inbox's capacity stays local: lowering it would drop kept messages.
         "messages": .only(["canned"]),
+        "shift": .everyKey,
     ]
 
     public static let tlsVersions = ["tlsv1.2", "tlsv1.3"]
@@ -691,13 +702,15 @@ public struct UnitConfiguration: Sendable, Equatable {
     }
 
     public var unitSettings: UnitSettings {
-        UnitSettings(
+        var settings = UnitSettings(
             positions: PositionSettings(maxHorizontalErrorM: gps.maxEphM, reporting: reporting, zones: zones, zoneHysteresisM: gps.zoneHysteresisM,
                 offDutyPositions: privacy.offDutyPositions),
             offerTimeout: .checkedSeconds(job.offerTimeoutS), arrivalRadiusM: job.arrivalRadiusM, noShowWait: .checkedSeconds(job.noShowWaitS),
             noShowRadiusM: job.noShowRadiusM, seats: unit.seats, reminderMin: job.reminderMin, soonClearMin: job.soonClearMin, requireLogin: driver.requireLogin,
             ignitionOff: ignition.policy, payments: job.payments, paymentRequired: job.paymentRequired, currency: job.currency,
             reservationLeadMin: job.reservationLeadMin, maxUpcoming: job.maxUpcoming, expectedJobMin: job.expectedJobMin)
+        settings.shift = shift
+        return settings
     }
 
     /// `{prefix}/{fleet}/{unit}/`

@@ -40,6 +40,8 @@ public enum DriverInput: Sendable, Equatable, Codable {
     /// En route or at the pickup: ask the dispatcher to drop the job (`drop unreachable`,
     /// `drop vehicle`, `drop` for another reason). The job stands until the dispatcher answers.
     case cancelRequest(CancelReason)
+    /// `shift start [km]`, `shift end [km]`: the driver's working day (ShiftTracker.swift).
+    case shift(ShiftInput)
 
     /// The words `drop` takes, and the reason each means.
     public static let dropReasons: [String: CancelReason] = [
@@ -52,7 +54,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
 
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop", "shift"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -124,6 +126,8 @@ public enum DriverInput: Sendable, Equatable, Codable {
                 return .failure(.badArgument(input: word, problem: "reason must be one of unreachable, vehicle, other, found \"\(rest)\""))
             }
             return .success(.cancelRequest(reason))
+        case "shift":
+            return parseShift(rest.split(separator: " ").map(String.init))
         case "pause":
             guard !rest.isEmpty else { return .success(.pause(.other)) }
             if rest.lowercased() == "next" { return .success(.pauseNext) }
@@ -135,6 +139,22 @@ public enum DriverInput: Sendable, Equatable, Codable {
         default:
             return .failure(.unknown(first))
         }
+    }
+
+    /// `shift start`, `shift start 123456` (the odometer in whole km), `shift end [km]`.
+    private static func parseShift(_ words: [String]) -> Result<DriverInput, ParseError> {
+        guard let action = words.first?.lowercased(), action == "start" || action == "end", words.count <= 2 else {
+            return .failure(.badArgument(input: "shift", problem: "shift takes start or end and an optional odometer in km, found \"\(words.joined(separator: " "))\""))
+        }
+        var odometer: Int?
+        if words.count == 2 {
+            guard words[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }), let km = Int(words[1]), ShiftInput.odometerKm.contains(km) else {
+                return .failure(.badArgument(
+                    input: "shift", problem: "the odometer must be whole km from 0 to \(ShiftInput.odometerKm.upperBound), found \"\(words[1])\""))
+            }
+            odometer = km
+        }
+        return .success(.shift(action == "start" ? .start(odometerKm: odometer) : .end(odometerKm: odometer)))
     }
 
     /// `clear`, `clear card`, `clear cash 2350` (the fare in minor units), `clear 2350`.

@@ -61,6 +61,10 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
     case unknownPayment
     /// A typed fare beyond `FareLimits.amount`.
     case fareOutOfRange
+    /// `shift start` with a shift open.
+    case shiftAlreadyStarted
+    /// `shift end` without a shift open.
+    case noShift
 
     public var description: String {
         switch self {
@@ -95,6 +99,8 @@ public enum DriverRefusal: Sendable, Hashable, CustomStringConvertible {
         case .paymentRequired: "Pick the payment first"
         case .unknownPayment: "No such payment method"
         case .fareOutOfRange: "Fare too large"
+        case .shiftAlreadyStarted: "Shift already started"
+        case .noShift: "No shift started"
         }
     }
 }

@@ -19,6 +19,8 @@ import TaxiProtocol
 /// snapshot reads as having none. An earlier release refuses it (and sets it aside) rather than
 /// losing the request unseen. Format 3 also keeps the pre-bookings (`upcoming`), the stacked `next`
 /// job and the `sideOffer` being answered beside the job in hand, each absent when there is none.
+/// The driver's open `shift` (`Shift`, its spans in milliseconds) is an
+/// optional key of version 3 too, absent without a shift.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
     static let formatVersion = 3
@@ -27,7 +29,7 @@ extension UnitSnapshot: Codable {
 
     private enum CodingKeys: String, CodingKey {
         case version = "v"
-        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates, upcoming, next, sideOffer
+        case state, panic, answeredOffers, freeSeats, reminder, cancelRequest, appliedUpdates, upcoming, next, sideOffer, shift
     }
 
     public init(from decoder: any Decoder) throws {
@@ -63,6 +65,7 @@ extension UnitSnapshot: Codable {
         upcoming = try container.decodeIfPresent([Reservation].self, forKey: .upcoming) ?? []
         next = try container.decodeIfPresent(Job.self, forKey: .next)
         sideOffer = try container.decodeIfPresent(PendingOffer.self, forKey: .sideOffer)
+        shift = try container.decodeIfPresent(Shift.self, forKey: .shift)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -78,6 +81,71 @@ extension UnitSnapshot: Codable {
         if !upcoming.isEmpty { try container.encode(upcoming, forKey: .upcoming) }
         try container.encodeIfPresent(next, forKey: .next)
         try container.encodeIfPresent(sideOffer, forKey: .sideOffer)
+        try container.encodeIfPresent(shift, forKey: .shift)
+    }
+}
+
+extension Shift: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case startedAt, startOdometerKm, onDutyBeforeMs, onDutySince, drivingMs, continuousDrivingMs, lastFixAt, restingSince, warned
+    }
+
+    private enum WarningKeys: String, CodingKey {
+        case limit, reached, minutesLeft
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func span(_ key: CodingKeys) throws -> Duration {
+            let milliseconds = try container.decode(Int64.self, forKey: key)
+            // Read back from the disk: a negative span is refused rather than trusted.
+            guard milliseconds >= 0 else { throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "negative span") }
+            return .milliseconds(milliseconds)
+        }
+        var warnings: [ShiftWarning] = []
+        if var list = try? container.nestedUnkeyedContainer(forKey: .warned) {
+            while !list.isAtEnd {
+                let warning = try list.nestedContainer(keyedBy: WarningKeys.self)
+                let stored = try warning.decode(String.self, forKey: .limit)
+                guard let limit = ShiftLimit(rawValue: stored) else {
+                    throw DecodingError.dataCorruptedError(forKey: .limit, in: warning, debugDescription: "unknown shift limit \(stored)")
+                }
+                warnings.append(ShiftWarning(
+                    limit: limit, reached: try warning.decode(Bool.self, forKey: .reached), minutesLeft: try warning.decode(Int.self, forKey: .minutesLeft)))
+            }
+        }
+        self.init(
+            startedAt: try container.decode(UnitTime.self, forKey: .startedAt), startOdometerKm: try container.decodeIfPresent(Int.self, forKey: .startOdometerKm),
+            onDutyBefore: try span(.onDutyBeforeMs), onDutySince: try container.decodeIfPresent(UnitTime.self, forKey: .onDutySince),
+            driving: try span(.drivingMs), continuousDriving: try span(.continuousDrivingMs),
+            lastFixAt: try container.decodeIfPresent(UnitTime.self, forKey: .lastFixAt),
+            restingSince: try container.decodeIfPresent(UnitTime.self, forKey: .restingSince), warned: warnings)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(startedAt, forKey: .startedAt)
+        try container.encodeIfPresent(startOdometerKm, forKey: .startOdometerKm)
+        try container.encode(onDutyBefore.wholeMilliseconds, forKey: .onDutyBeforeMs)
+        try container.encodeIfPresent(onDutySince, forKey: .onDutySince)
+        try container.encode(driving.wholeMilliseconds, forKey: .drivingMs)
+        try container.encode(continuousDriving.wholeMilliseconds, forKey: .continuousDrivingMs)
+        try container.encodeIfPresent(lastFixAt, forKey: .lastFixAt)
+        try container.encodeIfPresent(restingSince, forKey: .restingSince)
+        if !warned.isEmpty {
+            var list = container.nestedUnkeyedContainer(forKey: .warned)
+            for warning in warned {
+                var entry = list.nestedContainer(keyedBy: WarningKeys.self)
+                // The wire name, spelled here: the store keeps it whatever the enum becomes.
+                let stored = switch warning.limit {
+                case .continuousDriving: "continuous_driving"
+                case .shiftLength: "shift_length"
+                }
+                try entry.encode(stored, forKey: .limit)
+                try entry.encode(warning.reached, forKey: .reached)
+                try entry.encode(warning.minutesLeft, forKey: .minutesLeft)
+            }
+        }
     }
 }
 

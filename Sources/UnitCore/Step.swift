@@ -88,6 +88,7 @@ public struct Step: Sendable, Equatable {
         return nil
     }
     public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
+    public var shiftWarnings: [ShiftWarning] { driver.compactMap { if case .shiftWarning(let warning, _) = $0 { warning } else { nil } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
 
@@ -129,19 +130,21 @@ public enum OutgoingMessage: Sendable, Equatable {
     case driverSession(DriverSessionEvent, driver: String)
     /// A dispatcher's `driver/logout` the unit did not obey; on `event`.
     case logoutRefused(LogoutRefusedEvent)
+    /// The shift started, ended, a break reset continuous driving, or a limit was reached; on `event`.
+    case shift(ShiftReport)
 
     /// The driver's own word to the dispatcher beside a job reply: the terminal says "Sent".
     public var isAnswer: Bool {
         switch self {
         case .messageReply, .soonClear, .cancelRequest: true
-        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead, .driverSession, .logoutRefused: false
+        case .reply, .event, .sos, .zone, .ignition, .stalePosition, .ride, .messageRead, .driverSession, .logoutRefused, .shift: false
         }
     }
 
     /// Someone acts on it (the dispatcher, the driver told "sent"): synced before anything else.
     var isPromise: Bool {
         switch self {
-        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest, .driverSession, .logoutRefused: true
+        case .reply, .event, .sos, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest, .driverSession, .logoutRefused, .shift: true
         case .zone, .ignition, .stalePosition: false
         }
     }
@@ -177,4 +180,6 @@ public enum DriverNotice: Sendable, Equatable {
     /// An offer shown beside the job in hand, answered with the same keys as any offer: a
     /// pre-booking, or the next job; `text` for the log and the control answer.
     case offeredBeside(Job, preBooking: Bool, text: String)
+    /// A `[shift]` limit is near or reached: rings; `text` for the log and the control answer.
+    case shiftWarning(ShiftWarning, text: String)
 }

@@ -192,6 +192,8 @@ public struct UnitSnapshot: Sendable, Equatable {
     public var next: Job?
     /// An offer being answered while the driver has a job in hand: a pre-booking or the next job.
     public var sideOffer: PendingOffer?
+    /// The driver's open shift (ShiftTracker.swift).
+    public var shift: Shift?
 
     public init(
         state: DriverState = .offDuty, panic: Panic? = nil, answeredOffers: [AnsweredOffer] = [], freeSeats: Int? = nil,
@@ -248,6 +250,8 @@ public struct UnitSettings: Sendable, Equatable {
     public var maxUpcoming: Int
     /// `[job] expected_job_min`: how long a job is assumed to take, for conflicts with pre-bookings.
     public var expectedJobMin: Int
+    /// `[shift]`: the working day's limits.
+    public var shift = ShiftSettings()
 
     public static let defaultPayments = ["cash", "card", "account"]
     public static let defaultCurrency = "EUR"
@@ -355,6 +359,11 @@ public struct UnitStateMachine: Sendable {
     public private(set) var ignitionOn: Bool?
     /// The taximeter as it last said (hired or vacant); nil without one. Not stored: the meter says it again.
     public private(set) var meterHired: Bool?
+    /// The driver's shift as it is now; the snapshot holds it as last written (at most a minute of
+    /// driving behind).
+    private var shiftTracker: ShiftTracker
+
+    public var shift: Shift? { shiftTracker.shift }
 
     /// `lastFix`: the newest stored fix, so an alarm right after a restart still has a position.
     /// `messages`: the inbox as stored.
@@ -367,6 +376,7 @@ public struct UnitStateMachine: Sendable {
         self.lastFix = lastFix
         self.driverMessages = messages
         positions = PositionPipeline(settings: settings.positions)
+        shiftTracker = ShiftTracker(shift: snapshot.shift, settings: settings.shift)
     }
 
     public var state: DriverState { snapshot.state }
@@ -387,6 +397,7 @@ public struct UnitStateMachine: Sendable {
     public mutating func use(_ next: UnitSettings) -> Step {
         let leadChanged = next.reservationLeadMin != settings.reservationLeadMin
         settings = next
+        shiftTracker.use(next.shift)
         var step = positions.reconfigure(next.positions, state: reportingState)
         // The pre-bookings' windows move with the lead.
         if leadChanged { step.timers += snapshot.upcoming.map { .start(.reservationWindow(job: $0.job.id), fireAt: windowOpens(meeting: $0.meetingTime)) } }
@@ -426,6 +437,13 @@ public struct UnitStateMachine: Sendable {
     }
 
     public mutating func handle(_ event: UnitEvent) -> Step {
+        let before = state
+        let fixBefore = lastFix
+        let step = handleJob(event)
+        return step + followShift(event, before: before, fixBefore: fixBefore, step: step)
+    }
+
+    private mutating func handleJob(_ event: UnitEvent) -> Step {
         switch event {
         case .gps(let report, let sample):
             return handleGPS(report, at: sample)
@@ -674,6 +692,9 @@ public struct UnitStateMachine: Sendable {
             snapshot.freeSeats = free == settings.seats ? nil : free
             return Step(snapshot: snapshot, status: status, driver: [.told("Free seats \(seatsLeft)")])
 
+        case (.shift(let input), _):
+            return shiftInput(input, now: now)
+
         case (.details, _):
             // Paging is the terminal's: the machine only says when there is nothing to page through.
             return state.job == nil ? refuse(.noJob) : Step()
@@ -748,6 +769,64 @@ public struct UnitStateMachine: Sendable {
         snapshot.reminder = nil
         let meeting = job.meetingTime.map { " in \(max(.zero, $0 - now).wholeSeconds / 60) min" } ?? ""
         return Step(snapshot: snapshot, driver: [.reminder("Reminder: job \(job.id), meet at \(job.pickup.label)\(meeting)")])
+    }
+
+    // MARK: Shift
+
+    /// `shift start`, `shift end`: ending it is for off duty, so the day's last job is in it.
+    private mutating func shiftInput(_ input: ShiftInput, now: UnitTime) -> Step {
+        let result: Result<ShiftTracker.Outcome, ShiftTracker.Refusal>
+        switch input {
+        case .start(let odometer):
+            result = shiftTracker.start(at: now, odometerKm: odometer, onDuty: state != .offDuty)
+        case .end(let odometer):
+            guard state == .offDuty else { return refuse(.offDutyFirst) }
+            result = shiftTracker.end(at: now, odometerKm: odometer)
+        }
+        switch result {
+        case .failure(.alreadyStarted): return refuse(.shiftAlreadyStarted)
+        case .failure(.noShift): return refuse(.noShift)
+        case .success(let outcome):
+            var step = shiftStep(outcome, forceSnapshot: true)
+            step.driver.append(.told(shiftTracker.shift == nil ? "Shift ended" : "Shift started"))
+            return step
+        }
+    }
+
+    /// What the event means for the shift: fixes count driving, state changes on-duty time and breaks.
+    private mutating func followShift(_ event: UnitEvent, before: DriverState, fixBefore: Fix?, step: Step) -> Step {
+        var outcome = ShiftTracker.Outcome()
+        if case .gps(_, let sample) = event, let fix = lastFix, fix != fixBefore {
+            outcome = shiftTracker.fix(speed: fix.speed, at: positions.clock.reading(at: sample).time)
+        }
+        var pauseBefore: PauseReason?, pauseAfter: PauseReason?
+        if case .paused(let reason) = before { pauseBefore = reason }
+        if case .paused(let reason) = state { pauseAfter = reason }
+        let transition = step.messages.last { if case .event = $0 { true } else { false } }
+        if before.name != state.name || pauseBefore != pauseAfter, case .event(let moved)? = transition {
+            outcome = outcome + shiftTracker.stateChanged(to: state.name, pauseReason: pauseAfter, at: moved.t)
+        }
+        return shiftStep(outcome, forceSnapshot: step.snapshot != nil)
+    }
+
+    /// The shift's events and warnings; the snapshot when the shift changed, or when the step writes
+    /// one anyway (it must not carry an older shift).
+    private mutating func shiftStep(_ outcome: ShiftTracker.Outcome, forceSnapshot: Bool) -> Step {
+        var step = Step(messages: outcome.reports.map(OutgoingMessage.shift))
+        step.driver = outcome.warnings.map { .shiftWarning($0, text: Self.warningText($0)) }
+        if outcome.changed || forceSnapshot {
+            snapshot.shift = shiftTracker.shift
+            step.snapshot = snapshot
+        }
+        return step
+    }
+
+    private static func warningText(_ warning: ShiftWarning) -> String {
+        let what = switch warning.limit {
+        case .continuousDriving: "Break due"
+        case .shiftLength: "Shift limit"
+        }
+        return warning.reached ? "\(what): limit reached" : "\(what) in \(warning.minutesLeft) min"
     }
 
     // MARK: Dispatcher

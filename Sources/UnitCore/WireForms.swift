@@ -73,3 +73,14 @@ extension RideMessage {
         self.init(body, unit: unit, seq: seq, id: id, driver: driver)
     }
 }
+
+extension ShiftEventMessage {
+    public init(unit: String, seq: Int64, id: String, report: ShiftReport, driver: String? = nil) {
+        let counters = report.counters
+        let body = ShiftEvent(
+            t: report.at, what: report.what.rawValue, shiftS: counters.length.wholeSeconds, onDutyS: counters.onDuty.wholeSeconds,
+            drivingS: counters.driving.wholeSeconds, continuousDrivingS: counters.continuousDriving.wholeSeconds, odometerKm: report.odometerKm,
+            limit: report.limit?.rawValue, breakS: report.breakLength?.wholeSeconds)
+        self.init(body, unit: unit, seq: seq, id: id, driver: driver)
+    }
+}

@@ -18,6 +18,8 @@ struct DriverPanel {
     mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int, stored: Bool = true) {
         // Pages belong to one job in one state: anything else starts from the job's screen again.
         if before.name != after.name || before.job?.id != after.job?.id { page = nil }
+        // Mostly with a fix; a notice the driver's own input raises below replaces it.
+        if let warning = step.shiftWarnings.last { raise(.shiftWarning(warning)) }
         switch event {
         case .driver(let input, _):
             sosAcknowledged = false

@@ -142,7 +142,7 @@ final class StepPerformer {
         }
         for notice in job.driver {
             switch notice {
-            case .told(let text), .reminder(let text), .offDutySuggested(let text), .cancelAnswered(_, _, let text), .offeredBeside(_, _, let text):
+            case .told(let text), .reminder(let text), .offDutySuggested(let text), .cancelAnswered(_, _, let text), .offeredBeside(_, _, let text), .shiftWarning(_, let text):
                 // Nothing of this step is stored: what the core says of it (a "sent") is not true yet.
                 guard !performed.unstored else { continue }
                 // What the driver reads holds pickup addresses and the dispatcher's texts: debug only.
@@ -181,6 +181,8 @@ final class StepPerformer {
                 logger.info("ignition \(change.on ? "on" : "off")")
             case .logoutRefused(let refusal):
                 logger.notice("driver/logout refused", metadata: ["logout": "\(refusal.logout ?? "-")", "reason": "\(refusal.reason.rawValue)"])
+            case .shift(let report):
+                logger.info("shift \(report.what.rawValue)", metadata: ["limit": "\(report.limit?.rawValue ?? "-")"])
             case .reply, .event, .sos, .stalePosition, .ride, .messageReply, .messageRead, .soonClear, .cancelRequest, .driverSession:
                 break
             }
@@ -428,6 +430,10 @@ final class StepPerformer {
         case .soonClear(let soonClear, let at):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
                 try Array(JSONEncoder.wire.encode(SoonClearEventMessage(unit: unit, seq: seq, id: id, t: at, soonClear: soonClear, driver: driver)))
+            }
+        case .shift(let report):
+            return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in
+                try Array(JSONEncoder.wire.encode(ShiftEventMessage(unit: unit, seq: seq, id: id, report: report, driver: driver)))
             }
         case .cancelRequest(let request, let state):
             return UnstoredMessage(topic: UnitTopic.event.rawValue, messageClass: .event, createdAt: now) { seq, id in

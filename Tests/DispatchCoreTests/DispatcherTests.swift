@@ -407,6 +407,19 @@ func logs(_ actions: [DispatchAction]) -> String {
         #expect(id == "s-1" && soon.job == "R1" && soon.clearInMin == 5)
     }
 
+    @Test func aShiftEventDecodesAndIsLoggedOnce() throws {
+        let payload = #"{"continuous_driving_s":16200,"driving_s":19800,"id":"h-1","limit":"continuous_driving","on_duty_s":27000,"seq":6,"shift_s":28800,"t":1795258104124,"type":"shift","unit":"T1","what":"limit"}"#
+        guard case .shift(let id, let shift)? = try UnitReport.decode(.event, Data(payload.utf8)) else {
+            Issue.record("a shift event must decode as one")
+            return
+        }
+        #expect(id == "h-1" && shift.body.what == "limit" && shift.body.limit == "continuous_driving" && shift.body.drivingS == 19800)
+        var h = Harness()
+        let logged = h.feed(.report(unit: "T1", .shift(id: id, shift))).compactMap { if case .log(let line) = $0 { line.text } else { nil } }
+        #expect(logged == ["T1 shift limit (continuous_driving): 480 min, on duty 450 min, driving 330 min"])
+        #expect(h.feed(.report(unit: "T1", .shift(id: id, shift))).isEmpty, "a redelivered copy is not logged again")
+    }
+
     @Test func duplicatesAreDroppedByID() {
         var h = Harness()
         h.queue("T1", "T2")

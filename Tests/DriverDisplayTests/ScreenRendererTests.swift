@@ -224,7 +224,7 @@ let everyRefusal: [DriverRefusal] = [
     .noPosition, .tooFarForNoShow, .noPassenger, .alreadyPaused, .pauseOnlyWhenAvailable, .notPaused, .noJob,
     .loginRequired, .alreadyLoggedIn, .offDutyFirst, .wrongLogin, .loginLocked(secondsLeft: 86_400), .notLoggedIn, .unknownLanguage,
     .noMessages, .noReplies, .noSuchReply(count: 9), .nothingToSend, .answerOfferFirst, .dropAlreadyAsked, .dropNotOnBoard, .noJobToDrop,
-    .paymentRequired, .unknownPayment, .fareOutOfRange,
+    .paymentRequired, .unknownPayment, .fareOutOfRange, .shiftAlreadyStarted, .noShift,
 ]
 
 /// Every view the terminal can show, with the longest values each field takes.
@@ -268,6 +268,9 @@ func worstCaseViews() -> [DriverView] {
         .loggedInElsewhere(unit: "T12345"),
     ]
         + everyRefusal.map { .refused($0) } + CancelReason.allCases.map { .cancelConfirmed($0) }
+        + ShiftLimit.allCases.flatMap { limit in
+            [DriverView.Notice.shiftWarning(ShiftWarning(limit: limit, reached: false, minutesLeft: 1440)), .shiftWarning(ShiftWarning(limit: limit, reached: true))]
+        }
     // The most messages kept (200), the longest canned reply (18), an open one on each of its pages.
     let longest = String(repeating: "W", count: 18)
     let open = { (page: Int, urgent: Bool, choice: String?) in

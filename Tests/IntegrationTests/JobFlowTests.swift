@@ -123,10 +123,14 @@ import UnitCore
         #expect(retained["seats_left"] as? Int == 4)
         #expect(retained["online"] as? Bool == true)
 
-        try await rig.recorder.waitFor("three transitions") { _ in rig.events().count >= 3 }
-        let transitions = rig.events().map { "\($0["from"] as? String ?? "?")>\($0["to"] as? String ?? "?")" }
-        #expect(transitions == ["off_duty>available", "available>offered", "offered>en_route"])
-        #expect(rig.events().map { $0["seq"] as? Int } == [1, 2, 3])
+        func transitions() -> [String] {
+            rig.events().filter { $0["type"] == nil }.map { "\($0["from"] as? String ?? "?")>\($0["to"] as? String ?? "?")" }
+        }
+        try await rig.recorder.waitFor("three transitions") { _ in transitions().count >= 3 }
+        #expect(transitions() == ["off_duty>available", "available>offered", "offered>en_route"])
+        // Beside them the shift's start (docs/protocol.md, "Shift"), numbered in the same sequence.
+        #expect(rig.events().compactMap { $0["type"] as? String } == ["shift"])
+        #expect(rig.events().map { $0["seq"] as? Int } == [1, 2, 3, 4])
 
         // Rule 17 over the same path: an input that makes no sense says why, and scripts see it refused.
         #expect(try rig.refusedPress("accept") == "No offer to answer")

@@ -60,7 +60,8 @@ import UnitCore
         unit.killHard()
 
         let store = try LocalCache(path: unit.storePath)
-        #expect(try store.outboxOverview(limitPerClass: 10).depth[.event] == 1, "the event was stored before the driver was answered")
+        // The transition and the shift's start, in the press's own commit.
+        #expect(try store.outboxOverview(limitPerClass: 10).depth[.event] == 2, "the events were stored before the driver was answered")
         let storedTimes = try store.storedFixes().map(\.time.milliseconds)
         #expect(storedTimes.contains(try #require(held.gps.lastFixTime)))
         #expect(storedTimes.contains(try #require(beforePress.gps.lastFixTime)), "the fixes held at the press were committed with it")

@@ -15,6 +15,7 @@ import UnitCore
             ("reply 3", .message(.choose(3))), ("send", .message(.send)), ("soon", .soonClear(minutes: nil)), ("soon 3", .soonClear(minutes: 3)),
             ("pause next", .pauseNext), ("drop", .cancelRequest(.other)), ("drop unreachable", .cancelRequest(.passengerUnreachable)),
             ("drop Vehicle", .cancelRequest(.vehicleProblem)), ("drop vehicle_problem", .cancelRequest(.vehicleProblem)),
+            ("shift start", .shift(.start(odometerKm: nil))), ("Shift END 12", .shift(.end(odometerKm: 12))),
         ]
         for (text, input) in cases { #expect(DriverInput.parse(text) == .success(input), "\(text)") }
         #expect(Set(cases.map { $0.0.split(separator: " ").first!.lowercased() }) == Set(DriverInput.words))

@@ -233,12 +233,18 @@ enum Scenario {
         var machine = UnitStateMachine()
         #expect(machine.state == .offDuty)
         let on = machine.handle(.driver(.duty, at: 5))
+        // Going on duty starts the driver's shift (ShiftTrackerTests); going off duty does not end it.
+        var onDuty = UnitSnapshot(state: .available)
+        onDuty.shift = Shift(startedAt: 5, onDutySince: 5)
+        let started = ShiftCounters(length: .zero, onDuty: .zero, driving: .zero, continuousDriving: .zero)
         #expect(on == Step(
-            snapshot: UnitSnapshot(state: .available), messages: [.event(Transition(t: 5, from: .offDuty, to: .available))],
+            snapshot: onDuty, messages: [.event(Transition(t: 5, from: .offDuty, to: .available)), .shift(ShiftReport(what: .start, at: 5, counters: started))],
             status: UnitStatus(state: .available, seatsLeft: 4), driver: [.told("On duty, available")]))
         let off = machine.handle(.driver(.duty, at: 6))
+        var offDuty = UnitSnapshot(state: .offDuty)
+        offDuty.shift = Shift(startedAt: 5, onDutyBefore: .milliseconds(1), restingSince: 6)
         #expect(off == Step(
-            snapshot: UnitSnapshot(state: .offDuty), messages: [.event(Transition(t: 6, from: .available, to: .offDuty))],
+            snapshot: offDuty, messages: [.event(Transition(t: 6, from: .available, to: .offDuty))],
             status: UnitStatus(state: .offDuty, seatsLeft: 4), driver: [.told("Off duty")]))
     }
 

@@ -4,6 +4,7 @@ import GPSReader
 import LocalCache
 import Logging
 @testable import MQTTLink
+import TaxiProtocol
 import TestHarness
 import UnitConfig
 import UnitCore
@@ -211,5 +212,16 @@ final class EngineUnderTest {
             try await Task.sleep(for: .milliseconds(5))
         }
         throw HarnessError("timed out waiting until \(what)")
+    }
+}
+
+/// The store holds an open shift that started `hoursAgo`, with `drivingHours` of continuous driving:
+/// going on duty then starts none (a single event), and limits can be reached without waiting.
+func storeWithAnOpenShift(hoursAgo: Int64 = 0, drivingHours: Int64 = 0) -> @Sendable (LocalCache) throws -> Void {
+    { store in
+        var snapshot = UnitSnapshot()
+        let driving = Duration.seconds(drivingHours * 3600)
+        snapshot.shift = Shift(startedAt: TestClock.now() - .seconds(hoursAgo * 3600), driving: driving, continuousDriving: driving)
+        try store.write { transaction in try transaction.saveValue(snapshot, forKey: UnitEngine.snapshotKey) }
     }
 }

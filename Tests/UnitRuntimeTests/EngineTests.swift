@@ -20,7 +20,7 @@ import UnitCore
     }
 
     @Test func aStoredReplyGoesToTheBrokerBeforeTheStatus() async throws {
-        let unit = try EngineUnderTest()
+        let unit = try EngineUnderTest(prepare: storeWithAnOpenShift())
         try await unit.start()
         unit.broker.acceptConnection()
         try await unit.press("duty")
@@ -191,7 +191,7 @@ import UnitCore
 
     /// A message handed over but not acknowledged is sent again, with the same id, in the next session.
     @Test func unacknowledgedMessagesAreSentAgainInANewSession() async throws {
-        let unit = try EngineUnderTest()
+        let unit = try EngineUnderTest(prepare: storeWithAnOpenShift())
         try await unit.start()
         unit.broker.acceptConnection()
         try await unit.press("duty")
@@ -214,7 +214,7 @@ import UnitCore
     /// A PUBACK with nothing waiting for its slot is not a commit of its own: the store learns of it
     /// with the next commit, while the status already leaves the message out.
     @Test func aLonePubackIsMarkedByTheNextCommit() async throws {
-        let unit = try EngineUnderTest("[store]\nposition_commit_ms = 0\n")
+        let unit = try EngineUnderTest("[store]\nposition_commit_ms = 0\n", prepare: storeWithAnOpenShift())
         try await unit.start()
         unit.broker.acceptConnection()
         try await unit.press("duty")
@@ -262,7 +262,7 @@ import UnitCore
     /// memory with its own seq and id, and once the store takes writes again it keeps only that
     /// number, so the next event does not take it again.
     @Test func anEventTheStoreRefusesGoesOutFromMemoryAndKeepsItsNumber() async throws {
-        let unit = try EngineUnderTest()
+        let unit = try EngineUnderTest(prepare: storeWithAnOpenShift())
         try await unit.start()
         unit.broker.acceptConnection()
         try await unit.press("duty")
@@ -288,8 +288,10 @@ import UnitCore
         try await unit.eventually("the held event settled in the store", within: 60) { try await unit.status().store?.inMemory == 0 }
         #expect(try await unit.status().outbox.event == 0, "delivered from memory: no row to send again")
         try await unit.press("duty")
-        try await unit.eventually("the next event") { unit.published(on: "event").count == 3 }
+        // Back on duty after time off: the transition, then the shift's `break` (any length counts by default).
+        try await unit.eventually("the next event") { unit.published(on: "event").count >= 3 }
         let next = unit.published(on: "event")[2].json
+        #expect(next["to"] as? String == "available")
         #expect(next["seq"] as? Int == 3, "the number given from memory is not given again")
         #expect(next["id"] as? String != fromMemory.json["id"] as? String)
         #expect(try await unit.status().store?.writeError == nil)

@@ -603,6 +603,54 @@ import UnitCore
                 #expect(try await rig.sendCanned() == "Traffic")
             },
             after: { rig async throws in #expect(try await rig.sendCanned() == "Held up") }),
+        "shift.max_shift_min": Probe(
+            local: "[shift]\nmax_shift_min = 1440\n",
+            prepare: storeWithAnOpenShift(hoursAgo: 2),
+            settings: #"{"shift":{"max_shift_min":30}}"#,
+            before: { rig async throws in
+                try await rig.fix(46.5, 7.5)
+                #expect(rig.shiftEvents("limit").isEmpty)
+            },
+            after: { rig async throws in
+                try await rig.fix(46.5, 7.5)
+                try await rig.eventually("the shift limit event") { rig.shiftEvents("limit").last?["limit"] as? String == "shift_length" }
+            }),
+        "shift.max_continuous_driving_min": Probe(
+            local: "[shift]\nmax_continuous_driving_min = 1440\n",
+            prepare: storeWithAnOpenShift(hoursAgo: 2, drivingHours: 2),
+            settings: #"{"shift":{"max_continuous_driving_min":60}}"#,
+            before: { rig async throws in
+                try await rig.fix(46.5, 7.5)
+                #expect(rig.shiftEvents("limit").isEmpty)
+            },
+            after: { rig async throws in
+                try await rig.fix(46.5, 7.5)
+                try await rig.eventually("the driving limit event") { rig.shiftEvents("limit").last?["limit"] as? String == "continuous_driving" }
+            }),
+        "shift.break_min": Probe(
+            local: "[shift]\nbreak_min = 1440\n",
+            prepare: storeWithAnOpenShift(hoursAgo: 2, drivingHours: 2),
+            settings: #"{"shift":{"break_min":0}}"#,
+            before: { rig async throws in
+                for input in ["duty", "pause break", "resume"] { try await rig.press(input) }
+                #expect(rig.shiftEvents("break").isEmpty)
+            },
+            after: { rig async throws in
+                for input in ["pause break", "resume"] { try await rig.press(input) }
+                try await rig.eventually("the break event") { rig.shiftEvents("break").last?["continuous_driving_s"] as? Int == 0 }
+            }),
+        "shift.warn_before_min": Probe(
+            local: "[shift]\nmax_shift_min = 1440\nwarn_before_min = 0\n",
+            prepare: storeWithAnOpenShift(hoursAgo: 2),
+            settings: #"{"shift":{"warn_before_min":1440}}"#,
+            before: { rig async throws in
+                try await rig.fix(46.5, 7.5)
+                #expect(rig.logs.count(containing: "Shift limit in") == 0)
+            },
+            after: { rig async throws in
+                try await rig.fix(46.5, 7.5)
+                try await rig.eventually("the warning") { rig.logs.count(containing: "Shift limit in") == 1 }
+            }),
     ]
 
     /// A key the broker link reads when it connects: the document makes the engine connect again
@@ -748,6 +796,11 @@ final class SettingRig {
         // The newest of the five goes live, the other four in backfill.
         try await eventually("the history") { backfill().reduce(0) { $0 + (($1.json["points"] as? [Any])?.count ?? 0) } >= 4 }
         return backfill().map { ($0.json["points"] as? [Any])?.count ?? 0 }.max() ?? 0
+    }
+
+    /// The `shift` events published with `what`.
+    func shiftEvents(_ what: String) -> [[String: Any]] {
+        unit.published(on: "event").map(\.json).filter { $0["type"] as? String == "shift" && $0["what"] as? String == what }
     }
 
     // MARK: The dispatcher and the driver
