@@ -18,6 +18,9 @@ public struct DispatchStats: Sendable, Equatable {
     public var unserved = 0
     public var cancelled = 0
     public var shared = 0
+    /// Offers of pre-bookings (to available or busy taxis) and of next jobs (`"next": true`).
+    public var preBookingOffers = 0
+    public var nextOffers = 0
     public var completed = 0
     /// Ride summaries received (`ride`), one per id.
     public var rides = 0
@@ -56,6 +59,7 @@ public struct DispatchStats: Sendable, Equatable {
         requests \(requests)  offers \(offers) (again after a reconnect \(offersResent))  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
+        pre-booking offers \(preBookingOffers)  next-job offers \(nextOffers)  \
         completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \
         messages read \(messagesRead)  replies \(messageReplies)  \
         street hails \(hails)  \

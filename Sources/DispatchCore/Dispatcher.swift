@@ -48,11 +48,16 @@ public struct DispatchSettings: Sendable, Equatable {
     public var replyGraceS: Int
     /// Reservations are allocated this long before their meeting time.
     public var reservationLeadS: Int
+    /// A reservation whose meeting time is more than this ahead is offered at once as a pre-booking,
+    /// which the taxi holds until it starts; 0: off. Meant to equal the units' `[job]
+    /// reservation_lead_min` in seconds.
+    public var preBookingLeadS: Int
 
-    public init(respondWithinS: Int = 60, replyGraceS: Int = 10, reservationLeadS: Int = 600) {
+    public init(respondWithinS: Int = 60, replyGraceS: Int = 10, reservationLeadS: Int = 600, preBookingLeadS: Int = 0) {
         self.respondWithinS = respondWithinS
         self.replyGraceS = replyGraceS
         self.reservationLeadS = reservationLeadS
+        self.preBookingLeadS = preBookingLeadS
     }
 }
 
@@ -127,12 +132,18 @@ public struct Dispatcher: Sendable {
         var stateTime = Int64.min
         var offeredJob: String?
         var assignedJob: String?
+        /// The job on board the driver said is over soon (`soon_clear`): the taxi may be offered a next job.
+        var soonClearJob: String?
+        /// The next job it accepted (`"next": true`), started when the ride on board is cleared.
+        var stackedJob: String?
     }
 
     struct OpenRequest {
         enum Phase: Equatable {
             case reserved
             case offering(unit: String, sentAt: Int64)
+            /// Accepted as a pre-booking or a next job: the taxi holds it until it starts (`en_route`).
+            case held(unit: String)
             case assigned(unit: String)
             case closed
         }
@@ -141,6 +152,10 @@ public struct Dispatcher: Sendable {
         /// When allocation began: the request time, or the reservation's allocation time.
         var allocationStart: Int64 = 0
         var tried: Set<String> = []
+        /// Offered as a pre-booking: to available and busy taxis, held once accepted.
+        var preBooking = false
+        /// The offer out now is a next job (`"next": true`) to a taxi on board.
+        var offeredAsNext = false
         /// The unit offered to said it shows the offer (its `offered` event): it reached the unit.
         var offerShown = false
         /// How long this request's offers sat on units waiting for a driver, and how many offers'
@@ -203,6 +218,11 @@ public struct Dispatcher: Sendable {
         }
         requests[request.id] = OpenRequest(request: request, phase: .reserved)
         if let meeting = request.meetingTime {
+            if settings.preBookingLeadS > 0, meeting - now > Int64(settings.preBookingLeadS) * 1000 {
+                requests[request.id]?.preBooking = true
+                requests[request.id]?.allocationStart = now
+                return [.log(.init(level: .info, text: "\(request.id) is a pre-booking"))] + offerNext(request.id, now: now)
+            }
             let allocateAt = meeting - Int64(settings.reservationLeadS) * 1000
             if allocateAt > now {
                 return [
@@ -221,7 +241,9 @@ public struct Dispatcher: Sendable {
     }
 
     /// Offers to the head of the pickup zone's queue, then of its neighbours', skipping taxis that
-    /// already had this request; with nobody left the request is unserved.
+    /// already had this request. With no available taxi left, a pre-booking goes to a busy taxi and
+    /// any other request as the next job to a taxi on board that will be clear soon, in the same
+    /// zone order; with nobody left the request is unserved.
     private mutating func offerNext(_ id: String, now: Int64) -> [DispatchAction] {
         guard var open = requests[id] else { return [] }
         let home = zones.zone(containing: open.request.pickup)?.id
@@ -229,16 +251,14 @@ public struct Dispatcher: Sendable {
         for zone in zoneOrder {
             guard let unit = queue(of: zone).first(where: { !open.tried.contains($0) }) else { continue }
             removeFromQueues(unit)
-            taxis[unit, default: Taxi()].offeredJob = id
-            open.tried.insert(unit)
-            open.phase = .offering(unit: unit, sentAt: now)
-            open.offersWithUnknownThink += 1
-            open.offerShown = false
-            requests[id] = open
-            stats.offers += 1
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
-            return send(offerOf: id, to: unit, now: now)
-                + [.log(.init(level: .info, text: "\(id) offered to \(unit) (\(via), try \(open.tried.count))"))]
+            return offer(id, to: unit, asNext: false, via: via, now: now)
+        }
+        if open.preBooking, let unit = firstTaxi(in: zoneOrder, excluding: open.tried, where: Self.mayTakePreBooking) {
+            return offer(id, to: unit, asNext: false, via: "busy, \(taxis[unit]?.state?.rawValue ?? "?")", now: now)
+        }
+        if !open.preBooking, let unit = firstTaxi(in: zoneOrder, excluding: open.tried, where: Self.mayTakeNextJob) {
+            return offer(id, to: unit, asNext: true, via: "next job, clear soon", now: now)
         }
         open.phase = .closed
         requests[id] = open
@@ -247,16 +267,57 @@ public struct Dispatcher: Sendable {
         return [.log(.init(level: .warning, text: "\(id) UNSERVED: \(why)"))]
     }
 
+    private mutating func offer(_ id: String, to unit: String, asNext: Bool, via: String, now: Int64) -> [DispatchAction] {
+        guard var open = requests[id] else { return [] }
+        taxis[unit, default: Taxi()].offeredJob = id
+        open.tried.insert(unit)
+        open.phase = .offering(unit: unit, sentAt: now)
+        open.offersWithUnknownThink += 1
+        open.offerShown = false
+        open.offeredAsNext = asNext
+        requests[id] = open
+        stats.offers += 1
+        if open.preBooking { stats.preBookingOffers += 1 }
+        if asNext { stats.nextOffers += 1 }
+        let kind = open.preBooking ? "pre-booking " : asNext ? "next job " : ""
+        return send(offerOf: id, to: unit, now: now)
+            + [.log(.init(level: .info, text: "\(kind)\(id) offered to \(unit) (\(via), try \(open.tried.count))"))]
+    }
+
+    /// A taxi busy with a job that holds no offer: a pre-booking is shown beside the job in hand.
+    private static func mayTakePreBooking(_ taxi: Taxi) -> Bool {
+        hasJobInHand(taxi.state) && taxi.offeredJob == nil
+    }
+
+    private static func hasJobInHand(_ state: StateName?) -> Bool {
+        state == .enRoute || state == .atPickup || state == .onBoard
+    }
+
+    /// A taxi on board whose driver said the ride ends soon, with no next job yet and no offer.
+    private static func mayTakeNextJob(_ taxi: Taxi) -> Bool {
+        taxi.state == .onBoard && taxi.soonClearJob != nil && taxi.stackedJob == nil && taxi.offeredJob == nil
+    }
+
+    /// The first online taxi that passes `test`, by the zones' order, then by unit id.
+    private func firstTaxi(in zoneOrder: [String], excluding tried: Set<String>, where test: (Taxi) -> Bool) -> String? {
+        for zone in zoneOrder {
+            let candidates = taxis.filter { $0.value.online && $0.value.zone == zone && !tried.contains($0.key) && test($0.value) }
+            if let unit = candidates.keys.min() { return unit }
+        }
+        return nil
+    }
+
     /// The offer of request `id` to `unit`, sent at `now` with a full answer window, and the
     /// deadline after which no reply counts as a timeout.
     private mutating func send(offerOf id: String, to unit: String, now: Int64) -> [DispatchAction] {
-        guard let request = requests[id]?.request else { return [] }
+        guard let request = requests[id]?.request, let asNext = requests[id]?.offeredAsNext else { return [] }
         replyProbes[ProbeKey(job: id, unit: unit)] = ReplyProbe(offerSentAt: now)
         let offer = JobOffer(
             job: id, pickup: Place(lat: request.pickup.lat, lon: request.pickup.lon, address: request.address),
             respondWithinS: Double(settings.respondWithinS), passengers: request.passengers,
             meetingTime: request.meetingTime, shared: request.sharesRideOf != nil, note: request.note,
-            dropoff: request.dropoff, passenger: request.passenger, t: now, fare: request.fare, currency: request.currency)
+            dropoff: request.dropoff, passenger: request.passenger, t: now, fare: request.fare, currency: request.currency,
+            next: asNext ? true : nil)
         let deadline = now + Int64(settings.respondWithinS + settings.replyGraceS) * 1000
         return [.send(unit: unit, .offer(offer)), .startTimer(.offerDeadline(job: id, unit: unit), at: deadline)]
     }
@@ -302,6 +363,9 @@ public struct Dispatcher: Sendable {
             }
             taxis[unit]?.assignedJob = nil
             return cancel(job: id, unit: unit, reason: "passenger_withdrew")
+        case .held(let unit):
+            if taxis[unit]?.stackedJob == id { taxis[unit]?.stackedJob = nil }
+            return cancel(job: id, unit: unit, reason: "passenger_withdrew") + reconcile(unit)
         case .closed:
             return []
         }
@@ -363,8 +427,8 @@ public struct Dispatcher: Sendable {
                 level: .info,
                 text: "\(unit) shift \(body.what)\(limit): \(body.shiftS / 60) min, on duty \(body.onDutyS / 60) min, driving \(body.drivingS / 60) min"))]
         case .soonClear(let id, let soon):
-            // Told, not planned on: the reference dispatcher stacks no next job (yet).
             guard firstArrival(id, from: unit) else { return [] }
+            taxis[unit, default: Taxi()].soonClearJob = soon.job
             return [.log(.init(level: .info, text: "\(unit) clear in \(soon.clearInMin) min (\(soon.job))"))]
         case .cancelRequest(let id, let request):
             guard firstArrival(id, from: unit) else { return [] }
@@ -390,6 +454,12 @@ public struct Dispatcher: Sendable {
                 // The taxi is busy from here on: `reconcile` keeps it out of the queue until it is available again.
                 stats.hails += 1
                 actions.append(.log(.init(level: .info, text: "\(unit) took a street hail (\(job)), busy until clear")))
+            }
+            if transition.to == .enRoute, let job = transition.job, requests[job]?.phase == .held(unit: unit) {
+                requests[job]?.phase = .assigned(unit: unit)
+                taxis[unit, default: Taxi()].assignedJob = job
+                if taxis[unit]?.stackedJob == job { taxis[unit]?.stackedJob = nil }
+                actions.append(.log(.init(level: .info, text: "\(unit) started \(job) (\(transition.reason ?? "no reason given"))")))
             }
             return actions + apply(state: transition.to, zone: nil, at: transition.t.milliseconds, to: unit) + reconcile(unit)
         case .reply(let id, let reply):
@@ -500,6 +570,7 @@ public struct Dispatcher: Sendable {
             if taxi.zone != nil { actions.append(.log(.init(level: .info, text: "\(unit) moved to zone \(zone)"))) }
             taxi.zone = zone
         }
+        if state != .onBoard { taxi.soonClearJob = nil }
         if let job = taxi.assignedJob, state == .available || state == .offDuty {
             taxi.assignedJob = nil
             if requests[job]?.phase == .assigned(unit: unit) {
@@ -523,7 +594,7 @@ public struct Dispatcher: Sendable {
             return [.log(.init(level: .warning, text: "\(unit) refused \(reply.re.rawValue) for \(reply.job) (\(reply.reply.rawValue))\(why)"))]
         }
         // A unit answers a redelivered offer again with a new id: the same accept is no news.
-        if reply.reply == .accept, requests[reply.job]?.phase == .assigned(unit: unit) {
+        if reply.reply == .accept, let phase = requests[reply.job]?.phase, phase == .assigned(unit: unit) || phase == .held(unit: unit) {
             stats.duplicatesDropped += 1
             return []
         }
@@ -553,6 +624,13 @@ public struct Dispatcher: Sendable {
             if let request = requests[reply.job], request.offersWithUnknownThink == 0 {
                 stats.requestToAssignmentWithoutThinkMs.append(assignmentMs - request.driverThinkMs)
             }
+            if open.preBooking || open.offeredAsNext {
+                // The taxi goes on with what it does; the job starts with its `en_route` event.
+                requests[reply.job]?.phase = .held(unit: unit)
+                if open.offeredAsNext { taxis[unit]?.stackedJob = reply.job }
+                let held = open.offeredAsNext ? "next job" : "pre-booking"
+                return actions + [.log(.init(level: .info, text: line + ", held as \(held)"))] + reconcile(unit)
+            }
             requests[reply.job]?.phase = .assigned(unit: unit)
             taxis[unit]?.assignedJob = reply.job
             actions += apply(state: .enRoute, zone: nil, at: reply.t.milliseconds, to: unit)
@@ -566,12 +644,18 @@ public struct Dispatcher: Sendable {
             case .invalid, .shown: stats.invalid += 1
             case .accept, .busy: break
             }
-            // The unit is back in `available` after any of these: to the end of its queue.
-            actions += apply(state: .available, zone: nil, at: reply.t.milliseconds, to: unit)
+            // The unit is back in `available` after any of these: to the end of its queue. A taxi
+            // that was offered a pre-booking or a next job beside its job in hand goes on with it.
+            if !Self.hasJobInHand(taxis[unit]?.state) {
+                actions += apply(state: .available, zone: nil, at: reply.t.milliseconds, to: unit)
+            }
         case .busy:
             stats.busy += 1
-            // Busy with something else: out of the queues until its status says available again.
-            if reply.t.milliseconds >= taxis[unit, default: Taxi()].stateTime {
+            // A pre-booking in the way (`reservation R at T`), or a refused side offer, leaves the
+            // taxi in the state it is in; any other busy takes it out of the queues until its
+            // status says available again.
+            let keepsState = open.preBooking || open.offeredAsNext || reply.reason?.hasPrefix("reservation ") == true
+            if !keepsState, reply.t.milliseconds >= taxis[unit, default: Taxi()].stateTime {
                 taxis[unit]?.state = nil
                 taxis[unit]?.stateTime = reply.t.milliseconds
             }
@@ -597,7 +681,7 @@ public struct Dispatcher: Sendable {
     private mutating func reconcile(_ unit: String) -> [DispatchAction] {
         let taxi = taxis[unit, default: Taxi()]
         let current = queues.first { $0.value.contains(unit) }?.key
-        guard taxi.online, taxi.state == .available, taxi.offeredJob == nil, let zone = taxi.zone else {
+        guard taxi.online, taxi.state == .available, taxi.offeredJob == nil, taxi.stackedJob == nil, let zone = taxi.zone else {
             removeFromQueues(unit)
             return []
         }

@@ -25,19 +25,34 @@ public struct ZoneDemand: Sendable, Equatable {
     public var zone: String
     public var rate: Rate
     public var firstAtS: Double
+    /// Every n-th request of the zone is a reservation `aheadS` after its request: a pre-booking
+    /// when that is more than the dispatcher's `preBookingLeadS` ahead.
+    public var preBookings: PreBookingShare?
 
-    public init(zone: String, rate: Rate, firstAtS: Double = 0) {
+    public init(zone: String, rate: Rate, firstAtS: Double = 0, preBookings: PreBookingShare? = nil) {
         self.zone = zone
         self.rate = rate
         self.firstAtS = firstAtS
+        self.preBookings = preBookings
+    }
+}
+
+public struct PreBookingShare: Sendable, Equatable {
+    public var every: Int
+    public var aheadS: Double
+
+    public init(every: Int, aheadS: Double) {
+        self.every = every
+        self.aheadS = aheadS
     }
 }
 
 public enum RequestSchedule {
     /// Random requests for `durationS`, pickups uniformly inside each zone's polygon; the same seed
-    /// gives the same run. Ids are `{zone}-{n}`.
+    /// gives the same run. Ids are `{zone}-{n}`. `startMs` (ms since the epoch) turns the
+    /// pre-bookings' meeting times into wall-clock times, as a scenario's `meeting_at_s`.
     public static func generate(
-        _ demands: [ZoneDemand], zones: ZoneMap, durationS: Double, seed: UInt64
+        _ demands: [ZoneDemand], zones: ZoneMap, durationS: Double, seed: UInt64, startMs: Int64 = 0
     ) throws(ScheduleError) -> [ScheduledInput] {
         var random = SplitMix64(seed: seed)
         // Passengers and destinations from a generator of their own, so the pickups stay what the
@@ -67,6 +82,9 @@ public enum RequestSchedule {
                     let metres = request.pickup.distance(to: Coordinate(lat: dropoff.lat, lon: dropoff.lon))
                     request.fare = Self.quotedFareBase + Int64(metres.rounded()) / Self.quotedFareMetresPerCent
                     request.currency = Self.quotedCurrency
+                }
+                if let share = demand.preBookings, share.every > 0, number % share.every == 0 {
+                    request.meetingTime = startMs.saturatingAdd(Int64((atS + share.aheadS) * 1000))
                 }
                 inputs.append(ScheduledInput(atMs: Int64(atS * 1000), input: .request(request)))
                 switch demand.rate {

@@ -329,7 +329,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             "timed_out": stats.timedOut + stats.noReply, "unserved": stats.unserved, "busy": stats.busy,
             "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "fares": stats.fares, "payments": stats.payments, "sos": stats.sos,
             "messages_read": stats.messagesRead, "message_replies": stats.messageReplies, "updates_shown": stats.updatesShown,
-            "street_hails": stats.hails,
+            "street_hails": stats.hails, "pre_booking_offers": stats.preBookingOffers, "next_offers": stats.nextOffers,
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
             "offer_to_reply_transit_ms": stats.offerToReplyTransitMs, "offer_leg_ms": stats.offerLegMs, "reply_leg_ms": stats.replyLegMs,

@@ -71,7 +71,7 @@ struct DispatchSim: AsyncParsableCommand {
         if !scenarioFile.demands.isEmpty && durationS == nil {
             throw ValidationError("random requests need a duration: --duration or [dispatch] duration_s")
         }
-        let generated = try RequestSchedule.generate(scenarioFile.demands, zones: zoneMap, durationS: durationS ?? 0, seed: seed)
+        let generated = try RequestSchedule.generate(scenarioFile.demands, zones: zoneMap, durationS: durationS ?? 0, seed: seed, startMs: startMs)
         let schedule = RequestSchedule.merge(scenarioFile.inputs, generated)
 
         guard let version = MQTTProtocolVersion(rawValue: mqttProtocol) else {

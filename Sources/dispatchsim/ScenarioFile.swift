@@ -28,6 +28,7 @@ struct ScenarioFile {
             settings.respondWithinS = dispatch["respond_within_s"]?.integer ?? settings.respondWithinS
             settings.replyGraceS = dispatch["reply_grace_s"]?.integer ?? settings.replyGraceS
             settings.reservationLeadS = dispatch["reservation_lead_s"]?.integer ?? settings.reservationLeadS
+            settings.preBookingLeadS = dispatch["prebook_lead_s"]?.integer ?? settings.preBookingLeadS
             durationS = dispatch["duration_s"]?.number
         }
         for (index, entry) in (root["request"]?.array ?? []).enumerated() {
@@ -64,11 +65,19 @@ struct ScenarioFile {
         for (index, entry) in (root["generate"]?.array ?? []).enumerated() {
             let table = entry.table
             let first = table["first_at_s"]?.number ?? 0
+            var preBookings: PreBookingShare?
+            if let every = table["prebook_every"]?.integer {
+                guard every > 0, let ahead = table["prebook_ahead_s"]?.number, ahead > 0, ahead <= Double(Self.longestRunS) else {
+                    problems.append("generate #\(index + 1): prebook_every (> 0) needs prebook_ahead_s (1 to \(Self.longestRunS) s)")
+                    continue
+                }
+                preBookings = PreBookingShare(every: every, aheadS: ahead)
+            }
             switch (table["zone"]?.string, table["every_s"]?.number, table["per_minute"]?.number) {
             case (let zone?, let every?, nil) where every > 0:
-                demands.append(ZoneDemand(zone: zone, rate: .every(seconds: every), firstAtS: first))
+                demands.append(ZoneDemand(zone: zone, rate: .every(seconds: every), firstAtS: first, preBookings: preBookings))
             case (let zone?, nil, let rate?) where rate > 0:
-                demands.append(ZoneDemand(zone: zone, rate: .poisson(perMinute: rate), firstAtS: first))
+                demands.append(ZoneDemand(zone: zone, rate: .poisson(perMinute: rate), firstAtS: first, preBookings: preBookings))
             default:
                 problems.append("generate #\(index + 1): needs zone and one of every_s or per_minute (> 0)")
             }

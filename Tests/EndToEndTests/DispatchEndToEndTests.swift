@@ -19,20 +19,21 @@ final class Fleet {
     let dispatcher: DispatchSimUnderTest
     let recorder: MQTTRecorder
 
-    init(respondWithinS: Int = 3) async throws {
+    /// `unitTOML` is appended to every unit's configuration, `dispatchTOML` to dispatchsim's [dispatch].
+    init(respondWithinS: Int = 3, unitTOML: String = "", dispatchTOML: String = "") async throws {
         let scratch = try ScratchDirectory("taxiunitd-e2e")
         let broker = try MosquittoBroker(in: scratch)
         // A taxi standing still: every unit reports the same spot, inside zone "Z". (The bu303 logs
         // come out of gpsd 3.22 dated 2005 after their first pass, which the rollover guard drops.)
         let gps = try FakeGPS(log: Corpus.log(Corpus.steadyLog), in: scratch, cycleS: 0.1)
         units = try ["T1", "T2", "T3"].map {
-            try UnitUnderTest(unitID: $0, mqttPort: broker.port, gpsdPort: gps.port, in: scratch)
+            try UnitUnderTest(unitID: $0, mqttPort: broker.port, gpsdPort: gps.port, in: scratch, extraTOML: unitTOML)
         }
         (self.scratch, self.broker, self.gps) = (scratch, broker, gps)
         recorder = try await MQTTRecorder(port: broker.port, subscribe: ["taxi/test/#"], clientID: "e2e-recorder", persistentSession: true)
         dispatcher = try await DispatchSimUnderTest(
             mqttPort: broker.port, zones: [("Z", DispatchSimUnderTest.square(around: Self.centre.lat, Self.centre.lon))],
-            in: scratch, scenarioTOML: "[dispatch]\nrespond_within_s = \(respondWithinS)\nreply_grace_s = 5\n")
+            in: scratch, scenarioTOML: "[dispatch]\nrespond_within_s = \(respondWithinS)\nreply_grace_s = 5\n\(dispatchTOML)")
         // Into the zone's queue in this order.
         for (index, unit) in units.enumerated() {
             try await unit.start()
@@ -51,7 +52,9 @@ final class Fleet {
 
     func press(_ unitID: String, _ input: String) throws { try press(unit(unitID), input) }
 
-    func book(_ id: String) throws { try dispatcher.book(id, lat: Self.pickup.lat, lon: Self.pickup.lon, via: recorder) }
+    func book(_ id: String, meetingTime: Int64? = nil) throws {
+        try dispatcher.book(id, lat: Self.pickup.lat, lon: Self.pickup.lon, via: recorder, meetingTime: meetingTime)
+    }
 
     /// Messages on `taxi/test/{unit}/{name}` whose JSON has `job == job`.
     func messages(_ unit: String, _ name: String, job: String? = nil) -> [[String: Any]] {
@@ -255,6 +258,55 @@ final class Fleet {
         try await fleet.waitForReply("R1", from: "T1", "accept")
         let stats = try fleet.stop()
         #expect(stats["offers_resent"] as? Int == 1 && stats["accepted"] as? Int == 1)
+    }
+
+    /// docs/dispatchsim.md, "Pre-bookings" and "Next jobs": a reservation two hours ahead is offered
+    /// at once and held by the taxi that accepts it; with every taxi busy, a request goes as the next
+    /// job to the taxi whose driver said it is clear soon, and starts when that ride is cleared.
+    @Test func aPreBookingIsHeldAndANextJobIsStackedOnATaxiClearSoon() async throws {
+        let fleet = try await Fleet(
+            respondWithinS: 30, unitTOML: "[job]\nreservation_lead_min = 30\n", dispatchTOML: "prebook_lead_s = 1800\n")
+        let meeting = Int64(Date().timeIntervalSince1970 * 1000) + 2 * 3_600_000
+        try fleet.book("P1", meetingTime: meeting)
+        try await fleet.waitForOffer("P1", to: "T1")
+        #expect(fleet.messages("T1", "job/offer", job: "P1").first?["meeting_time"] as? Int64 == meeting)
+        try fleet.press("T1", "accept")
+        try await fleet.unit("T1").waitForStatus("T1 holds P1 and is free") { status in
+            status.state == "available" && status.upcoming?.map(\.id) == ["P1"]
+        }
+        try await fleet.dispatcher.waitForLog("P1 held", "P1 accept by T1")
+        #expect(fleet.dispatcher.lines.contains { $0.contains("held as pre-booking") })
+
+        // Queue T2 T3 T1: every taxi takes a job, T2's passenger gets on board.
+        for (job, unit) in [("R1", "T2"), ("R2", "T3"), ("R3", "T1")] {
+            try fleet.book(job)
+            try await fleet.waitForOffer(job, to: unit)
+            try fleet.press(unit, "accept")
+            try await fleet.dispatcher.waitForLog("\(job) assigned", "\(job) accept by \(unit)")
+        }
+        try fleet.press("T2", "arrived")
+        try fleet.press("T2", "pob")
+        try await fleet.unit("T2").waitForStatus("T2 on board") { $0.state == "on_board" }
+        try fleet.press("T2", "soon 5")
+        try await fleet.dispatcher.waitForLog("T2 clear soon", "T2 clear in 5 min (R1)")
+
+        try fleet.book("R4")
+        try await fleet.recorder.waitFor("R4 offered to T2 as its next job") { _ in
+            fleet.messages("T2", "job/offer", job: "R4").first?["next"] as? Bool == true
+        }
+        try await fleet.unit("T2").waitForStatus("T2 shows R4 beside the ride") { $0.state == "on_board" }
+        try fleet.press("T2", "accept")
+        try await fleet.unit("T2").waitForStatus("R4 stacked on T2") { $0.next?.id == "R4" }
+        try await fleet.dispatcher.waitForLog("R4 held", "held as next job")
+
+        try fleet.press("T2", "clear")
+        try await fleet.unit("T2").waitForStatus("T2 on its way to R4") { $0.state == "en_route" && $0.job?.id == "R4" }
+        try await fleet.dispatcher.waitForLog("R4 started", "T2 started R4 (next)")
+        #expect(fleet.offeredTo("R4") == ["T2"])
+        let stats = try fleet.stop()
+        #expect(stats["pre_booking_offers"] as? Int == 1)
+        #expect(stats["next_offers"] as? Int == 1)
+        #expect(stats["completed"] as? Int == 1)
     }
 
     @Test func sosIsAcknowledged() async throws {

@@ -22,6 +22,19 @@ import Testing
         #expect(output.contains(expected), "\(output)")
     }
 
+    @Test(arguments: ["prebook_every = 4", "prebook_every = 0\nprebook_ahead_s = 3600", "prebook_every = 4\nprebook_ahead_s = -1"])
+    func aPreBookingShareWithoutAUsableLeadIsRefused(lines: String) throws {
+        let scratch = try ScratchDirectory()
+        let scenario = scratch.file("scenario.toml")
+        try "[[generate]]\nzone = \"z\"\nevery_s = 60\n\(lines)\n".write(toFile: scenario, atomically: true, encoding: .utf8)
+        let zones = scratch.file("zones.toml")
+        try DispatchSimUnderTest.zonesTOML([("z", DispatchSimUnderTest.square(around: 46.9, 7.4))])
+            .write(toFile: zones, atomically: true, encoding: .utf8)
+        let (output, exitCode) = try runCommand(Corpus.binary("dispatchsim"), ["--zones", zones, "--scenario", scenario, "--port", "1"])
+        #expect(exitCode == 1, "\(output)")
+        #expect(output.contains("generate #1: prebook_every (> 0) needs prebook_ahead_s"), "\(output)")
+    }
+
     @Test func aCancelOutOfRangeIsRefused() throws {
         let scratch = try ScratchDirectory()
         let scenario = scratch.file("scenario.toml")

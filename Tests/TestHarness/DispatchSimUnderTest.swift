@@ -62,8 +62,11 @@ public final class DispatchSimUnderTest: @unchecked Sendable {
         return lines
     }
 
-    public func book(_ id: String, lat: Double, lon: Double, via client: MQTTRecorder, passengers: Int = 1) throws {
-        try client.publish("dispatchsim/\(fleet)/request", #"{"id":"\#(id)","pickup":{"lat":\#(lat),"lon":\#(lon)},"passengers":\#(passengers)}"#)
+    /// `meetingTime` (ms since the epoch) makes it a reservation.
+    public func book(_ id: String, lat: Double, lon: Double, via client: MQTTRecorder, passengers: Int = 1, meetingTime: Int64? = nil) throws {
+        let meeting = meetingTime.map { #","meeting_time":\#($0)"# } ?? ""
+        try client.publish(
+            "dispatchsim/\(fleet)/request", #"{"id":"\#(id)","pickup":{"lat":\#(lat),"lon":\#(lon)},"passengers":\#(passengers)\#(meeting)}"#)
     }
 
     public func withdraw(_ id: String, via client: MQTTRecorder) throws {
