@@ -327,6 +327,21 @@ public struct ControlConfigLayer: Sendable, Equatable, Codable {
     }
 }
 
+/// A job that ended without a ride, from the unit's history.
+public struct ControlJobOutcome: Sendable, Equatable, Codable {
+    public var job: String
+    /// Unit clock, ms since the epoch.
+    public var endedAt: Int64
+    /// `rejected`, `timed_out` (the offer was not answered in time), `no_show` or `cancelled`.
+    public var outcome: String
+
+    public init(job: String, endedAt: Int64, outcome: String) {
+        self.job = job
+        self.endedAt = endedAt
+        self.outcome = outcome
+    }
+}
+
 public struct ControlResponse: Sendable, Equatable, Codable {
     public var ok: Bool
     public var error: String?
@@ -335,13 +350,16 @@ public struct ControlResponse: Sendable, Equatable, Codable {
     public var message: String?
     public var outbox: ControlOutboxListing?
     public var rides: [ControlRide]?
+    /// For `jobs`: the jobs that ended without a ride, newest first.
+    public var jobOutcomes: [ControlJobOutcome]?
     /// For `config`: the fleet's documents in force, fleet scope first.
     public var layers: [ControlConfigLayer]?
 
     public init(
         ok: Bool, error: String? = nil, status: ControlStatus? = nil, message: String? = nil,
-        outbox: ControlOutboxListing? = nil, rides: [ControlRide]? = nil, layers: [ControlConfigLayer]? = nil
+        outbox: ControlOutboxListing? = nil, rides: [ControlRide]? = nil, jobOutcomes: [ControlJobOutcome]? = nil, layers: [ControlConfigLayer]? = nil
     ) {
+        self.jobOutcomes = jobOutcomes
         self.layers = layers
         self.ok = ok
         self.error = error

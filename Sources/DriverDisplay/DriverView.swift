@@ -66,6 +66,52 @@ public struct DriverView: Sendable, Equatable {
         return pages
     }
 
+    /// A finished ride of the shift on the history pages.
+    public struct HistoryRide: Sendable, Equatable {
+        /// When the passengers got out; unit clock.
+        public var dropTime: UnitTime
+        /// What names the ride for the driver: the job's id (the store keeps no pickup address).
+        public var label: String
+        public var fare: Fare?
+        public var payment: String?
+
+        public init(dropTime: UnitTime, label: String, fare: Fare?, payment: String?) {
+            self.dropTime = dropTime
+            self.label = label
+            self.fare = fare
+            self.payment = payment
+        }
+    }
+
+    /// The shift's history: a page per ride, newest first, then the totals page.
+    public struct History: Sendable, Equatable {
+        public var rides: [HistoryRide]
+        /// The shift's driving time; nil without an open shift.
+        public var driving: Duration?
+
+        public init(rides: [HistoryRide], driving: Duration?) {
+            self.rides = rides
+            self.driving = driving
+        }
+
+        public var pageCount: Int { rides.count + 1 }
+
+        /// Fares summed per currency and payment (nil: not said), in the order first met.
+        public var totals: [(currency: String, payment: String?, amount: Int64)] {
+            var sums: [(currency: String, payment: String?, amount: Int64)] = []
+            for ride in rides {
+                guard let fare = ride.fare else { continue }
+                if let index = sums.firstIndex(where: { $0.currency == fare.currency && $0.payment == ride.payment }) {
+                    let (sum, overflow) = sums[index].amount.addingReportingOverflow(fare.amount)
+                    sums[index].amount = overflow ? .max : sum
+                } else {
+                    sums.append((fare.currency, ride.payment, fare.amount))
+                }
+            }
+            return sums
+        }
+    }
+
     public enum Mode: Sendable, Equatable {
         case offDuty
         case available
@@ -174,6 +220,9 @@ public struct DriverView: Sendable, Equatable {
     public var page: Int?
     /// The dispatcher's messages (MessageScreens.swift).
     public var inbox = Inbox()
+    /// The shift's history and the page of it shown instead of the job's screen (nil: not shown).
+    public var history = History(rides: [], driving: nil)
+    public var historyPage: Int?
     /// The taxi's place in its zone's queue, shown while available.
     public var queue: QueuePosition?
     /// The logged-in driver, shown on the idle screens.

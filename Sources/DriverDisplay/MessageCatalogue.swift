@@ -55,6 +55,15 @@ public enum MessageKey: String, Sendable, CaseIterable {
     /// `{code}`: the passenger's pickup code.
     case detailsCode = "details.code"
 
+    /// Headings of the shift's history pages (the page number takes up to 6 columns on the right):
+    /// a ride's page, and the totals page with `{n}` the rides counted.
+    case historyRide = "history.ride"
+    case historyJobs = "history.jobs"
+    /// A ride without a fare.
+    case historyNoFare = "history.no_fare"
+    /// `{time}`: the shift's driving time, `2h05`.
+    case historyDriving = "history.driving"
+
     case hintAccept = "hint.accept"
     case hintReject = "hint.reject"
     case hintArrived = "hint.arrived"

@@ -63,7 +63,9 @@ public struct ScreenRenderer: Sendable {
     public func render(_ view: DriverView, now: UnitTime, utcOffsetS: Int, showNotice: Bool) -> Rendered {
         var layout = Layout(columns: size.columns)
         let linkRow = linkText(view)
-        if let page = view.page, view.details.indices.contains(page) {
+        if let page = view.historyPage, page >= 0, page < view.history.pageCount {
+            historyScreen(view.history, number: page, utcOffsetS: utcOffsetS, into: &layout)
+        } else if let page = view.page, view.details.indices.contains(page) {
             detailPage(view.details[page], number: page + 1, of: view.details.count, into: &layout)
         } else {
             jobScreen(view, now: now, utcOffsetS: utcOffsetS, linkRow: linkRow, into: &layout)
@@ -76,7 +78,7 @@ public struct ScreenRenderer: Sendable {
             }
         }
         if showNotice, let notice = view.notice {
-            if case .offered = view.mode, view.page == nil {
+            if case .offered = view.mode, view.page == nil, view.historyPage == nil {
                 // The offer's answer keys stay on screen: the notice takes the row above them, and
                 // its detail (about an earlier job) is left out.
                 layout.replace(row: layout.lines.count - 2, with: noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts, isData: false)
@@ -231,6 +233,34 @@ public struct ScreenRenderer: Sendable {
             layout.row(catalogue.text(.detailsNote), right: counter)
             for row in Layout.wrap(note, columns: size.columns, rows: 3) { layout.row(row, isData: true) }
         }
+    }
+
+    /// A page of the shift's history: a ride per page, newest first, then the totals (the rides
+    /// counted, the driving time, and the fares per payment and currency, as many as fit).
+    private func historyScreen(_ history: DriverView.History, number: Int, utcOffsetS: Int, into layout: inout Layout) {
+        let counter = "\(number + 1)/\(history.pageCount)"
+        let separator = catalogue.text(.decimalSeparator)
+        if history.rides.indices.contains(number) {
+            let ride = history.rides[number]
+            layout.row(catalogue.text(.historyRide), right: counter)
+            layout.row(ride.label, isData: true)
+            layout.row(ride.fare?.formatted(decimalSeparator: separator) ?? catalogue.text(.historyNoFare), right: clock(ride.dropTime, utcOffsetS))
+            layout.row(ride.payment.map { paymentName($0, into: &layout) } ?? "")
+            return
+        }
+        layout.row(catalogue.text(.historyJobs, ["n": "\(history.rides.count)"]), right: counter)
+        layout.row(catalogue.text(.historyDriving, ["time": history.driving.map(Self.hoursAndMinutes) ?? "-"]))
+        for total in history.totals.prefix(2) {
+            let amount = "\(total.currency) \(Fare.decimal(total.amount, currency: total.currency, separator: separator))"
+            layout.row(total.payment.map { paymentName($0, into: &layout) } ?? "-", right: amount)
+        }
+    }
+
+    /// `2h05`; a span past 999 hours reads as 999h59.
+    static func hoursAndMinutes(_ span: Duration) -> String {
+        let minutes = min(max(0, span.wholeMilliseconds / 60_000), 999 * 60 + 59)
+        let rest = minutes % 60
+        return "\(minutes / 60)h" + (rest < 10 ? "0" : "") + "\(rest)"
     }
 
     /// The passenger's name and pickup code, when the booking gave either.

@@ -165,6 +165,15 @@ extension LocalCache {
         ("v9-driver-session-login-time", """
             ALTER TABLE driver_session ADD COLUMN logged_in_at INTEGER;
             """),
+        // Jobs that ended without a ride (rejected, timed out, no-show, cancelled), for `taxiunitctl jobs`.
+        ("v10-job-history", """
+            CREATE TABLE job_history (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                job TEXT NOT NULL,
+                t INTEGER NOT NULL,
+                outcome TEXT NOT NULL
+            );
+            """),
     ]
 
     static var migrator: DatabaseMigrator { DatabaseMigrator(migrations: migrations) }

@@ -49,3 +49,13 @@ extension LocalCache {
         try database.read { db in try RideRecord.fetchAll(db, sql: "SELECT * FROM rides ORDER BY id") }
     }
 }
+
+extension LocalCache {
+    /// The rides that ended at or after `since` (unit clock), newest first, at most `limit`.
+    public func rides(endedSince since: UnitTime, limit: Int) throws -> [RideRecord] {
+        try database.read { db in
+            try RideRecord.fetchAll(
+                db, sql: "SELECT * FROM rides WHERE drop_time >= ? ORDER BY id DESC LIMIT ?", arguments: [since.milliseconds, max(0, limit)])
+        }
+    }
+}

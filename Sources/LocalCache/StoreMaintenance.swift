@@ -42,7 +42,7 @@ extension LocalCache {
         }
     }
 
-    /// Privacy (`[store] retention_days`): positions and rides older than `cutoff` (unit clock)
+    /// Privacy (`[store] retention_days`): positions, rides and jobs without a ride older than `cutoff` (unit clock)
     /// leave the history, and undelivered positions are dropped and counted. Alarms, replies and
     /// events are never dropped. Returns the undelivered positions dropped.
     @discardableResult
@@ -50,6 +50,7 @@ extension LocalCache {
         try write { transaction in
             try transaction.db.execute(sql: "DELETE FROM positions WHERE created_at < ?", arguments: [cutoff])
             try transaction.deleteRides(droppedBefore: cutoff)
+            try transaction.deleteJobOutcomes(before: cutoff)
             return try transaction.dropQueuedPositions(createdBefore: cutoff)
         }
     }

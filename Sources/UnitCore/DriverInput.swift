@@ -32,6 +32,9 @@ public enum DriverInput: Sendable, Equatable, Codable {
     case seats(Int?)
     /// The terminal shows the job's next page of details; the machine only checks there is a job.
     case details
+    /// `jobs`: the terminal shows the shift's finished rides and totals, a page per press; the
+    /// machine has nothing to do with it.
+    case history
 
     /// `msg`, `reply [N]`, `send`: the driver's messages (DriverMessages.swift).
     case message(MessageInput)
@@ -54,7 +57,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
 
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop", "shift"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop", "shift", "jobs"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -83,7 +86,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
         let rest = words.dropFirst().joined(separator: " ")
         let simple: [String: DriverInput] = [
             "duty": .duty, "accept": .accept, "arrived": .arrived, "noshow": .noShow,
-            "resume": .resume, "sos": .sos, "info": .details, "msg": .message(.read), "send": .message(.send),
+            "resume": .resume, "sos": .sos, "info": .details, "jobs": .history, "msg": .message(.read), "send": .message(.send),
         ]
         if let input = simple[word] {
             return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))

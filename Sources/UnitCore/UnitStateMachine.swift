@@ -698,6 +698,10 @@ public struct UnitStateMachine: Sendable {
         case (.details, _):
             // Paging is the terminal's: the machine only says when there is nothing to page through.
             return state.job == nil ? refuse(.noJob) : Step()
+
+        case (.history, _):
+            // The pages are read from the store by the terminal's side: nothing changes here.
+            return Step()
         }
     }
 

@@ -88,7 +88,10 @@ struct ControlDesk {
                     dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM,
                     fare: ride.fare?.amount, currency: ride.fare?.currency, fareSource: ride.fare?.source.rawValue, payment: ride.payment)
             }
-            return ControlResponse(ok: true, rides: rides)
+            let outcomes = try store.jobOutcomes(last: max(0, last)).map {
+                ControlJobOutcome(job: $0.job, endedAt: $0.time.milliseconds, outcome: $0.outcome.rawValue)
+            }
+            return ControlResponse(ok: true, rides: rides, jobOutcomes: outcomes)
         } catch {
             return .failure("cannot read the ride history: \(error)")
         }

@@ -12,12 +12,20 @@ struct DriverPanel {
     private(set) var sosAcknowledged = false
     /// The job detail page shown instead of the job's screen; nil: the job's screen.
     private(set) var page: Int?
+    /// The shift's history page shown instead of the job's screen; nil: not shown.
+    private(set) var historyPage: Int?
 
     /// Notes what one step means for the driver: `event` was handled in `before` and produced `step`.
     /// `seatsLeft`: the free seats after the step; `stored`: its messages are in the store.
-    mutating func stepped(_ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int, stored: Bool = true) {
+    /// `historyPages`: the history's pages when `event` is the history key.
+    mutating func stepped(
+        _ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int, stored: Bool = true, historyPages: Int = 0
+    ) {
         // Pages belong to one job in one state: anything else starts from the job's screen again.
-        if before.name != after.name || before.job?.id != after.job?.id { page = nil }
+        if before.name != after.name || before.job?.id != after.job?.id {
+            page = nil
+            historyPage = nil
+        }
         // Mostly with a fix; a notice the driver's own input raises below replaces it.
         if let warning = step.shiftWarnings.last { raise(.shiftWarning(warning)) }
         switch event {
@@ -25,6 +33,16 @@ struct DriverPanel {
             sosAcknowledged = false
             // SOS says nothing on the screen, whatever the state machine tells the log.
             if case .sos = input { return }
+            if case .history = input {
+                // The next page, and after the totals the job's screen again.
+                let next = (historyPage ?? -1) + 1
+                historyPage = next < historyPages ? next : nil
+                page = nil
+                notice = nil
+                noticeDetail = nil
+                return
+            }
+            historyPage = nil
             if case .details = input, let job = after.job, step.refusals.isEmpty {
                 // The next page, and after the last one the job's screen again.
                 let count = DriverView.detailPages(of: job, distance: { _ in nil }).count

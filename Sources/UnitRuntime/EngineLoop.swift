@@ -64,6 +64,10 @@ final class EngineLoop {
     var broadcastZonesToLeave: Set<String> = []
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
+    /// The shift's rides read for the history pages when the driver asked for them.
+    private var historyRides: [DriverView.HistoryRide] = []
+    /// The most rides the history pages show.
+    static let historyRideLimit = 20
     private var shownView: DriverView?
     /// The catalogues in `[unit] catalogues` that load (a local setting: read once).
     private let installedLanguages: [String]
@@ -340,9 +344,10 @@ final class EngineLoop {
             panel.stepped(event, before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft, stored: stored)
         case .driver(let command, _, _, let now):
             if case .job(let driverInput)? = command?.action {
+                if case .history = driverInput, panel.historyPage == nil { readHistory() }
                 panel.stepped(
                     .driver(driverInput, at: now), before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft,
-                    stored: stored)
+                    stored: stored, historyPages: historyRides.count + 1)
             }
         case .badge, .fleetConfig, .fleetCommand, .fleetCommandRefusedUnread, .driverLogout:
             break
@@ -567,6 +572,16 @@ final class EngineLoop {
             .filter { SessionInput.isLanguage($0) && (try? MessageCatalogue.load(language: $0, directory: directory)) != nil }
     }
 
+    /// The open shift's last rides, newest first; none without a shift or when the store cannot be read.
+    private func readHistory() {
+        guard let shift = core.machine.shift else {
+            historyRides = []
+            return
+        }
+        let rides = (try? store.rides(endedSince: shift.startedAt, limit: Self.historyRideLimit)) ?? []
+        historyRides = rides.map { DriverView.HistoryRide(dropTime: $0.dropTime, label: $0.job, fare: $0.fare, payment: $0.payment) }
+    }
+
     /// Hands the terminal a new view when what it shows has changed.
     private func refreshDriverView() {
         guard let terminal = devices?.terminal else { return }
@@ -587,6 +602,10 @@ final class EngineLoop {
         view.driver = core.session.driver
         view.queue = machine.driverMessages.queuePosition(now: clockNow())
         view.cancelAsked = machine.snapshot.cancelRequest.map { $0.job == machine.state.job?.id } ?? false
+        if let page = panel.historyPage {
+            view.history = DriverView.History(rides: historyRides, driving: machine.shift?.driving)
+            view.historyPage = page
+        }
         guard view != shownView else { return }
         shownView = view
         terminal.show(view)

@@ -324,6 +324,7 @@ final class StepPerformer {
                     try rideMessage(summary, distanceM: measured, now: now).enqueue(in: transaction)
                 }
             }
+            for outcome in Self.jobOutcomes(step.messages) { try transaction.insertJobOutcome(outcome) }
             if let session = unitStep.session { try transaction.saveDriverSession(session) }
             if let change = unitStep.preferences { try transaction.saveDriverPreferences(change.preferences, for: change.driver) }
             for document in unitStep.fleetRecords { try transaction.saveFleetConfig(document.record, for: document.scope, at: now) }
@@ -389,6 +390,7 @@ final class StepPerformer {
             // The history, the rides, and what still waits to be sent (docs/protocol.md, "Privacy").
             reply.deleted = try transaction.deletePositions(before: cutoff)
             try transaction.deleteRides(droppedBefore: cutoff)
+            try transaction.deleteJobOutcomes(before: cutoff)
             try transaction.dropQueuedPositions(createdBefore: cutoff)
         case .reconnect:
             // The reply waits in the outbox and goes out on the new connection.
@@ -410,6 +412,22 @@ final class StepPerformer {
         let unit = self.unit, driver = self.driver
         return UnstoredMessage(topic: topic, messageClass: messageClass, createdAt: now) { seq, id in
             try Array(JSONEncoder.wire.encode(Envelope(body, unit: unit, seq: seq, id: id, driver: driver)))
+        }
+    }
+
+    /// The jobs the step ended without a ride, for `taxiunitctl jobs`: offers rejected or not
+    /// answered in time, and jobs left by a no-show or a cancel.
+    static func jobOutcomes(_ messages: [OutgoingMessage]) -> [JobOutcomeRecord] {
+        let byReply: [ReplyCode: JobOutcomeRecord.Outcome] = [.reject: .rejected, .timeout: .timedOut]
+        let byReason: [String: JobOutcomeRecord.Outcome] = ["no_show": .noShow, "cancelled": .cancelled]
+        return messages.compactMap { message in
+            if case .reply(let reply) = message, reply.re == .jobOffer, let outcome = byReply[reply.reply] {
+                return JobOutcomeRecord(job: reply.job, time: reply.t, outcome: outcome)
+            }
+            if case .event(let transition) = message, let job = transition.job, let outcome = transition.reason.flatMap({ byReason[$0] }) {
+                return JobOutcomeRecord(job: job, time: transition.t, outcome: outcome)
+            }
+            return nil
         }
     }
 

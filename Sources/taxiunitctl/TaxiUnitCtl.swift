@@ -122,10 +122,11 @@ struct TaxiUnitCtl: ParsableCommand {
 
     struct Jobs: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the ride history, newest first, or with --upcoming the jobs ahead: the stacked next job and the pre-bookings.")
+            abstract: "Show the ride history, newest first; with --no-ride the jobs that ended without a ride; with --upcoming the jobs ahead: the stacked next job and the pre-bookings.")
         @OptionGroup var connection: Connection
-        @Option(name: .long, help: "Show only the last N rides.") var last: Int = 20
+        @Option(name: .long, help: "Show only the last N rides (with --no-ride: jobs).") var last: Int = 20
         @Flag(name: .long, help: "Show the jobs ahead instead: the stacked next job, then the pre-bookings by meeting time.") var upcoming = false
+        @Flag(name: .long, help: "Show the jobs that ended without a ride instead, newest first: offers rejected or not answered in time (timed_out), no-shows and cancels.") var noRide = false
 
         func validate() throws {
             guard last > 0 else { throw ValidationError("--last must be at least 1") }
@@ -142,7 +143,17 @@ struct TaxiUnitCtl: ParsableCommand {
                 }
                 return
             }
-            let rides = try connection.send(ControlRequest(cmd: .jobs, limit: last)).rides ?? []
+            let response = try connection.send(ControlRequest(cmd: .jobs, limit: last))
+            if noRide {
+                let outcomes = response.jobOutcomes ?? []
+                if outcomes.isEmpty && !connection.json {
+                    print("no jobs without a ride")
+                } else {
+                    try connection.show(outcomes)
+                }
+                return
+            }
+            let rides = response.rides ?? []
             if rides.isEmpty && !connection.json {
                 print("no rides yet")
             } else {
@@ -171,7 +182,7 @@ struct TaxiUnitCtl: ParsableCommand {
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), msg (read the messages), reply [N] (choose a canned text), send (send the chosen canned text), soon [N] (on board: clear in N minutes), drop [unreachable|vehicle|other] (ask dispatch to drop the job), login DRIVER PIN, logout.")
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), jobs (the next page of the shift's history), msg (read the messages), reply [N] (choose a canned text), send (send the chosen canned text), soon [N] (on board: clear in N minutes), drop [unreachable|vehicle|other] (ask dispatch to drop the job), login DRIVER PIN, logout.")
         var words: [String]
 
         /// The daemon's own parsers: a word it would refuse is a usage error here, exit 64.

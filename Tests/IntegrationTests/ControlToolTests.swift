@@ -94,6 +94,37 @@ import Testing
         unit.stop()
     }
 
+    /// An offer rejected and a job cancelled by the dispatcher end without a ride: `jobs --no-ride`
+    /// lists them from the store, newest first, and the rides stay as they were.
+    @Test func jobsListsTheJobsThatEndedWithoutARide() async throws {
+        let rig = try await JobFlowTests.Rig()
+        let socket = ["--socket", rig.unit.controlSocket]
+        #expect(try ctl(["jobs", "--no-ride"] + socket).output == "no jobs without a ride\n")
+        try await rig.goOnDuty()
+        try rig.offer("R1")
+        try await rig.unit.waitForStatus("R1 offered") { $0.state == "offered" }
+        _ = try rig.press("reject")
+        try await rig.unit.waitForStatus("available after R1") { $0.state == "available" }
+        try rig.offer("C1")
+        try await rig.unit.waitForStatus("C1 offered") { $0.state == "offered" }
+        _ = try rig.press("accept")
+        try await rig.unit.waitForStatus("en route to C1") { $0.state == "en_route" }
+        try rig.publish("job/cancel", #"{"job":"C1","reason":"passenger withdrew"}"#)
+        try await rig.unit.waitForStatus("available after C1") { $0.state == "available" }
+
+        let json = try ctl(["jobs", "--no-ride", "--json"] + socket)
+        #expect(json.exitCode == 0, "\(json.output)")
+        let outcomes = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
+        #expect(outcomes.map { $0["job"] as? String } == ["C1", "R1"])
+        #expect(outcomes.map { $0["outcome"] as? String } == ["cancelled", "rejected"])
+        #expect(outcomes.allSatisfy { ($0["ended_at"] as? Int64 ?? 0) > 0 })
+
+        let human = try ctl(["jobs", "--no-ride"] + socket)
+        #expect(human.output.contains(/^job +C1\nended at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d\noutcome +cancelled\n/), "\(human.output)")
+        #expect(try ctl(["jobs"] + socket).output == "no rides yet\n")
+        rig.stop()
+    }
+
     /// Two rides through the driver's inputs, then the history, newest first.
     @Test func jobsListsTheRideHistoryNewestFirst() async throws {
         let rig = try await JobFlowTests.Rig()

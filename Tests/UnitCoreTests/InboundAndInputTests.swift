@@ -10,7 +10,7 @@ import UnitCore
             ("arrived", .arrived), ("pob", .passengersOnBoard(nil)), ("pob 3", .passengersOnBoard(3)), ("clear", .clear),
             ("noshow", .noShow), ("pause", .pause(.other)), ("pause refuel", .pause(.refuel)), ("PAUSE Break", .pause(.break)),
             ("resume", .resume), ("sos", .sos), ("  Accept ", .accept), ("seats", .seats(nil)), ("seats 3", .seats(3)),
-            ("info", .details),
+            ("info", .details), ("jobs", .history),
             ("msg", .message(.read)), ("reply", .message(.choose(nil))),
             ("reply 3", .message(.choose(3))), ("send", .message(.send)), ("soon", .soonClear(minutes: nil)), ("soon 3", .soonClear(minutes: 3)),
             ("pause next", .pauseNext), ("drop", .cancelRequest(.other)), ("drop unreachable", .cancelRequest(.passengerUnreachable)),

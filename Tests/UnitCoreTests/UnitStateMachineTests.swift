@@ -127,6 +127,8 @@ enum Scenario {
         ("seats 9", .driver(.seats(9), at: t), [.refused, .refused, .refused, .refused, .refused, .refused, .refused]),
         // Paging through the job's details is the terminal's; without a job there is nothing to show.
         ("info", .driver(.details, at: t), [.refused, .refused, .refused, .ignored, .ignored, .ignored, .ignored]),
+        // The shift's history is read and paged by the terminal's side: the machine does nothing, in every state.
+        ("jobs", .driver(.history, at: t), [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("offer J2", .inbound(.offer(Scenario.offer("J2")), receivedAt: t),
          [.stays(reply: .busy), .to(.offered), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy)]),
         // J1 is the setup's job: accepted in the job states, pending in `offered`, new elsewhere.

@@ -72,6 +72,26 @@ import UnitCore
         #expect(view(panel, .available).page == nil && view(panel, .available).notice == .refused(.noJob))
     }
 
+    @Test func theHistoryKeyPagesThroughTheRidesAndTotalsAndBack() {
+        var panel = DriverPanel()
+        let press = UnitEvent.driver(.history, at: t)
+        panel.stepped(.driver(.seats(3), at: t), before: .available, after: .available, step: Step(), seatsLeft: 3)
+        var pages: [Int?] = []
+        for _ in 0..<4 {
+            panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 3, historyPages: 3)
+            pages.append(panel.historyPage)
+        }
+        #expect(pages == [0, 1, 2, nil])
+        #expect(panel.notice == nil, "paging put the notice away")
+        // Any other key, or a change of state, leaves the history.
+        panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 3, historyPages: 3)
+        panel.stepped(.driver(.seats(2), at: t), before: .available, after: .available, step: Step(), seatsLeft: 2)
+        #expect(panel.historyPage == nil)
+        panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 2, historyPages: 3)
+        panel.stepped(.driver(.duty, at: t), before: .available, after: .offDuty, step: Step(), seatsLeft: 2)
+        #expect(panel.historyPage == nil)
+    }
+
     @Test func theCancelsReasonAndTheUpdatesPickupOrNoteGoWithTheNotice() {
         var panel = DriverPanel()
         var updated = job
