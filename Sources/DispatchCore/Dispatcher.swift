@@ -218,7 +218,9 @@ public struct Dispatcher: Sendable {
         }
         requests[request.id] = OpenRequest(request: request, phase: .reserved)
         if let meeting = request.meetingTime {
-            if settings.preBookingLeadS > 0, meeting - now > Int64(settings.preBookingLeadS) * 1000 {
+            // A meeting time or lead from a scenario file may be anything an integer holds: saturate.
+            let lead = Int64(settings.preBookingLeadS).multipliedReportingOverflow(by: 1000)
+            if settings.preBookingLeadS > 0, meeting.saturatingSubtract(now) > (lead.overflow ? .max : lead.partialValue) {
                 requests[request.id]?.preBooking = true
                 requests[request.id]?.allocationStart = now
                 return [.log(.init(level: .info, text: "\(request.id) is a pre-booking"))] + offerNext(request.id, now: now)

@@ -80,7 +80,7 @@ public enum RequestSchedule {
                 // clear; the rest are charged what the driver types.
                 if number % 2 == 0, let dropoff = request.dropoff {
                     let metres = request.pickup.distance(to: Coordinate(lat: dropoff.lat, lon: dropoff.lon))
-                    request.fare = Self.quotedFareBase + Int64(metres.rounded()) / Self.quotedFareMetresPerCent
+                    request.fare = Self.quotedFareBase.saturatingAdd((Int64(roundingChecked: metres) ?? 0) / Self.quotedFareMetresPerCent)
                     request.currency = Self.quotedCurrency
                 }
                 if let share = demand.preBookings, share.every > 0, number % share.every == 0 {
