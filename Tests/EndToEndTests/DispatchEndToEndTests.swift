@@ -241,10 +241,13 @@ final class Fleet {
         let frozen = try #require(t1.process)
         frozen.signalLeader(SIGSTOP)
         fleet.broker.killHard()
+        let killed = ContinuousClock.now
         try fleet.broker.start()
-        // T2 back on the new broker and seen by the recorder: the booking can go through.
-        let statuses = fleet.messages("T2", "status").count
-        try await fleet.recorder.waitFor("T2 back") { _ in fleet.messages("T2", "status").count > statuses }
+        // T2 back on the new broker and seen by the recorder: the booking can go through. Both may
+        // reconnect while start() still polls the port, so what counts is arriving after the kill.
+        try await fleet.recorder.waitFor("T2 back") { _ in
+            fleet.recorder.arrivals.contains { $0.message.topic == "taxi/test/T2/status" && $0.at > killed }
+        }
         try await waitUntil("dispatchsim back", timeoutS: 20) { fleet.dispatcher.lines.count { $0.contains("connected to the broker") } >= 2 }
         try fleet.book("R1")
         try await fleet.dispatcher.waitForLog("R1 offered to T1", "R1 offered to T1")
