@@ -80,12 +80,18 @@ public struct PositionPipeline: Sendable {
     /// zones themselves changed (then the next fix says where it is); the heartbeat is re-armed on
     /// the new interval.
     public mutating func reconfigure(_ next: PositionSettings, state: String) -> Step {
+        var step = Step()
         if next.zones != settings.zones || next.zoneHysteresisM != settings.zoneHysteresisM {
+            let listened = zones.broadcastZone
             zones = ZoneTracker(zones: next.zones, hysteresisM: next.zoneHysteresisM, current: zones.current)
+            // A removed zone's topic carries nothing for the taxi, yet its messages would count
+            // against the inbound limit until the next fix: left at once (and joined again at once
+            // if the zone comes back while the taxi is still reported in it).
+            if listened != zones.broadcastZone { step.broadcastZones = BroadcastZoneChange(leave: listened, join: zones.broadcastZone) }
         }
         settings = next
         validator = FixValidator(maxHorizontalErrorM: next.maxHorizontalErrorM)
-        return stateChanged(to: state, reportNextFix: false)
+        return step + stateChanged(to: state, reportNextFix: false)
     }
 
     /// The state changed (or panic began or ended): the heartbeat follows the new interval (at once,

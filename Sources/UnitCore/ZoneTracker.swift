@@ -45,8 +45,11 @@ public struct ZoneTracker: Sendable, Equatable {
     public let hysteresisM: Double
     public private(set) var current: String?
 
-    /// The zone whose broadcasts reach the taxi: the one it is in, if its id can name a topic.
-    public var broadcastZone: String? { current.flatMap { ContractTopic.isBroadcastZone($0) ? $0 : nil } }
+    /// The zone whose broadcasts reach the taxi: the one it is in, if its id can name a topic and
+    /// the zone is still configured (the next fix reports leaving one the fleet removed).
+    public var broadcastZone: String? {
+        current.flatMap { id in ContractTopic.isBroadcastZone(id) && zones.contains { $0.id == id } ? id : nil }
+    }
 
     /// `current`: the zone the taxi was last reported in; the next fix reports a change from it.
     public init(zones: [Zone], hysteresisM: Double = 30, current: String? = nil) {

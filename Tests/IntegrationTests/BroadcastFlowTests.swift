@@ -133,6 +133,48 @@ import Testing
         dispatcher.stop()
     }
 
+    /// A fleet document that removes the zone the taxi is in takes it off that zone's topic at once,
+    /// not at the next fix: here there is none, gpsd having stopped.
+    @Test func aZoneTheFleetRemovedIsNoLongerListenedTo() async throws {
+        let scratch = try ScratchDirectory("broadcasts-removed-zone")
+        let broker = try exampleBroker(
+            in: scratch, accounts: ["T1", "dispatcher", "fleet", "observer"], extraACL: "user observer\ntopic read #")
+        let gps = try FakeGPS(log: Corpus.packageRoot + "/demo/manhattan-midtown.nmea", in: scratch, cycleS: 0.05)
+        defer { gps.stop() }
+        let signer = try FleetSigner(in: scratch)
+        let password = scratch.file("T1.password")
+        try "pw-T1\n".write(toFile: password, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: password)
+        let t1 = try UnitUnderTest(
+            unitID: "T1", fleet: "north", mqttPort: broker.port, gpsdPort: gps.port, in: scratch,
+            extraTOML: Self.zones + "\n" + signer.fleetSection(), mqttTOML: "username = \"T1\"\npassword_file = \"\(password)\"")
+        try await t1.start()
+        defer { t1.stop() }
+        try await t1.waitForStatus("T1 in midtown", timeoutS: 30) { $0.zone == "midtown" && $0.broker.connected }
+        gps.stop()
+        let observer = try await Account("observer", port: broker.port, subscribe: [t1.topicBase + "#"])
+        defer { observer.stop() }
+        let fleet = try await Account("fleet", port: broker.port)
+        defer { fleet.stop() }
+        let configTopic = t1.topicBase + "config"
+        let onlyAmes = #"{"version":1,"settings":{"zones":[{"id":"ames","polygon":\#(Self.polygon(around: 41.575, -93.75))}]}}"#
+        try fleet.publish(configTopic, try signer.sign(onlyAmes, topic: configTopic))
+        try await waitUntil("T1 left midtown's broadcasts", timeoutS: 20, detail: { t1.log }) {
+            t1.log.contains("left a zone's broadcasts")
+        }
+        // The unit's packets reach the broker in order: once an event it sent after leaving has
+        // arrived, the broker has taken the unsubscription.
+        let events = observer.messages.count { $0.topic == t1.topicBase + "event" }
+        #expect(try t1.request(ControlRequest(cmd: .press, input: "duty")).ok)
+        try await waitUntil("T1's next event", timeoutS: 20) { observer.messages.count { $0.topic == t1.topicBase + "event" } > events }
+        let dispatcher = try await Account("dispatcher", port: broker.port)
+        defer { dispatcher.stop() }
+        try dispatcher.publish(Self.topic(zone: "midtown"), #"{"id":"mid-1","text":"Midtown only"}"#)
+        try dispatcher.publish(Self.topic(), #"{"id":"all-1","text":"Everyone"}"#)
+        try await waitUntil("the fleet's broadcast, sent after the zone's", timeoutS: 20, detail: { t1.log }) { Self.received(t1, .fleetMsg) > 0 }
+        #expect(Self.received(t1, .zoneMsg, zone: "midtown") == 0)
+    }
+
     /// A broker that died lost the unit's session and its subscriptions: at the next connection the
     /// unit subscribes again to the zone it is in, not only to its own topics.
     @Test func aUnitWhoseSessionTheBrokerLostListensToItsZoneAgain() async throws {

@@ -47,6 +47,22 @@ import UnitCore
         #expect(unit.positions.zones.broadcastZone == nil)
     }
 
+    @Test func aFleetDocumentThatRemovesTheTaxisZoneLeavesItsTopicAtOnce() {
+        var unit = machine()
+        _ = fix(&unit, latitude: 46.605, second: 0)
+        let removed = unit.use(UnitSettings(positions: PositionSettings(zones: [Self.south])))
+        #expect(removed.broadcastZones == BroadcastZoneChange(leave: "north", join: nil))
+        #expect(unit.positions.zones.broadcastZone == nil, "not subscribed again at the next connection")
+        #expect(unit.handle(broadcast("z1", zone: "north")).inbox.isEmpty)
+        let kept = unit.use(UnitSettings(positions: PositionSettings(zones: [Self.south, Self.north])))
+        #expect(kept.broadcastZones == BroadcastZoneChange(leave: nil, join: "north"), "back before any fix: joined again")
+        #expect(!unit.handle(broadcast("z2", zone: "north")).inbox.isEmpty)
+        var other = machine()
+        _ = fix(&other, latitude: 46.605, second: 0)
+        let moved = other.use(UnitSettings(positions: PositionSettings(zones: [Self.north, Self.south], zoneHysteresisM: 50)))
+        #expect(moved.broadcastZones == nil && other.positions.zones.broadcastZone == "north", "north still configured")
+    }
+
     @Test func aZoneWhoseIdCannotNameATopicHasNoSubscription() {
         for id in ["a/b", "a+", "#", "nul\u{0}"] { #expect(!ContractTopic.isBroadcastZone(id), "\(id)") }
         #expect(ContractTopic.isBroadcastZone("old town"))
