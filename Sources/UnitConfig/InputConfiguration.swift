@@ -120,15 +120,9 @@ public struct InputConfiguration: Sendable, Equatable {
         if let ignitionValue {
             var reader = SectionReader(path: "input.ignition", value: .table(ignitionValue), problems: &problems)
             let device = reader.requiredString("device")
-            let kind = IgnitionSignal.Kind(rawValue: reader.oneOf("type", default: "switch", allowed: IgnitionSignal.Kind.allCases.map(\.rawValue))) ?? .switch
-            let name = reader.requiredString("code")
-            let inverted = reader.bool("invert", default: false)
-            let code = IgnitionSignal.code(named: name, kind: kind)
-            if code == nil, !name.isEmpty {
-                reader.reject("code must name a \(kind == .switch ? "switch (SW_DOCK, ...)" : "key (KEY_F12, ...)") or be its decimal code, found \"\(name)\"")
-            }
+            let signal = Self.signal(&reader)
             reader.finish(into: &problems)
-            ignition = Ignition(device: device, signal: IgnitionSignal(kind: kind, code: code ?? 0, inverted: inverted))
+            ignition = Ignition(device: device, signal: signal)
         }
 
         if let meterValue {
@@ -148,6 +142,18 @@ public struct InputConfiguration: Sendable, Equatable {
         }
     }
 
+    /// An evdev switch or key that is on or off (`type`, `code`, `invert`): the ignition's, the meter's.
+    private static func signal(_ reader: inout SectionReader) -> IgnitionSignal {
+        let kind = IgnitionSignal.Kind(rawValue: reader.oneOf("type", default: "switch", allowed: IgnitionSignal.Kind.allCases.map(\.rawValue))) ?? .switch
+        let name = reader.requiredString("code")
+        let inverted = reader.bool("invert", default: false)
+        let code = IgnitionSignal.code(named: name, kind: kind)
+        if code == nil, !name.isEmpty {
+            reader.reject("code must name a \(kind == .switch ? "switch (SW_DOCK, ...)" : "key (KEY_F12, ...)") or be its decimal code, found \"\(name)\"")
+        }
+        return IgnitionSignal(kind: kind, code: code ?? 0, inverted: inverted)
+    }
+
     /// `device` (an evdev signal, read as `[input.ignition]` is) or `serial` (a port and its
     /// protocol), never both.
     private static func meter(_ reader: inout SectionReader) -> Meter? {
@@ -155,14 +161,7 @@ public struct InputConfiguration: Sendable, Equatable {
         let port = reader.optionalString("serial")
         switch (device, port) {
         case (let device?, nil):
-            let kind = IgnitionSignal.Kind(rawValue: reader.oneOf("type", default: "switch", allowed: IgnitionSignal.Kind.allCases.map(\.rawValue))) ?? .switch
-            let name = reader.requiredString("code")
-            let inverted = reader.bool("invert", default: false)
-            let code = IgnitionSignal.code(named: name, kind: kind)
-            if code == nil, !name.isEmpty {
-                reader.reject("code must name a \(kind == .switch ? "switch (SW_DOCK, ...)" : "key (KEY_F12, ...)") or be its decimal code, found \"\(name)\"")
-            }
-            return .signal(device: device, signal: IgnitionSignal(kind: kind, code: code ?? 0, inverted: inverted))
+            return .signal(device: device, signal: signal(&reader))
         case (nil, let port?):
             let baud = reader.integer("baud", default: 9600, in: 1...1_000_000)
             if !baudRates.contains(baud) {
