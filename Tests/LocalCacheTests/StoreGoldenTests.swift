@@ -200,10 +200,26 @@ enum StoreGolden {
         #expect(try store.write { try $0.reserveSequence(for: "event", count: 1) } == 4)
     }
 
+    /// The store of the release that added the ride's pickup address (v11): the rides keep it with
+    /// their fare and payment, and the jobs that ended without a ride read back.
+    @Test func theStoreOfRelease7999bffKeepsTheRidesPickupAddressFareAndPayment() throws {
+        let store = try open("7999bff")
+        let rides = try store.rides()
+        #expect(rides.map(\.job) == ["J-1001", "J-1002"])
+        #expect(rides.map(\.pickupAddress) == ["Bahnhofplatz 1", nil])
+        #expect(rides.map(\.fare) == [Fare(amount: 2350, currency: "CHF", source: .quoted), nil])
+        #expect(rides.map(\.payment) == ["card", nil])
+        #expect(try store.rides(endedSince: StoreGolden.t0 + .milliseconds(10_000)).map(\.job) == ["J-1002"])
+        #expect(try store.jobOutcomes(last: 10) == StoreGolden.jobOutcomes.reversed())
+        #expect(try store.storedFixes() == StoreGolden.fixes)
+        #expect(try store.loadValue(UnitSnapshot.self, forKey: "unit_snapshot") == StoreGolden.snapshot)
+    }
+
     /// Every migration this release knows ran on the old file, and left it with the schema a new
     /// store gets: a released migration whose SQL changed would leave the two apart.
-    @Test func theStoreOfRelease038dd7aMigratesToTheSchemaOfANewStore() throws {
-        let old = try open("038dd7a")
+    @Test(arguments: ["038dd7a", "7999bff"])
+    func theStoreOfAReleaseMigratesToTheSchemaOfANewStore(release: String) throws {
+        let old = try open(release)
         let new = try LocalCache(path: scratch.file("new.sqlite"))
         func schema(_ store: LocalCache) throws -> [String] {
             try store.database.read { db in
