@@ -119,7 +119,7 @@ public struct DriverView: Sendable, Equatable {
         public private(set) var rides: [HistoryRide]
         /// Every ride of the shift, those without a page of their own included.
         public private(set) var rideCount: Int
-        /// Fares summed per currency and payment, in the order first met.
+        /// Fares summed per currency and payment, in the order the shift first took them.
         public private(set) var totals: [HistoryTotal]
         /// The shift's driving time; nil without an open shift.
         public var driving: Duration?
