@@ -293,11 +293,14 @@ public struct ControlRide: Sendable, Equatable, Codable {
     public var fareSource: String?
     /// How the passenger paid; nil when the driver did not say.
     public var payment: String?
+    /// The job's pickup address; nil when the job gave none.
+    public var pickupAddress: String?
 
     public init(
         job: String, passengers: Int, pickupTime: Int64, dropTime: Int64, pickupPosition: Position?, dropPosition: Position?,
-        distanceM: Double, fare: Int64? = nil, currency: String? = nil, fareSource: String? = nil, payment: String? = nil
+        distanceM: Double, fare: Int64? = nil, currency: String? = nil, fareSource: String? = nil, payment: String? = nil, pickupAddress: String? = nil
     ) {
+        self.pickupAddress = pickupAddress
         self.fare = fare
         self.currency = currency
         self.fareSource = fareSource

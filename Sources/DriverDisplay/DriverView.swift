@@ -70,7 +70,7 @@ public struct DriverView: Sendable, Equatable {
     public struct HistoryRide: Sendable, Equatable {
         /// When the passengers got out; unit clock.
         public var dropTime: UnitTime
-        /// What names the ride for the driver: the job's id (the store keeps no pickup address).
+        /// What names the ride for the driver: its pickup (`pickupLabel`).
         public var label: String
         public var fare: Fare?
         public var payment: String?
@@ -81,35 +81,87 @@ public struct DriverView: Sendable, Equatable {
             self.fare = fare
             self.payment = payment
         }
+
+        /// The pickup as the driver knows it: the job's address, else where the passengers got in
+        /// (`46.94800,7.43950`), else, with neither (a street hail before the first fix), the job's id.
+        public static func pickupLabel(address: String?, position: Coordinate?, job: String) -> String {
+            if let address { return address }
+            guard let position else { return job }
+            return "\(degrees(position.lat)),\(degrees(position.lon))"
+        }
+
+        /// Five decimals, about a metre: a coordinate pair fits the screen's 20 columns.
+        static func degrees(_ value: Double) -> String {
+            guard value.isFinite, abs(value) <= 180 else { return "?" }
+            let units = Int64((abs(value) * 100_000).rounded())
+            let fraction = String(units % 100_000)
+            return (value < 0 && units > 0 ? "-" : "") + "\(units / 100_000)." + String(repeating: "0", count: 5 - fraction.count) + fraction
+        }
     }
 
-    /// The shift's history: a page per ride, newest first, then the totals page.
+    /// The fares of one currency and payment (nil: not said) summed over the shift's rides.
+    public struct HistoryTotal: Sendable, Equatable {
+        public var currency: String
+        public var payment: String?
+        public var amount: Int64
+
+        public init(currency: String, payment: String?, amount: Int64) {
+            self.currency = currency
+            self.payment = payment
+            self.amount = amount
+        }
+    }
+
+    /// The shift's history: a page per ride, newest first, then the totals over as many pages as
+    /// the sums need.
     public struct History: Sendable, Equatable {
-        public var rides: [HistoryRide]
+        /// The rides that have a page, newest first.
+        public private(set) var rides: [HistoryRide]
+        /// Every ride of the shift, those without a page of their own included.
+        public private(set) var rideCount: Int
+        /// Fares summed per currency and payment, in the order the shift first took them.
+        public private(set) var totals: [HistoryTotal]
         /// The shift's driving time; nil without an open shift.
         public var driving: Duration?
 
+        /// `rides`: newest first, each with its page.
         public init(rides: [HistoryRide], driving: Duration?) {
-            self.rides = rides
+            self.rides = []
+            rideCount = 0
+            totals = []
             self.driving = driving
+            for ride in rides.reversed() { add(ride, pagesKept: rides.count) }
         }
 
-        public var pageCount: Int { rides.count + 1 }
-
-        /// Fares summed per currency and payment (nil: not said), in the order first met.
-        public var totals: [(currency: String, payment: String?, amount: Int64)] {
-            var sums: [(currency: String, payment: String?, amount: Int64)] = []
-            for ride in rides {
-                guard let fare = ride.fare else { continue }
-                if let index = sums.firstIndex(where: { $0.currency == fare.currency && $0.payment == ride.payment }) {
-                    let (sum, overflow) = sums[index].amount.addingReportingOverflow(fare.amount)
-                    sums[index].amount = overflow ? .max : sum
-                } else {
-                    sums.append((fare.currency, ride.payment, fare.amount))
-                }
+        /// A ride that has just ended: it gets the first page (the oldest beyond `pagesKept` loses
+        /// its own) and counts in the totals.
+        public mutating func add(_ ride: HistoryRide, pagesKept: Int) {
+            rides.insert(ride, at: 0)
+            if rides.count > max(0, pagesKept) { rides.removeLast(rides.count - max(0, pagesKept)) }
+            rideCount = rideCount.saturatingAdd(1)
+            guard let fare = ride.fare else { return }
+            if let index = totals.firstIndex(where: { $0.currency == fare.currency && $0.payment == ride.payment }) {
+                let (sum, overflow) = totals[index].amount.addingReportingOverflow(fare.amount)
+                totals[index].amount = overflow ? .max : sum
+            } else {
+                totals.append(HistoryTotal(currency: fare.currency, payment: ride.payment, amount: fare.amount))
             }
-            return sums
         }
+
+        /// The totals on a screen of `rows` rows: the first page's heading and driving time leave
+        /// `rows - 2` for the sums, every further page's heading `rows - 1`.
+        public func totalsPages(rows: Int) -> [ArraySlice<HistoryTotal>] {
+            let first = max(1, rows - 2), further = max(1, rows - 1)
+            var pages = [totals.prefix(first)]
+            var rest = totals.dropFirst(first)
+            while !rest.isEmpty {
+                pages.append(rest.prefix(further))
+                rest = rest.dropFirst(further)
+            }
+            return pages
+        }
+
+        public func pageCount(rows: Int) -> Int { rides.count + totalsPages(rows: rows).count }
     }
 
     public enum Mode: Sendable, Equatable {

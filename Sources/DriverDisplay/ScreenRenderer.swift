@@ -63,7 +63,7 @@ public struct ScreenRenderer: Sendable {
     public func render(_ view: DriverView, now: UnitTime, utcOffsetS: Int, showNotice: Bool) -> Rendered {
         var layout = Layout(columns: size.columns)
         let linkRow = linkText(view)
-        if let page = view.historyPage, page >= 0, page < view.history.pageCount {
+        if let page = view.historyPage, page >= 0, page < view.history.pageCount(rows: size.rows) {
             historyScreen(view.history, number: page, utcOffsetS: utcOffsetS, into: &layout)
         } else if let page = view.page, view.details.indices.contains(page) {
             detailPage(view.details[page], number: page + 1, of: view.details.count, into: &layout)
@@ -236,9 +236,11 @@ public struct ScreenRenderer: Sendable {
     }
 
     /// A page of the shift's history: a ride per page, newest first, then the totals (the rides
-    /// counted, the driving time, and the fares per payment and currency, as many as fit).
+    /// counted and the driving time, then the fares per payment and currency, continued on as many
+    /// pages as they need under the same heading).
     private func historyScreen(_ history: DriverView.History, number: Int, utcOffsetS: Int, into layout: inout Layout) {
-        let counter = "\(number + 1)/\(history.pageCount)"
+        let totalsPages = history.totalsPages(rows: size.rows)
+        let counter = "\(number + 1)/\(history.rides.count + totalsPages.count)"
         let separator = catalogue.text(.decimalSeparator)
         if history.rides.indices.contains(number) {
             let ride = history.rides[number]
@@ -248,9 +250,10 @@ public struct ScreenRenderer: Sendable {
             layout.row(ride.payment.map { paymentName($0, into: &layout) } ?? "")
             return
         }
-        layout.row(catalogue.text(.historyJobs, ["n": "\(history.rides.count)"]), right: counter)
-        layout.row(catalogue.text(.historyDriving, ["time": history.driving.map(Self.hoursAndMinutes) ?? "-"]))
-        for total in history.totals.prefix(2) {
+        let totalsPage = number - history.rides.count
+        layout.row(catalogue.text(.historyJobs, ["n": "\(history.rideCount)"]), right: counter)
+        if totalsPage == 0 { layout.row(catalogue.text(.historyDriving, ["time": history.driving.map(Self.hoursAndMinutes) ?? "-"])) }
+        for total in totalsPages.indices.contains(totalsPage) ? totalsPages[totalsPage] : [] {
             let amount = "\(total.currency) \(Fare.decimal(total.amount, currency: total.currency, separator: separator))"
             layout.row(total.payment.map { paymentName($0, into: &layout) } ?? "-", right: amount)
         }

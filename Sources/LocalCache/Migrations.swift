@@ -174,6 +174,10 @@ extension LocalCache {
                 outcome TEXT NOT NULL
             );
             """),
+        // The pickup address of the ride's job, for the driver's history (personal data: never logged).
+        ("v11-ride-pickup-address", """
+            ALTER TABLE rides ADD COLUMN pickup_address TEXT;
+            """),
     ]
 
     static var migrator: DatabaseMigrator { DatabaseMigrator(migrations: migrations) }

@@ -50,6 +50,7 @@ extension RideRecord: FetchableRecord, PersistableRecord {
         static let currency = Column("currency")
         static let fareSource = Column("fare_source")
         static let payment = Column("payment")
+        static let pickupAddress = Column("pickup_address")
     }
 
     init(row: Row) throws {
@@ -61,7 +62,8 @@ extension RideRecord: FetchableRecord, PersistableRecord {
             job: try row.decode(forColumn: Columns.job), passengers: try row.decode(forColumn: Columns.passengers),
             pickupTime: try row.decode(forColumn: Columns.pickupTime), dropTime: try row.decode(forColumn: Columns.dropTime),
             pickupPosition: try coordinate(Columns.pickupLat, Columns.pickupLon), dropPosition: try coordinate(Columns.dropLat, Columns.dropLon),
-            distanceM: try row.decode(forColumn: Columns.distanceM), fare: try Self.fare(row), payment: try row.decode(forColumn: Columns.payment))
+            distanceM: try row.decode(forColumn: Columns.distanceM), fare: try Self.fare(row), payment: try row.decode(forColumn: Columns.payment),
+            pickupAddress: try row.decode(forColumn: Columns.pickupAddress))
     }
 
     /// The fare columns: all three or none, within `FareLimits`; anything else does not fit.
@@ -91,6 +93,7 @@ extension RideRecord: FetchableRecord, PersistableRecord {
         container[Columns.currency] = fare?.currency
         container[Columns.fareSource] = fare?.source.rawValue
         container[Columns.payment] = payment
+        container[Columns.pickupAddress] = pickupAddress
     }
 }
 

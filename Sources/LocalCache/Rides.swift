@@ -15,6 +15,8 @@ public struct RideRecord: Sendable, Equatable {
     public var fare: Fare?
     /// How the passenger paid; nil when the driver did not say.
     public var payment: String?
+    /// The job's pickup address; nil when the job gave none.
+    public var pickupAddress: String?
 }
 
 extension LocalCache.Transaction {
@@ -37,7 +39,7 @@ extension LocalCache.Transaction {
         let record = RideRecord(
             job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime, dropTime: ride.dropTime,
             pickupPosition: ride.pickupFix.map(Coordinate.init), dropPosition: ride.dropFix.map(Coordinate.init), distanceM: distance,
-            fare: ride.fare, payment: ride.payment)
+            fare: ride.fare, payment: ride.payment, pickupAddress: ride.pickupAddress)
         try record.insert(db)
         return record
     }
@@ -51,11 +53,10 @@ extension LocalCache {
 }
 
 extension LocalCache {
-    /// The rides that ended at or after `since` (unit clock), newest first, at most `limit`.
-    public func rides(endedSince since: UnitTime, limit: Int) throws -> [RideRecord] {
+    /// The rides that ended at or after `since` (unit clock), oldest first.
+    public func rides(endedSince since: UnitTime) throws -> [RideRecord] {
         try database.read { db in
-            try RideRecord.fetchAll(
-                db, sql: "SELECT * FROM rides WHERE drop_time >= ? ORDER BY id DESC LIMIT ?", arguments: [since.milliseconds, max(0, limit)])
+            try RideRecord.fetchAll(db, sql: "SELECT * FROM rides WHERE drop_time >= ? ORDER BY id", arguments: [since.milliseconds])
         }
     }
 }

@@ -17,10 +17,12 @@ public struct RideSummary: Sendable, Equatable {
     public var fare: Fare?
     /// How the passenger paid (`[job] payments`); nil when the driver did not say.
     public var payment: String?
+    /// The job's pickup address, for the driver's history; nil when the job gave none.
+    public var pickupAddress: String?
 
     public init(
         job: String, passengers: Int, pickupTime: UnitTime, dropTime: UnitTime, pickupFix: Fix?, dropFix: Fix?, waiting: Duration? = nil,
-        fare: Fare? = nil, payment: String? = nil
+        fare: Fare? = nil, payment: String? = nil, pickupAddress: String? = nil
     ) {
         self.job = job
         self.passengers = passengers
@@ -31,5 +33,6 @@ public struct RideSummary: Sendable, Equatable {
         self.waiting = waiting
         self.fare = fare
         self.payment = payment
+        self.pickupAddress = pickupAddress
     }
 }

@@ -700,7 +700,7 @@ public struct UnitStateMachine: Sendable {
             return state.job == nil ? refuse(.noJob) : Step()
 
         case (.history, _):
-            // The pages are read from the store by the terminal's side: nothing changes here.
+            // The pages show the rides the shell kept from earlier steps: nothing changes here.
             return Step()
         }
     }
@@ -713,7 +713,7 @@ public struct UnitStateMachine: Sendable {
         let fare = settlement.typedFare.map { Fare(amount: $0, currency: settings.currency, source: .typed) } ?? job.fare
         let ride = RideSummary(
             job: job.id, passengers: job.passengers, pickupTime: since.time, dropTime: now, pickupFix: since.fix, dropFix: lastFix,
-            waiting: since.arrivedAt.map { max(.zero, since.time - $0) }, fare: fare, payment: settlement.payment)
+            waiting: since.arrivedAt.map { max(.zero, since.time - $0) }, fare: fare, payment: settlement.payment, pickupAddress: job.pickup.address)
         var step = transition(to: .available, now: now, reason: "completed", tell: "Ride complete, available")
         step.ride = ride
         // After the `completed` event: the dispatcher's record of the ride, for distance fares.

@@ -86,7 +86,8 @@ struct ControlDesk {
                     job: ride.job, passengers: ride.passengers, pickupTime: ride.pickupTime.milliseconds, dropTime: ride.dropTime.milliseconds,
                     pickupPosition: ride.pickupPosition.map { .init(lat: $0.lat, lon: $0.lon) },
                     dropPosition: ride.dropPosition.map { .init(lat: $0.lat, lon: $0.lon) }, distanceM: ride.distanceM,
-                    fare: ride.fare?.amount, currency: ride.fare?.currency, fareSource: ride.fare?.source.rawValue, payment: ride.payment)
+                    fare: ride.fare?.amount, currency: ride.fare?.currency, fareSource: ride.fare?.source.rawValue, payment: ride.payment,
+                    pickupAddress: ride.pickupAddress)
             }
             let outcomes = try store.jobOutcomes(last: max(0, last)).map {
                 ControlJobOutcome(job: $0.job, endedAt: $0.time.milliseconds, outcome: $0.outcome.rawValue)

@@ -64,10 +64,8 @@ final class EngineLoop {
     var broadcastZonesToLeave: Set<String> = []
     let devices: DriverDeviceSet?
     private var panel = DriverPanel()
-    /// The shift's rides read for the history pages when the driver asked for them.
-    private var historyRides: [DriverView.HistoryRide] = []
-    /// The most rides the history pages show.
-    static let historyRideLimit = 20
+    /// The open shift's rides for the history pages.
+    private var shiftHistory: ShiftHistory
     private var shownView: DriverView?
     /// The catalogues in `[unit] catalogues` that load (a local setting: read once).
     private let installedLanguages: [String]
@@ -140,6 +138,7 @@ final class EngineLoop {
             messages: DriverMessages(restoring: keptMessages, settings: messageSettings))
         let session = Self.restoringSession(store: store, configuration: configuration, logger: logger)
         core = UnitCoordinator(machine: machine, session: session, fleetConfig: fleetConfig, commands: commands)
+        shiftHistory = Self.restoringShiftHistory(shift: machine.shift, store: store, logger: logger)
         // The session may hold the zone the taxi was in before the restart; it starts in none.
         broadcastZonesToLeave = Set(machine.positions.zones.zones.map(\.id).filter(ContractTopic.isBroadcastZone))
         installedLanguages = Self.installedLanguages(in: configuration.unit.catalogues)
@@ -202,6 +201,18 @@ final class EngineLoop {
                 logger.error("cannot set aside the stored \(what)", metadata: ["error": "\(error)"])
             }
             return try fallback()
+        }
+    }
+
+    /// The open shift's rides, read once: afterwards the steps that end rides keep them.
+    static func restoringShiftHistory(shift: Shift?, store: LocalCache, logger: Logger) -> ShiftHistory {
+        guard let shift else { return ShiftHistory(shift: nil, rides: []) }
+        do {
+            return ShiftHistory(shift: shift, rides: try store.rides(endedSince: shift.startedAt))
+        } catch {
+            // The history pages are the driver's overview, not a record: they start empty.
+            logger.error("cannot read the shift's rides; the history starts empty", metadata: ["error": "\(error)"])
+            return ShiftHistory(shift: shift, rides: [])
         }
     }
 
@@ -337,6 +348,7 @@ final class EngineLoop {
         let performed = performer.perform(step, now: clockNow(), status: currentStatus, adopt: adopt) { publishStatus() }
         if let id = performed.storedAlarmID { core.alarmStored(messageID: id) }
         if let recorded = step.job.fixes.last { lastFix = (recorded.fix, .now) }
+        if let ride = step.job.ride { shiftHistory.ended(ride, in: core.machine.shift) }
         publishPositionFeeds(step.job.fixes)
         let stored = !performed.unstored
         switch input {
@@ -344,10 +356,9 @@ final class EngineLoop {
             panel.stepped(event, before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft, stored: stored)
         case .driver(let command, _, _, let now):
             if case .job(let driverInput)? = command?.action {
-                if case .history = driverInput, panel.historyPage == nil { readHistory() }
                 panel.stepped(
                     .driver(driverInput, at: now), before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft,
-                    stored: stored, historyPages: historyRides.count + 1)
+                    stored: stored, historyPages: shiftHistory.history(in: core.machine.shift).pageCount(rows: terminalRows))
             }
         case .badge, .fleetConfig, .fleetCommand, .fleetCommandRefusedUnread, .driverLogout:
             break
@@ -572,15 +583,8 @@ final class EngineLoop {
             .filter { SessionInput.isLanguage($0) && (try? MessageCatalogue.load(language: $0, directory: directory)) != nil }
     }
 
-    /// The open shift's last rides, newest first; none without a shift or when the store cannot be read.
-    private func readHistory() {
-        guard let shift = core.machine.shift else {
-            historyRides = []
-            return
-        }
-        let rides = (try? store.rides(endedSince: shift.startedAt, limit: Self.historyRideLimit)) ?? []
-        historyRides = rides.map { DriverView.HistoryRide(dropTime: $0.dropTime, label: $0.job, fare: $0.fare, payment: $0.payment) }
-    }
+    /// The rows of the terminal the history pages are laid out for.
+    private var terminalRows: Int { configuration.input.serial?.rows ?? ScreenSize.minimum.rows }
 
     /// Hands the terminal a new view when what it shows has changed.
     private func refreshDriverView() {
@@ -603,7 +607,7 @@ final class EngineLoop {
         view.queue = machine.driverMessages.queuePosition(now: clockNow())
         view.cancelAsked = machine.snapshot.cancelRequest.map { $0.job == machine.state.job?.id } ?? false
         if let page = panel.historyPage {
-            view.history = DriverView.History(rides: historyRides, driving: machine.shift?.driving)
+            view.history = shiftHistory.history(in: machine.shift)
             view.historyPage = page
         }
         guard view != shownView else { return }

@@ -311,14 +311,15 @@ func worstCaseViews() -> [DriverView] {
     for page in details.indices {
         views.append(DriverView(mode: .enRoute(pickup), online: true, notice: .updated, noticeDetail: "D", noticeSerial: 1, details: details, page: page))
     }
-    // The history at its bound (`20/21`), with every shipped payment word, a shift's worth of fares and the longest driving time.
-    let historyPayments: [String?] = ["cash", "card", "account", nil]
+    // The history at its bound (`20/22`), with every shipped payment word and a method of the fleet's own, a shift's worth of fares
+    // over two totals pages, and the longest driving time.
+    let historyPayments: [String?] = ["cash", "card", "account", nil, "voucher"]
     let rides = (0..<20).map { index in
         DriverView.HistoryRide(
             dropTime: halfPastTwo, label: String(repeating: "J", count: 64), fare: index == 3 ? nil : Fare(amount: 99_999, currency: "EUR", source: .typed),
             payment: historyPayments[index % historyPayments.count])
     }
-    for page in [0, 3, 19, 20] {
+    for page in [0, 3, 19, 20, 21] {
         var view = DriverView(mode: .available, online: true)
         view.history = DriverView.History(rides: rides, driving: .milliseconds(Int64.max))
         view.historyPage = page

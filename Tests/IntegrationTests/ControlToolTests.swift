@@ -125,7 +125,7 @@ import Testing
         rig.stop()
     }
 
-    /// Two rides through the driver's inputs, then the history, newest first.
+    /// Two rides through the driver's inputs, then the history, newest first, with the pickup address.
     @Test func jobsListsTheRideHistoryNewestFirst() async throws {
         let rig = try await JobFlowTests.Rig()
         #expect(try ctl(["jobs", "--socket", rig.unit.controlSocket]).output == "no rides yet\n")
@@ -143,6 +143,7 @@ import Testing
         let rides = try #require(try JSONSerialization.jsonObject(with: Data(last.output.utf8)) as? [[String: Any]])
         #expect(rides.map { $0["job"] as? String } == ["J2"])
         #expect(rides.first?["passengers"] as? Int == 1)
+        #expect(rides.first?["pickup_address"] as? String == "Bahnhofplatz 1")
 
         let human = try ctl(["jobs"] + socket)
         #expect(human.exitCode == 0)
@@ -150,6 +151,7 @@ import Testing
         let order = human.output.split(separator: "\n").filter { $0.hasPrefix("job ") }
         #expect(order.map { $0.split(separator: " ").last! } == ["J2", "J1"])
         #expect(human.output.contains("\n\njob "), "a blank line between rides")
+        #expect(human.output.contains(/\npickup address +Bahnhofplatz 1\n/), "\(human.output)")
 
         let invalid = try ctl(["jobs", "--last", "0"] + socket)
         #expect(invalid.exitCode != 0)

@@ -28,9 +28,16 @@ enum StoreGolden {
     }
     /// Queued for `pos`: the newest goes live, the 3 oldest into a backfill message, 4 stay queued.
     static let queued = Array(fixes[4..<12])
+    /// The first with a fare, a payment and the job's pickup address; the second with none of them.
     static let rides = [
-        RideSummary(job: "J-1001", passengers: 2, pickupTime: t0 + .milliseconds(3000), dropTime: t0 + .milliseconds(9000), pickupFix: fixes[3], dropFix: fixes[9]),
+        RideSummary(
+            job: "J-1001", passengers: 2, pickupTime: t0 + .milliseconds(3000), dropTime: t0 + .milliseconds(9000), pickupFix: fixes[3], dropFix: fixes[9],
+            fare: Fare(amount: 2350, currency: "CHF", source: .quoted), payment: "card", pickupAddress: "Bahnhofplatz 1"),
         RideSummary(job: "J-1002", passengers: 1, pickupTime: t0 + .milliseconds(10_000), dropTime: t0 + .milliseconds(11_000), pickupFix: nil, dropFix: nil),
+    ]
+    static let jobOutcomes = [
+        JobOutcomeRecord(job: "J-0999", time: t0 + .milliseconds(500), outcome: .rejected),
+        JobOutcomeRecord(job: "J-1000", time: t0 + .milliseconds(2500), outcome: .noShow),
     ]
     static let fleetConfig: [ConfigScope: ConfigScopeRecord] = [
         .fleet: ConfigScopeRecord(seenVersion: 4, applied: AppliedConfigDocument(version: 3, payload: Array(#"{"version":3,"job":{"offer_timeout_s":45}}"#.utf8))),
@@ -80,6 +87,7 @@ enum StoreGolden {
         try store.write { transaction in
             for (index, fix) in fixes.enumerated() { try transaction.insertPosition(fix, createdAt: t0 + .milliseconds(index * 1000 + 200)) }
             for ride in rides { try transaction.insertRide(ride) }
+            for outcome in jobOutcomes { try transaction.insertJobOutcome(outcome) }
         }
         try store.write { transaction in
             for (index, fix) in queued.enumerated() { try transaction.queuePosition(fix, createdAt: t0 + .milliseconds((index + 4) * 1000 + 200)) }
@@ -192,10 +200,26 @@ enum StoreGolden {
         #expect(try store.write { try $0.reserveSequence(for: "event", count: 1) } == 4)
     }
 
+    /// The store of the release that added the ride's pickup address (v11): the rides keep it with
+    /// their fare and payment, and the jobs that ended without a ride read back.
+    @Test func theStoreOfRelease7999bffKeepsTheRidesPickupAddressFareAndPayment() throws {
+        let store = try open("7999bff")
+        let rides = try store.rides()
+        #expect(rides.map(\.job) == ["J-1001", "J-1002"])
+        #expect(rides.map(\.pickupAddress) == ["Bahnhofplatz 1", nil])
+        #expect(rides.map(\.fare) == [Fare(amount: 2350, currency: "CHF", source: .quoted), nil])
+        #expect(rides.map(\.payment) == ["card", nil])
+        #expect(try store.rides(endedSince: StoreGolden.t0 + .milliseconds(10_000)).map(\.job) == ["J-1002"])
+        #expect(try store.jobOutcomes(last: 10) == StoreGolden.jobOutcomes.reversed())
+        #expect(try store.storedFixes() == StoreGolden.fixes)
+        #expect(try store.loadValue(UnitSnapshot.self, forKey: "unit_snapshot") == StoreGolden.snapshot)
+    }
+
     /// Every migration this release knows ran on the old file, and left it with the schema a new
     /// store gets: a released migration whose SQL changed would leave the two apart.
-    @Test func theStoreOfRelease038dd7aMigratesToTheSchemaOfANewStore() throws {
-        let old = try open("038dd7a")
+    @Test(arguments: ["038dd7a", "7999bff"])
+    func theStoreOfAReleaseMigratesToTheSchemaOfANewStore(release: String) throws {
+        let old = try open(release)
         let new = try LocalCache(path: scratch.file("new.sqlite"))
         func schema(_ store: LocalCache) throws -> [String] {
             try store.database.read { db in

@@ -197,7 +197,8 @@ import UnitCore
         #expect(machine.state == .available)
         #expect(actions.ride == (RideSummary(
             job: "J1", passengers: 2, pickupTime: t, dropTime: t + .milliseconds(600_000), pickupFix: Fix(time: t, latitude: 46.5, longitude: 7.5),
-            dropFix: Fix(time: t + .milliseconds(600_000), latitude: 46.52, longitude: 7.51), waiting: .seconds(600))))
+            dropFix: Fix(time: t + .milliseconds(600_000), latitude: 46.52, longitude: 7.51), waiting: .seconds(600),
+            pickupAddress: Scenario.pickup.address)))
         // The setup arrived 600 s before the passengers got in; the dispatcher gets the same summary.
         #expect(actions.messages.last == actions.ride.map(OutgoingMessage.ride))
         #expect(actions.messages.contains(.event(Transition(t: t + .milliseconds(600_000), from: .onBoard, to: .available, job: "J1", reason: "completed"))))
