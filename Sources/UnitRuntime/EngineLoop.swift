@@ -347,7 +347,7 @@ final class EngineLoop {
                 if case .history = driverInput, panel.historyPage == nil { readHistory() }
                 panel.stepped(
                     .driver(driverInput, at: now), before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft,
-                    stored: stored, historyPages: historyRides.count + 1)
+                    stored: stored, historyPages: historyRides.count + 1, preBookings: core.machine.snapshot.upcoming.count)
             }
         case .badge, .fleetConfig, .fleetCommand, .fleetCommandRefusedUnread, .driverLogout:
             break
@@ -605,6 +605,10 @@ final class EngineLoop {
         if let page = panel.historyPage {
             view.history = DriverView.History(rides: historyRides, driving: machine.shift?.driving)
             view.historyPage = page
+        }
+        if let page = panel.preBookingPage {
+            view.preBookings = machine.snapshot.upcoming.map(DriverView.PreBooking.init)
+            view.preBookingPage = page
         }
         guard view != shownView else { return }
         shownView = view
