@@ -770,6 +770,8 @@ public struct UnitStateMachine: Sendable {
     /// Rings the driver before the reservation's meeting time, once.
     private mutating func remind(job id: String, now: UnitTime) -> Step {
         guard let reminder = snapshot.reminder, reminder.job == id else { return .note("reminder for \(id) no longer due") }
+        // Timers wait at most an hour (EngineTimers): one that fired before the reminder is due is armed again.
+        if reminder.at > now { return Step(timers: [.start(.reminder(job: id), fireAt: reminder.at)]) }
         guard case .enRoute(let job) = state, job.id == reminder.job else {
             // Only a snapshot read back from the disk can hold a reminder for another state.
             snapshot.reminder = nil
