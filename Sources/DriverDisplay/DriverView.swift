@@ -164,6 +164,30 @@ public struct DriverView: Sendable, Equatable {
         public func pageCount(rows: Int) -> Int { rides.count + totalsPages(rows: rows).count }
     }
 
+    /// An accepted pre-booking, a page of its own on the pre-bookings page.
+    public struct PreBooking: Sendable, Equatable {
+        public var job: String
+        /// Unit clock.
+        public var meetingTime: UnitTime
+        /// The pickup's address, else its coordinates.
+        public var pickup: String
+        public var passengers: Int
+
+        public init(job: String, meetingTime: UnitTime, pickup: String, passengers: Int) {
+            self.job = job
+            self.meetingTime = meetingTime
+            self.pickup = pickup
+            self.passengers = passengers
+        }
+
+        /// What the core holds of a pre-booking, as the page shows it.
+        public init(_ reservation: Reservation) {
+            self.init(
+                job: reservation.job.id, meetingTime: reservation.meetingTime, pickup: reservation.job.pickup.label,
+                passengers: reservation.job.passengers)
+        }
+    }
+
     public enum Mode: Sendable, Equatable {
         case offDuty
         case available
@@ -275,6 +299,10 @@ public struct DriverView: Sendable, Equatable {
     /// The shift's history and the page of it shown instead of the job's screen (nil: not shown).
     public var history = History(rides: [], driving: nil)
     public var historyPage: Int?
+    /// The pre-bookings, by meeting time, and the one shown instead of the job's screen (nil: not
+    /// shown). Page 0 of an empty list says there are none.
+    public var preBookings: [PreBooking] = []
+    public var preBookingPage: Int?
     /// The taxi's place in its zone's queue, shown while available.
     public var queue: QueuePosition?
     /// The logged-in driver, shown on the idle screens.

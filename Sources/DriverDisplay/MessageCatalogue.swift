@@ -64,6 +64,11 @@ public enum MessageKey: String, Sendable, CaseIterable {
     /// `{time}`: the shift's driving time, `2h05`.
     case historyDriving = "history.driving"
 
+    /// The pre-bookings page's heading (the page number takes up to 6 columns on the right), and
+    /// what it says when the unit holds none.
+    case preBookingTitle = "prebooking.title"
+    case preBookingNone = "prebooking.none"
+
     case hintAccept = "hint.accept"
     case hintReject = "hint.reject"
     case hintArrived = "hint.arrived"

@@ -65,6 +65,8 @@ public struct ScreenRenderer: Sendable {
         let linkRow = linkText(view)
         if let page = view.historyPage, page >= 0, page < view.history.pageCount(rows: size.rows) {
             historyScreen(view.history, number: page, utcOffsetS: utcOffsetS, into: &layout)
+        } else if let page = view.preBookingPage, page >= 0, page < max(1, view.preBookings.count) {
+            preBookingScreen(view.preBookings, number: page, now: now, utcOffsetS: utcOffsetS, into: &layout)
         } else if let page = view.page, view.details.indices.contains(page) {
             detailPage(view.details[page], number: page + 1, of: view.details.count, into: &layout)
         } else {
@@ -78,7 +80,7 @@ public struct ScreenRenderer: Sendable {
             }
         }
         if showNotice, let notice = view.notice {
-            if case .offered = view.mode, view.page == nil, view.historyPage == nil {
+            if case .offered = view.mode, view.page == nil, view.historyPage == nil, view.preBookingPage == nil {
                 // The offer's answer keys stay on screen: the notice takes the row above them, and
                 // its detail (about an earlier job) is left out.
                 layout.replace(row: layout.lines.count - 2, with: noticeText(notice, utcOffsetS: utcOffsetS), alert: notice.alerts, isData: false)
@@ -259,6 +261,21 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
+    /// A pre-booking per page, by meeting time: when it meets (local time, and how long until
+    /// then), the pickup, the job's id and its passengers; on an empty list, that there are none.
+    private func preBookingScreen(_ bookings: [DriverView.PreBooking], number: Int, now: UnitTime, utcOffsetS: Int, into layout: inout Layout) {
+        guard bookings.indices.contains(number) else {
+            layout.row(catalogue.text(.preBookingTitle))
+            layout.row(catalogue.text(.preBookingNone))
+            return
+        }
+        let booking = bookings[number]
+        layout.row(catalogue.text(.preBookingTitle), right: "\(number + 1)/\(bookings.count)")
+        layout.row(meetingText(booking.meetingTime, now: now, utcOffsetS: utcOffsetS, days: true))
+        layout.row(booking.pickup, isData: true)
+        layout.row(booking.job, right: catalogue.text(.pickupPassengers, ["n": "\(booking.passengers)"]), isData: true)
+    }
+
     /// `2h05`; a span past 999 hours reads as 999h59.
     static func hoursAndMinutes(_ span: Duration) -> String {
         let minutes = min(max(0, span.wholeMilliseconds / 60_000), 999 * 60 + 59)
@@ -320,11 +337,14 @@ public struct ScreenRenderer: Sendable {
         return "\(tenths / 10)\(catalogue.text(.decimalSeparator))\(tenths % 10) km"
     }
 
-    private func meetingText(_ meeting: UnitTime, now: UnitTime, utcOffsetS: Int) -> String {
+    /// `days`: from 48 hours on the time left reads in days (`3d`, at most `999d`), for meetings
+    /// that may be far ahead.
+    private func meetingText(_ meeting: UnitTime, now: UnitTime, utcOffsetS: Int, days: Bool = false) -> String {
         let minutes = (meeting - now).wholeMilliseconds.saturatingAdd(59_999) / 60_000
         let time = clock(meeting, utcOffsetS)
         guard minutes > 0 else { return catalogue.text(.jobMeetingNow, ["time": time]) }
-        let left = minutes < 100 ? "\(minutes)m" : "\((minutes + 30) / 60)h"
+        let hours = (minutes + 30) / 60
+        let left = minutes < 100 ? "\(minutes)m" : days && hours >= 48 ? "\(min((minutes + 720) / 1440, 999))d" : "\(hours)h"
         return catalogue.text(.jobMeeting, ["time": time, "left": left])
     }
 

@@ -143,6 +143,8 @@ public struct JobUpdate: Sendable, Equatable, Codable {
     /// rides on `job/update` rather than `job/cancel` so that a unit that does not know the field
     /// answers `invalid` instead of dropping the job.
     public var cancelRefused: Bool?
+    /// A pre-booking's new meeting time, ms since the epoch (unit clock).
+    public var meetingTime: Int64?
 
     public struct AddedPickup: Sendable, Equatable, Codable {
         public var lat: Double
@@ -164,11 +166,14 @@ public struct JobUpdate: Sendable, Equatable, Codable {
         case job, passengers, note, update
         case addPickup = "add_pickup"
         case cancelRefused = "cancel_refused"
+        case meetingTime = "meeting_time"
     }
 
     public init(
-        job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil, update: String? = nil, cancelRefused: Bool? = nil
+        job: String, passengers: Int? = nil, addPickup: AddedPickup? = nil, note: String? = nil, update: String? = nil, cancelRefused: Bool? = nil,
+        meetingTime: Int64? = nil
     ) {
+        self.meetingTime = meetingTime
         self.cancelRefused = cancelRefused
         self.job = job
         self.passengers = passengers
@@ -317,7 +322,7 @@ extension InboundMessage {
                 return .success(.cancel(cancel))
             case .jobUpdate:
                 let update = try normalised.decode(JobUpdate.self)
-                if let reason = check(update) { return problem(reason) }
+                if let reason = check(update, now: now) { return problem(reason) }
                 return .success(.update(update))
             case .sosAck:
                 let ack = try normalised.decode(SOSAck.self)
@@ -420,10 +425,11 @@ extension InboundMessage {
         return checkText(passenger.pickupCode, field: "passenger.pickup_code", limit: InboundLimits.pickupCodeBytes)
     }
 
-    static func check(_ update: JobUpdate) -> String? {
-        if update.passengers == nil && update.addPickup == nil && update.note == nil && update.cancelRefused == nil {
-            return "update has none of passengers, add_pickup, note, cancel_refused"
+    static func check(_ update: JobUpdate, now: UnitTime) -> String? {
+        if update.passengers == nil && update.addPickup == nil && update.note == nil && update.cancelRefused == nil && update.meetingTime == nil {
+            return "update has none of passengers, add_pickup, note, cancel_refused, meeting_time"
         }
+        if let reason = checkTime(update.meetingTime, field: "meeting_time", now: now) { return reason }
         if update.cancelRefused == false { return "cancel_refused must be true when given" }
         if let id = update.update, let reason = checkID(id, field: "update") { return reason }
         if let reason = checkPassengers(update.passengers, field: "passengers") { return reason }

@@ -67,7 +67,7 @@ public struct InputConfiguration: Sendable, Equatable {
             "a": "accept", "r": "reject", "h": "arrived", "ENTER": "pob", "c": "clear", "n": "noshow",
             "d": "duty", "p": "pause next", "u": "resume", "i": "info", "s": "seats", "l": "login", "o": "logout",
             "g": "lang next", "b": "alert next", "m": "msg", "y": "reply", "t": "send", "e": "soon",
-            "x": "drop unreachable", "v": "drop vehicle", "z": "drop other", "j": "jobs",
+            "x": "drop unreachable", "v": "drop vehicle", "z": "drop other", "j": "jobs", "k": "bookings",
         ]
         for count in 1...8 { keys["\(count)"] = "pob \(count)" }
         return keys

@@ -42,7 +42,9 @@ extension JobUpdate {
         // The decoder refuses control characters in texts: U+0000 marks an absent field unambiguously.
         let absent = "\u{0}"
         let pickup = addPickup.map { "\($0.lat),\($0.lon),\($0.passengers.map(String.init) ?? absent),\($0.address ?? absent)" } ?? absent
+        // A meeting time only when given: keys of updates without one stay as they were stored.
         let fields = [passengers.map(String.init) ?? absent, pickup, note ?? absent, cancelRefused.map { "\($0)" } ?? absent]
+            + (meetingTime.map { ["meeting_time \($0)"] } ?? [])
         return "\(job)\u{1F}content\u{1F}" + fields.joined(separator: "\u{1F}")
     }
 }

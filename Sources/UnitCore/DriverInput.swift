@@ -35,6 +35,9 @@ public enum DriverInput: Sendable, Equatable, Codable {
     /// `jobs`: the terminal shows the shift's finished rides and totals, a page per press; the
     /// machine has nothing to do with it.
     case history
+    /// `bookings`: the terminal shows the accepted pre-bookings, one per press; the machine has
+    /// nothing to do with it.
+    case preBookings
 
     /// `msg`, `reply [N]`, `send`: the driver's messages (DriverMessages.swift).
     case message(MessageInput)
@@ -57,7 +60,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
 
 
     /// The first word of every input, for help texts.
-    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop", "shift", "jobs"]
+    public static let words = ["duty", "accept", "reject", "arrived", "pob", "clear", "noshow", "pause", "resume", "sos", "seats", "info", "msg", "reply", "send", "soon", "drop", "shift", "jobs", "bookings"]
 
     public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty
@@ -86,7 +89,7 @@ public enum DriverInput: Sendable, Equatable, Codable {
         let rest = words.dropFirst().joined(separator: " ")
         let simple: [String: DriverInput] = [
             "duty": .duty, "accept": .accept, "arrived": .arrived, "noshow": .noShow,
-            "resume": .resume, "sos": .sos, "info": .details, "jobs": .history, "msg": .message(.read), "send": .message(.send),
+            "resume": .resume, "sos": .sos, "info": .details, "jobs": .history, "bookings": .preBookings, "msg": .message(.read), "send": .message(.send),
         ]
         if let input = simple[word] {
             return rest.isEmpty ? .success(input) : .failure(.unexpectedArgument(input: word))

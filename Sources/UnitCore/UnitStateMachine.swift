@@ -183,8 +183,9 @@ public struct UnitSnapshot: Sendable, Equatable {
     public var reminder: Reminder?
     /// The driver's request to drop the job, while the dispatcher has not answered it.
     public var cancelRequest: CancelRequest?
-    /// The `job/update`s applied to the job in hand, most recent last, at most
-    /// `UnitSettings.answeredOfferMemory`: a redelivered one is answered again and not applied twice.
+    /// The `job/update`s applied to the jobs the unit holds (in hand, stacked, pre-booked), most
+    /// recent last, at most `UnitSettings.answeredOfferMemory`: a redelivered one is answered again
+    /// and not applied twice.
     public var appliedUpdates: [AppliedUpdate]
     /// Accepted pre-bookings not yet started, by meeting time, at most `UnitSettings.maxUpcoming`.
     public var upcoming: [Reservation]
@@ -702,6 +703,10 @@ public struct UnitStateMachine: Sendable {
         case (.history, _):
             // The pages show the rides the shell kept from earlier steps: nothing changes here.
             return Step()
+
+        case (.preBookings, _):
+            // The terminal shows the pre-bookings the snapshot holds: nothing changes here.
+            return Step()
         }
     }
 
@@ -765,6 +770,8 @@ public struct UnitStateMachine: Sendable {
     /// Rings the driver before the reservation's meeting time, once.
     private mutating func remind(job id: String, now: UnitTime) -> Step {
         guard let reminder = snapshot.reminder, reminder.job == id else { return .note("reminder for \(id) no longer due") }
+        // Timers wait at most an hour (EngineTimers): one that fired before the reminder is due is armed again.
+        if reminder.at > now { return Step(timers: [.start(.reminder(job: id), fireAt: reminder.at)]) }
         guard case .enRoute(let job) = state, job.id == reminder.job else {
             // Only a snapshot read back from the disk can hold a reminder for another state.
             snapshot.reminder = nil
@@ -926,28 +933,26 @@ public struct UnitStateMachine: Sendable {
             snapshot.appliedUpdates[index].lastSentAt = now
             return Step(snapshot: snapshot, messages: [.reply(applied.reply)], notes: ["update for job \(job.id) delivered again; same answer, not applied twice"])
         }
+        // Refused, the update changes nothing.
+        func refused(_ reason: String) -> Step {
+            Step(
+                messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now, update: update.update))],
+                notes: ["update for job \(job.id) refused: \(reason)"])
+        }
         var refusedRequest: CancelRequest?
         if update.cancelRefused == true {
-            guard let request = snapshot.cancelRequest, request.job == job.id else {
-                let reason = "no cancel request pending for job \(job.id)"
-                return Step(
-                    messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now, update: update.update))],
-                    notes: ["update for job \(job.id) refused: \(reason)"])
-            }
+            guard let request = snapshot.cancelRequest, request.job == job.id else { return refused("no cancel request pending for job \(job.id)") }
             refusedRequest = request
         }
+        let meeting = update.meetingTime.map { UnitTime(milliseconds: $0) }
+        if let meeting, let reason = meetingTimeRefusal(moving: job.id, to: meeting, now: now) { return refused(reason) }
         var told: [String] = []
         var passengers = update.passengers ?? job.passengers
         if let added = update.addPickup {
             passengers = passengers.saturatingAdd(added.passengers ?? 1)
             told.append("extra pickup at \(added.place.label)")
         }
-        guard passengers <= seats else {
-            let reason = "\(passengers) passengers exceed \(seats) seats"
-            return Step(
-                messages: [.reply(JobReply(job: job.id, re: .jobUpdate, reply: .invalid, reason: reason, t: now, update: update.update))],
-                notes: ["update for job \(job.id) refused: \(reason)"])
-        }
+        guard passengers <= seats else { return refused("\(passengers) passengers exceed \(seats) seats") }
         if passengers != job.passengers { told.append("\(passengers) pax") }
         job.passengers = passengers
         if let added = update.addPickup {
@@ -958,7 +963,13 @@ public struct UnitStateMachine: Sendable {
             job.note = note
             told.append(note)
         }
+        var timers: [TimerChange] = []
+        if let meeting, meeting != job.meetingTime {
+            job.meetingTime = meeting
+            told.append("meeting time moved")
+        }
         keep(job)
+        if let meeting { timers.append(movePreBooking(job.id, to: meeting)) }
         let reply = JobReply(job: job.id, re: .jobUpdate, reply: .shown, t: now, update: update.update)
         snapshot.appliedUpdates.append(AppliedUpdate(key: key, reply: reply))
         trimMemory()
@@ -969,7 +980,7 @@ public struct UnitStateMachine: Sendable {
         }
         if !told.isEmpty { driver.append(.told("Job \(job.id) changed: " + told.joined(separator: ", "))) }
         // Answered in the same step as the driver is told: the dispatcher learns the change was shown.
-        return Step(snapshot: snapshot, messages: [.reply(reply)], status: status, driver: driver)
+        return Step(snapshot: snapshot, messages: [.reply(reply)], timers: timers, status: status, driver: driver)
     }
 
     // MARK: Pre-bookings and the next job
@@ -998,10 +1009,40 @@ public struct UnitStateMachine: Sendable {
     private func preBookingRefusal(_ job: Job) -> String? {
         guard let meeting = job.meetingTime else { return nil }
         if snapshot.upcoming.count >= max(0, settings.maxUpcoming) { return "pre-bookings full (\(max(0, settings.maxUpcoming)))" }
-        let overlapping = snapshot.upcoming.first {
-            windowOpens(meeting: $0.meetingTime) < meeting + expectedJob && windowOpens(meeting: meeting) < $0.meetingTime + expectedJob
+        return snapshot.upcoming.first { overlaps(meeting, $0.meetingTime) }.map(Self.conflictReason)
+    }
+
+    /// Reservations meeting at `one` and `other` would hold the unit at the same time: from their
+    /// windows' opening to their jobs' assumed end.
+    private func overlaps(_ one: UnitTime, _ other: UnitTime) -> Bool {
+        windowOpens(meeting: other) < one + expectedJob && windowOpens(meeting: one) < other + expectedJob
+    }
+
+    /// Why the pre-booking `id` cannot be moved to meet at `meeting`: it is no pre-booking (the job
+    /// in hand, the stacked job or an offer keep their time), the time has passed, its window would
+    /// open before the jobs in hand are assumed done, or it would overlap another pre-booking.
+    private func meetingTimeRefusal(moving id: String, to meeting: UnitTime, now: UnitTime) -> String? {
+        guard snapshot.upcoming.contains(where: { $0.job.id == id }) else { return "meeting_time moves only a pre-booking" }
+        guard meeting > now else { return "meeting_time has passed" }
+        let inHand = [state.job, snapshot.next].compactMap { $0 }
+        if let last = inHand.last {
+            let free = now + expectedJob * inHand.count
+            if windowOpens(meeting: meeting) < free { return "job \(last.id) until \(free.milliseconds)" }
         }
-        return overlapping.map(Self.conflictReason)
+        return snapshot.upcoming.first { $0.job.id != id && overlaps(meeting, $0.meetingTime) }.map(Self.conflictReason)
+    }
+
+    /// The pre-booking `id` meets at `meeting` from now on: kept in meeting-time order, its window
+    /// armed for the new time (a window already open starts it, or warns a busy driver, at once).
+    private mutating func movePreBooking(_ id: String, to meeting: UnitTime) -> TimerChange {
+        if let index = snapshot.upcoming.firstIndex(where: { $0.job.id == id }) {
+            var moved = snapshot.upcoming.remove(at: index)
+            moved.meetingTime = meeting
+            moved.job.meetingTime = meeting
+            let position = snapshot.upcoming.firstIndex { $0.meetingTime > meeting } ?? snapshot.upcoming.endIndex
+            snapshot.upcoming.insert(moved, at: position)
+        }
+        return .start(.reservationWindow(job: id), fireAt: windowOpens(meeting: meeting))
     }
 
     /// The reason a dispatcher acts on: which reservation, and when it meets (ms since the epoch).
@@ -1098,6 +1139,9 @@ public struct UnitStateMachine: Sendable {
     /// driver is warned.
     private mutating func reservationWindowOpened(job id: String, now: UnitTime) -> Step {
         guard let reservation = snapshot.upcoming.first(where: { $0.job.id == id }) else { return .note("reservation \(id) no longer booked") }
+        // Timers wait at most an hour (EngineTimers): one that fired before the window opens is armed again.
+        let opens = windowOpens(meeting: reservation.meetingTime)
+        if opens > now { return Step(timers: [.start(.reservationWindow(job: id), fireAt: opens)]) }
         switch state {
         case .available:
             return startQueuedJob(now: now) ?? Step()
@@ -1124,12 +1168,14 @@ public struct UnitStateMachine: Sendable {
         let why = cancel.reason.map { ": \($0)" } ?? ""
         if let index = snapshot.upcoming.firstIndex(where: { $0.job.id == cancel.job }) {
             snapshot.upcoming.remove(at: index)
+            forgetUpdatesOfJobsLetGo()
             return Step(
                 snapshot: snapshot, timers: [.cancel(.reservationWindow(job: cancel.job))], status: status,
                 driver: [.told("Reservation \(cancel.job) cancelled by dispatch\(why)")])
         }
         if snapshot.next?.id == cancel.job {
             snapshot.next = nil
+            forgetUpdatesOfJobsLetGo()
             return Step(snapshot: snapshot, status: status, driver: [.told("Next job \(cancel.job) cancelled by dispatch\(why)")])
         }
         if let offer = snapshot.sideOffer, offer.job.id == cancel.job {
@@ -1148,6 +1194,13 @@ public struct UnitStateMachine: Sendable {
         if let job = state.job, job.id == id { return job }
         if let job = snapshot.next, job.id == id { return job }
         return snapshot.upcoming.first { $0.job.id == id }?.job
+    }
+
+    /// Applied updates are remembered while the unit holds their job (in hand, stacked or
+    /// pre-booked), so that a redelivered copy is not applied to it again wherever it moved.
+    private mutating func forgetUpdatesOfJobsLetGo() {
+        let held = Set([state.job?.id, snapshot.next?.id].compactMap { $0 } + snapshot.upcoming.map(\.job.id))
+        snapshot.appliedUpdates.removeAll { !held.contains($0.reply.job) }
     }
 
     /// Puts the changed `job` back where it is held.
@@ -1174,11 +1227,11 @@ public struct UnitStateMachine: Sendable {
             cancelled.append(.cancel(.reminder(job: reminder.job)))
         }
         if next != .available { driverMessages.leftAvailable() }
-        // A cancel request is for a job the driver may still leave; updates are remembered for the job in hand.
+        // A cancel request is for a job the driver may still leave.
         if let request = snapshot.cancelRequest, !(next.job?.id == request.job && (next.name == .enRoute || next.name == .atPickup)) {
             snapshot.cancelRequest = nil
         }
-        if next.job?.id != from.job?.id { snapshot.appliedUpdates = [] }
+        forgetUpdatesOfJobsLetGo()
         let job = next.job?.id ?? from.job?.id
         let step = Step(
             snapshot: snapshot, messages: [.event(Transition(t: now, from: from.name, to: next.name, job: job, reason: reason))],

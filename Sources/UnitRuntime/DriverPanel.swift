@@ -14,17 +14,22 @@ struct DriverPanel {
     private(set) var page: Int?
     /// The shift's history page shown instead of the job's screen; nil: not shown.
     private(set) var historyPage: Int?
+    /// The pre-booking shown instead of the job's screen; nil: not shown.
+    private(set) var preBookingPage: Int?
 
     /// Notes what one step means for the driver: `event` was handled in `before` and produced `step`.
     /// `seatsLeft`: the free seats after the step; `stored`: its messages are in the store.
-    /// `historyPages`: the history's pages when `event` is the history key.
+    /// `historyPages`: the history's pages when `event` is the history key; `preBookings`: how many
+    /// the unit holds when it is the pre-bookings key.
     mutating func stepped(
-        _ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int, stored: Bool = true, historyPages: Int = 0
+        _ event: UnitEvent, before: DriverState, after: DriverState, step: Step, seatsLeft: Int, stored: Bool = true, historyPages: Int = 0,
+        preBookings: Int = 0
     ) {
         // Pages belong to one job in one state: anything else starts from the job's screen again.
         if before.name != after.name || before.job?.id != after.job?.id {
             page = nil
             historyPage = nil
+            preBookingPage = nil
         }
         // Mostly with a fix; a notice the driver's own input raises below replaces it.
         if let warning = step.shiftWarnings.last { raise(.shiftWarning(warning)) }
@@ -38,11 +43,22 @@ struct DriverPanel {
                 let next = (historyPage ?? -1) + 1
                 historyPage = next < historyPages ? next : nil
                 page = nil
+                preBookingPage = nil
                 notice = nil
                 noticeDetail = nil
                 return
             }
             historyPage = nil
+            if case .preBookings = input {
+                // The next one, and after the last (or the page saying there are none) the job's screen again.
+                let next = (preBookingPage ?? -1) + 1
+                preBookingPage = next < max(1, preBookings) ? next : nil
+                page = nil
+                notice = nil
+                noticeDetail = nil
+                return
+            }
+            preBookingPage = nil
             if case .details = input, let job = after.job, step.refusals.isEmpty {
                 // The next page, and after the last one the job's screen again.
                 let count = DriverView.detailPages(of: job, distance: { _ in nil }).count

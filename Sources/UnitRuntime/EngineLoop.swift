@@ -358,7 +358,8 @@ final class EngineLoop {
             if case .job(let driverInput)? = command?.action {
                 panel.stepped(
                     .driver(driverInput, at: now), before: before, after: core.machine.state, step: step.job, seatsLeft: core.machine.seatsLeft,
-                    stored: stored, historyPages: shiftHistory.history(in: core.machine.shift).pageCount(rows: terminalRows))
+                    stored: stored, historyPages: shiftHistory.history(in: core.machine.shift).pageCount(rows: terminalRows),
+                    preBookings: core.machine.snapshot.upcoming.count)
             }
         case .badge, .fleetConfig, .fleetCommand, .fleetCommandRefusedUnread, .driverLogout:
             break
@@ -609,6 +610,10 @@ final class EngineLoop {
         if let page = panel.historyPage {
             view.history = shiftHistory.history(in: machine.shift)
             view.historyPage = page
+        }
+        if let page = panel.preBookingPage {
+            view.preBookings = machine.snapshot.upcoming.map(DriverView.PreBooking.init)
+            view.preBookingPage = page
         }
         guard view != shownView else { return }
         shownView = view

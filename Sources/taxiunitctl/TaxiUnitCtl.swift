@@ -182,7 +182,7 @@ struct TaxiUnitCtl: ParsableCommand {
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Press a driver input, as the buttons or the terminal would.")
         @OptionGroup var connection: Connection
-        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), jobs (the next page of the shift's history), msg (read the messages), reply [N] (choose a canned text), send (send the chosen canned text), soon [N] (on board: clear in N minutes), drop [unreachable|vehicle|other] (ask dispatch to drop the job), login DRIVER PIN, logout.")
+        @Argument(help: "The input and its argument: duty, accept, reject [reason], arrived, pob [N], clear, noshow, pause [break|refuel|personal|other], resume, sos, seats [N] (free seats), info (the next page of job details), jobs (the next page of the shift's history), bookings (the next pre-booking on the terminal), msg (read the messages), reply [N] (choose a canned text), send (send the chosen canned text), soon [N] (on board: clear in N minutes), drop [unreachable|vehicle|other] (ask dispatch to drop the job), login DRIVER PIN, logout.")
         var words: [String]
 
         /// The daemon's own parsers: a word it would refuse is a usage error here, exit 64.

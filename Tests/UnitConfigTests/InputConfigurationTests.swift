@@ -80,7 +80,7 @@ import UnitCore
         #expect(Set(found) == [
             "unknown key input.mouse",
             "input.buttons.debounce_ms must be between 0 and 1000, found 5000",
-            "input.buttons.keys.KEY_F1: unknown input \"dance\"; known: duty, accept, reject, arrived, pob, clear, noshow, pause, resume, sos, seats, info, msg, reply, send, soon, drop, shift, jobs, login, logout, lang, alert",
+            "input.buttons.keys.KEY_F1: unknown input \"dance\"; known: duty, accept, reject, arrived, pob, clear, noshow, pause, resume, sos, seats, info, msg, reply, send, soon, drop, shift, jobs, bookings, login, logout, lang, alert",
             "input.buttons.keys.KEY_F2 must be a string, found integer",
             "input.buttons.keys.KEY_NOPE: unknown key; use a KEY_... name or a decimal code",
             "input.buttons.device is missing",

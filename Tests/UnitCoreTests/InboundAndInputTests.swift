@@ -10,7 +10,7 @@ import UnitCore
             ("arrived", .arrived), ("pob", .passengersOnBoard(nil)), ("pob 3", .passengersOnBoard(3)), ("clear", .clear),
             ("noshow", .noShow), ("pause", .pause(.other)), ("pause refuel", .pause(.refuel)), ("PAUSE Break", .pause(.break)),
             ("resume", .resume), ("sos", .sos), ("  Accept ", .accept), ("seats", .seats(nil)), ("seats 3", .seats(3)),
-            ("info", .details), ("jobs", .history),
+            ("info", .details), ("jobs", .history), ("bookings", .preBookings),
             ("msg", .message(.read)), ("reply", .message(.choose(nil))),
             ("reply 3", .message(.choose(3))), ("send", .message(.send)), ("soon", .soonClear(minutes: nil)), ("soon 3", .soonClear(minutes: 3)),
             ("pause next", .pauseNext), ("drop", .cancelRequest(.other)), ("drop unreachable", .cancelRequest(.passengerUnreachable)),
@@ -79,8 +79,15 @@ import UnitCore
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":91,"lon":2}}"#)?.reason == "pickup lat/lon out of range")
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"respond_within_s":0}"#)?.reason == "respond_within_s must be from 1 to 3600")
         #expect(problem(.jobOffer, #"{"job":"J1","pickup":{"lat":1,"lon":2},"passengers":0}"#)?.reason == "passengers must be from 1 to 99")
-        #expect(problem(.jobUpdate, #"{"job":"J1"}"#)?.reason == "update has none of passengers, add_pickup, note, cancel_refused")
+        #expect(problem(.jobUpdate, #"{"job":"J1"}"#)?.reason == "update has none of passengers, add_pickup, note, cancel_refused, meeting_time")
         #expect(problem(.jobUpdate, #"{"job":"J1","cancel_refused":false}"#)?.reason == "cancel_refused must be true when given")
+        let yearAhead = (Scenario.t0 + .seconds(367 * 86_400)).milliseconds
+        #expect(problem(.jobUpdate, #"{"job":"J1","meeting_time":\#(yearAhead)}"#)?.reason == "meeting_time is more than a year from the unit clock")
+        if case .success(.update(let update)) = decode(.jobUpdate, #"{"job":"J1","meeting_time":\#(yearAhead - 2 * 86_400_000)}"#) {
+            #expect(update == JobUpdate(job: "J1", meetingTime: yearAhead - 2 * 86_400_000))
+        } else {
+            Issue.record("a meeting time alone is an update")
+        }
         #expect(problem(.jobCancel, #"{"job":""}"#)?.reason == "job must be a non-empty string or an integer")
     }
 }

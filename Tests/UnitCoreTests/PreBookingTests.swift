@@ -266,3 +266,183 @@ import UnitCore
         #expect(!written.contains("upcoming") && !written.contains("next") && !written.contains("sideOffer"), "absent when empty")
     }
 }
+
+/// A `job/update` delivered again is applied once to every job the unit holds: a pre-booking and the
+/// stacked next job as well as the job in hand, also after the job moved between them.
+@Suite struct RedeliveredQueuedUpdateTests {
+    let t = Scenario.t0
+    let base = PreBookingTests()
+    let added = JobUpdate.AddedPickup(lat: 46.51, lon: 7.5, address: "Markt 3", passengers: 1)
+
+    @Test(arguments: ["R-1-joined", nil] as [String?])
+    func aPreBookingGetsTheAddedPickupOnceWhileTheDriverWorksAndOnceItStarts(_ id: String?) {
+        var machine = base.booked()
+        let update = JobUpdate(job: "R1", addPickup: added, update: id)
+        let first = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(1)))
+        #expect(Scenario.replies(first).map(\.reply) == [.shown])
+        // An immediate job meanwhile: the job in hand changes, the pre-booking is still held.
+        _ = machine.handle(.inbound(.offer(Scenario.offer("J2")), receivedAt: t + .seconds(2)))
+        _ = machine.handle(.driver(.accept, at: t + .seconds(3)))
+        let again = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(60)))
+        #expect(machine.snapshot.upcoming.first?.job.addedPickups.count == 1, "not applied twice")
+        #expect(machine.snapshot.upcoming.first?.job.passengers == 2)
+        #expect(again.replies == first.replies, "answered as the first one was")
+        #expect(again.driver.isEmpty)
+        _ = machine.handle(.inbound(.cancel(JobCancel(job: "J2")), receivedAt: t + .seconds(61)))
+        // The window opens: the pre-booking is the job in hand, and a copy still changes nothing.
+        _ = machine.handle(.timerFired(.reservationWindow(job: "R1"), at: t + base.minutes(90)))
+        #expect(machine.state.job?.id == "R1")
+        let late = machine.handle(.inbound(.update(update), receivedAt: t + base.minutes(90) + .seconds(1)))
+        #expect(machine.state.job?.addedPickups.count == 1 && machine.state.job?.passengers == 2)
+        #expect(late.replies == first.replies)
+    }
+
+    @Test(arguments: ["N-1-joined", nil] as [String?])
+    func theStackedJobGetsTheAddedPickupOnceAlsoAfterItStarted(_ id: String?) {
+        var machine = Scenario.machine(in: .onBoard, settings: base.settings)
+        _ = machine.handle(.inbound(.offer(base.nextOffer("N1")), receivedAt: t))
+        _ = machine.handle(.driver(.accept, at: t))
+        let update = JobUpdate(job: "N1", addPickup: added, update: id)
+        let first = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(1)))
+        #expect(machine.snapshot.next?.addedPickups.count == 1)
+        let again = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(40)))
+        #expect(machine.snapshot.next?.addedPickups.count == 1 && machine.snapshot.next?.passengers == 2)
+        #expect(again.replies == first.replies)
+        // Cleared: the stacked job is the job in hand.
+        _ = machine.handle(.driver(.clear, at: t + .seconds(50)))
+        #expect(machine.state.name == .enRoute && machine.state.job?.id == "N1")
+        let late = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(100)))
+        #expect(machine.state.job?.addedPickups.count == 1 && machine.state.job?.passengers == 2, "not applied twice")
+        #expect(late.replies == first.replies)
+    }
+
+    @Test func theJobInHandKeepsItsMemoryWhenAPreBookingIsAddedOrCancelled() {
+        var machine = Scenario.machine(in: .enRoute, settings: base.settings)
+        let update = JobUpdate(job: "J1", addPickup: added)
+        let first = machine.handle(.inbound(.update(update), receivedAt: t))
+        _ = machine.handle(.inbound(.offer(base.reservation("R1", meetsIn: 120)), receivedAt: t + .seconds(1)))
+        _ = machine.handle(.driver(.accept, at: t + .seconds(2)))
+        _ = machine.handle(.inbound(.cancel(JobCancel(job: "R1")), receivedAt: t + .seconds(3)))
+        let again = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(40)))
+        #expect(machine.state.job?.addedPickups.count == 1)
+        #expect(again.replies == first.replies)
+    }
+
+    @Test func theMemoryOfAJobEndsWhenTheUnitLetsItGo() {
+        var machine = base.booked(in: .onBoard)
+        _ = machine.handle(.inbound(.offer(base.nextOffer("N1")), receivedAt: t))
+        _ = machine.handle(.driver(.accept, at: t))
+        for job in ["R1", "N1", "J1"] {
+            _ = machine.handle(.inbound(.update(JobUpdate(job: job, note: "gate B")), receivedAt: t + .seconds(1)))
+        }
+        #expect(Set(machine.snapshot.appliedUpdates.map(\.reply.job)) == ["R1", "N1", "J1"])
+        _ = machine.handle(.inbound(.cancel(JobCancel(job: "R1")), receivedAt: t + .seconds(2)))
+        #expect(Set(machine.snapshot.appliedUpdates.map(\.reply.job)) == ["N1", "J1"])
+        _ = machine.handle(.driver(.clear, at: t + .seconds(3)))
+        #expect(machine.snapshot.appliedUpdates.map(\.reply.job) == ["N1"], "J1 is done; N1 is the job in hand")
+    }
+}
+
+/// `job/update` with `meeting_time` moves a pre-booking: checked against the other held jobs as an
+/// offer is, its window timer and reminder follow the new time; refused, it changes nothing.
+@Suite struct MeetingTimeUpdateTests {
+    let t = Scenario.t0
+    let base = PreBookingTests()
+
+    func move(_ job: String, to minutes: Int64, note: String? = nil, id: String? = nil) -> JobUpdate {
+        JobUpdate(job: job, note: note, update: id, meetingTime: (t + base.minutes(minutes)).milliseconds)
+    }
+
+    @Test func aLaterMeetingMovesThePreBookingItsWindowAndItsReminder() {
+        var machine = base.booked()
+        let at = t + .seconds(10)
+        let moved = machine.handle(.inbound(.update(move("R1", to: 240, id: "U1")), receivedAt: at))
+        #expect(Scenario.replies(moved) == [JobReply(job: "R1", re: .jobUpdate, reply: .shown, t: at, update: "U1")])
+        let meeting = t + base.minutes(240)
+        #expect(machine.snapshot.upcoming.map(\.meetingTime) == [meeting] && machine.snapshot.upcoming.first?.job.meetingTime == meeting)
+        #expect(moved.timers == [.start(.reservationWindow(job: "R1"), fireAt: t + base.minutes(210))])
+        #expect(moved.status?.upcoming == [UpcomingJob(job: "R1", meetingTime: meeting)])
+        #expect(moved.snapshot == machine.snapshot, "stored with the answer")
+        // The old window's time comes: the timer armed for it was replaced; a firing then only re-arms.
+        let early = machine.handle(.timerFired(.reservationWindow(job: "R1"), at: t + base.minutes(90)))
+        #expect(machine.state == .available && early.timers == [.start(.reservationWindow(job: "R1"), fireAt: t + base.minutes(210))])
+        let started = machine.handle(.timerFired(.reservationWindow(job: "R1"), at: t + base.minutes(210)))
+        #expect(machine.state.name == .enRoute && machine.state.job?.meetingTime == meeting)
+        #expect(started.timers.contains(.start(.reminder(job: "R1"), fireAt: t + base.minutes(230))), "the reminder rings before the new time")
+    }
+
+    @Test func thePreBookingsStayInMeetingTimeOrder() {
+        var machine = base.booked()
+        _ = machine.handle(.inbound(.offer(base.reservation("R3", meetsIn: 300)), receivedAt: t))
+        _ = machine.handle(.driver(.accept, at: t))
+        _ = machine.handle(.inbound(.update(move("R1", to: 400)), receivedAt: t + .seconds(1)))
+        #expect(machine.snapshot.upcoming.map(\.job.id) == ["R3", "R1"])
+    }
+
+    @Test func anEarlierMeetingWhoseWindowIsOpenStartsThePreBookingWhenTheTimerFires() {
+        var machine = base.booked()
+        let at = t + .seconds(10)
+        let moved = machine.handle(.inbound(.update(move("R1", to: 25)), receivedAt: at))
+        #expect(moved.timers == [.start(.reservationWindow(job: "R1"), fireAt: t - base.minutes(5))], "already due: the engine fires it at once")
+        _ = machine.handle(.timerFired(.reservationWindow(job: "R1"), at: at))
+        #expect(machine.state.name == .enRoute && machine.state.job?.id == "R1")
+    }
+
+    @Test func aMeetingThatWouldRunIntoAnotherPreBookingIsRefusedAndChangesNothing() {
+        var machine = base.booked()
+        _ = machine.handle(.inbound(.offer(base.reservation("R3", meetsIn: 300)), receivedAt: t))
+        _ = machine.handle(.driver(.accept, at: t))
+        let before = machine.snapshot
+        let refused = machine.handle(.inbound(.update(move("R1", to: 310, note: "gate B", id: "U2")), receivedAt: t + .seconds(1)))
+        let reason = "reservation R3 at \((t + base.minutes(300)).milliseconds)"
+        #expect(Scenario.replies(refused) == [JobReply(job: "R1", re: .jobUpdate, reply: .invalid, reason: reason, t: t + .seconds(1), update: "U2")])
+        #expect(machine.snapshot == before, "the note came with the refused time: not applied either")
+        #expect(refused.timers.isEmpty && refused.driver.isEmpty)
+    }
+
+    @Test func aMeetingInThePastIsRefused() {
+        var machine = base.booked()
+        let before = machine.snapshot
+        let refused = machine.handle(.inbound(.update(move("R1", to: 0)), receivedAt: t + .seconds(1)))
+        #expect(Scenario.replies(refused).map(\.reason) == ["meeting_time has passed"])
+        #expect(machine.snapshot == before)
+    }
+
+    @Test func aWindowOpeningBeforeTheJobsInHandAreDoneIsRefusedWithTheirEnd() {
+        // On board with a stacked job: both are assumed to take 20 minutes from now.
+        var machine = base.booked(in: .onBoard)
+        _ = machine.handle(.inbound(.offer(base.nextOffer("N1")), receivedAt: t))
+        _ = machine.handle(.driver(.accept, at: t))
+        let at = t + .seconds(5)
+        // The window would open at t + 40 min, before t + 5 s + 40 min.
+        let refused = machine.handle(.inbound(.update(move("R1", to: 70)), receivedAt: at))
+        #expect(Scenario.replies(refused).map(\.reason) == ["job N1 until \((at + base.minutes(40)).milliseconds)"])
+        #expect(machine.snapshot.upcoming.first?.meetingTime == t + base.minutes(120))
+        // Late enough, it moves.
+        let moved = machine.handle(.inbound(.update(move("R1", to: 71)), receivedAt: at))
+        #expect(Scenario.replies(moved).map(\.reply) == [.shown])
+    }
+
+    @Test func theJobInHandAndTheStackedJobKeepTheirMeetingTime() {
+        var machine = Scenario.machine(in: .onBoard, settings: base.settings)
+        _ = machine.handle(.inbound(.offer(base.nextOffer("N1")), receivedAt: t))
+        _ = machine.handle(.driver(.accept, at: t))
+        let before = machine.snapshot
+        for job in ["J1", "N1"] {
+            let refused = machine.handle(.inbound(.update(move(job, to: 300, note: "later")), receivedAt: t + .seconds(1)))
+            #expect(Scenario.replies(refused).map(\.reason) == ["meeting_time moves only a pre-booking"], "\(job)")
+        }
+        #expect(machine.snapshot == before)
+    }
+
+    @Test func aMovedMeetingDeliveredAgainIsAnsweredAlikeAndAnotherMoveIsApplied() {
+        var machine = base.booked()
+        let update = move("R1", to: 240)
+        let first = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(1)))
+        _ = machine.handle(.inbound(.update(move("R1", to: 200)), receivedAt: t + .seconds(2)))
+        #expect(machine.snapshot.upcoming.first?.meetingTime == t + base.minutes(200), "a new time is a new update")
+        let again = machine.handle(.inbound(.update(update), receivedAt: t + .seconds(40)))
+        #expect(machine.snapshot.upcoming.first?.meetingTime == t + base.minutes(200), "the copy of the first move is not applied again")
+        #expect(again.replies == first.replies && again.timers.isEmpty)
+    }
+}

@@ -129,6 +129,8 @@ enum Scenario {
         ("info", .driver(.details, at: t), [.refused, .refused, .refused, .ignored, .ignored, .ignored, .ignored]),
         // The shift's history is read and paged by the terminal's side: the machine does nothing, in every state.
         ("jobs", .driver(.history, at: t), [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
+        // The pre-bookings page shows what the snapshot holds: the machine does nothing, in every state.
+        ("bookings", .driver(.preBookings, at: t), [.ignored, .ignored, .ignored, .ignored, .ignored, .ignored, .ignored]),
         ("offer J2", .inbound(.offer(Scenario.offer("J2")), receivedAt: t),
          [.stays(reply: .busy), .to(.offered), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy), .stays(reply: .busy)]),
         // J1 is the setup's job: accepted in the job states, pending in `offered`, new elsewhere.

@@ -146,6 +146,16 @@ import UnitCore
         #expect(!machine.handle(.timerFired(.reminder(job: "R1"), at: meeting)).reminded, "once")
     }
 
+    @Test func aReminderTimerFiringEarlyIsArmedAgainAndDoesNotRing() {
+        var (machine, _) = accepted()
+        let due = meeting - .seconds(10 * 60)
+        let early = machine.handle(.timerFired(.reminder(job: "R1"), at: due - .seconds(300)))
+        #expect(!early.reminded && early.driver.isEmpty)
+        #expect(early.timers == [.start(.reminder(job: "R1"), fireAt: due)])
+        #expect(machine.snapshot.reminder == Reminder(job: "R1", at: due))
+        #expect(machine.handle(.timerFired(.reminder(job: "R1"), at: due)).reminded)
+    }
+
     @Test func aRestartReArmsTheReminderOrRingsAtOnceWhenItIsOverdue() {
         let (machine, _) = accepted()
         var early = UnitStateMachine(restoring: machine.snapshot)

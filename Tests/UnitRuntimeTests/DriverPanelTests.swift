@@ -92,6 +92,32 @@ import UnitCore
         #expect(panel.historyPage == nil)
     }
 
+    @Test func thePreBookingsKeyPagesThroughThemAndAnyOtherKeyReturns() {
+        var panel = DriverPanel()
+        let press = UnitEvent.driver(.preBookings, at: t)
+        var pages: [Int?] = []
+        for _ in 0..<3 {
+            panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 4, preBookings: 2)
+            pages.append(panel.preBookingPage)
+        }
+        #expect(pages == [0, 1, nil])
+        // None held: one page saying so, then back.
+        panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 4)
+        #expect(panel.preBookingPage == 0)
+        panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 4)
+        #expect(panel.preBookingPage == nil)
+        // Any other key, the history key included, or a change of state, leaves the page.
+        for other: UnitEvent in [.driver(.seats(2), at: t), .driver(.history, at: t), .driver(.details, at: t)] {
+            panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 4, preBookings: 2)
+            panel.stepped(other, before: .available, after: .available, step: Step(), seatsLeft: 4, historyPages: 1)
+            #expect(panel.preBookingPage == nil, "\(other)")
+        }
+        panel.stepped(press, before: .available, after: .available, step: Step(), seatsLeft: 4, preBookings: 2)
+        panel.stepped(.inbound(.offer(JobOffer(job: "J2", pickup: Place(lat: 1, lon: 2))), receivedAt: t), before: .available,
+            after: .offered(PendingOffer(job: job, receivedAt: t, deadline: t + .seconds(60))), step: Step(), seatsLeft: 4)
+        #expect(panel.preBookingPage == nil)
+    }
+
     @Test func theCancelsReasonAndTheUpdatesPickupOrNoteGoWithTheNotice() {
         var panel = DriverPanel()
         var updated = job
