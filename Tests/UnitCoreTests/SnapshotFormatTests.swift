@@ -50,6 +50,49 @@ enum SnapshotGoldens {
         ("panic-open-not-yet-stored", UnitSnapshot(state: .offDuty, panic: Panic(raisedAt: t - .milliseconds(1000)))),
     ]
 
+    /// What formats 2 and 3 added, each key present somewhere: written with `cases` as a later
+    /// release's set.
+    static let laterCases: [(name: String, snapshot: UnitSnapshot)] = {
+        let quoted = Fare(amount: 2350, currency: "EUR", source: .quoted)
+        let whole = Job(
+            id: "J-2001", pickup: pickup, passengers: 2, meetingTime: t + .milliseconds(900_000),
+            dropoff: Place(lat: 46.9591, lon: 7.4474, address: "Kornhausplatz"), passenger: Passenger(name: "R. Muster", phone: "+41 31 000 00 00", pickupCode: "K7"),
+            fare: quoted)
+        var shift = UnitSnapshot(state: .paused(.break))
+        shift.shift = Shift(
+            startedAt: t - .milliseconds(28_800_000), startOdometerKm: 120_345, onDutyBefore: .milliseconds(3_600_000), onDutySince: t - .milliseconds(20_000_000),
+            driving: .milliseconds(15_000_000), continuousDriving: .milliseconds(14_000_000), lastFixAt: t - .milliseconds(60_000),
+            restingSince: t - .milliseconds(600_000),
+            warned: [ShiftWarning(limit: .continuousDriving, reached: false, minutesLeft: 15), ShiftWarning(limit: .continuousDriving, reached: true)])
+        var offDutyShift = UnitSnapshot()
+        offDutyShift.shift = Shift(startedAt: t - .milliseconds(1_000))
+        return [
+            ("format2-whole-job-seats-reminder", UnitSnapshot(
+                state: .enRoute(Job(id: "J-2000", pickup: pickup, meetingTime: t + .milliseconds(1_200_000), dropoff: Place(lat: 46.95, lon: 7.44), passenger: Passenger())),
+                freeSeats: 0, reminder: Reminder(job: "J-2000", at: t + .milliseconds(600_000)))),
+            ("format3-on-board-quoted-fare", UnitSnapshot(state: .onBoard(whole, since: RideStart(time: t - .milliseconds(5000), fix: fix, arrivedAt: t - .milliseconds(90_000))))),
+            ("format3-cancel-request-applied-updates", UnitSnapshot(
+                state: .atPickup(Job(id: "J-2002", pickup: pickup, fare: Fare(amount: 0, currency: "ZAR", source: .typed)), arrivedAt: t - .milliseconds(30_000)),
+                cancelRequest: CancelRequest(job: "J-2002", reason: .passengerUnreachable, at: t - .milliseconds(2000)),
+                appliedUpdates: [
+                    AppliedUpdate(key: "J-2002|u1", reply: JobReply(job: "J-2002", re: .jobUpdate, reply: .shown, t: t - .milliseconds(9000), update: "u1")),
+                    AppliedUpdate(
+                        key: "J-2002|u2", reply: JobReply(job: "J-2002", re: .jobUpdate, reply: .invalid, reason: "5 passengers exceed 4 seats", t: t - .milliseconds(8000)),
+                        lastSentAt: t - .milliseconds(7000)),
+                ])),
+            ("format3-upcoming-next-side-offer", UnitSnapshot(
+                state: .onBoard(Job(id: "J-2003", pickup: pickup, fare: Fare(amount: 1_999_999_80, currency: "USD", source: .meter)), since: RideStart(time: t, fix: nil)),
+                upcoming: [
+                    Reservation(job: Job(id: "P-1", pickup: pickup, meetingTime: t + .milliseconds(7_200_000)), meetingTime: t + .milliseconds(7_200_000)),
+                    Reservation(job: whole, meetingTime: t + .milliseconds(86_400_000)),
+                ],
+                next: Job(id: "J-2004", pickup: Place(lat: -26.2041, lon: 28.0473, address: "Braamfontein")),
+                sideOffer: PendingOffer(job: Job(id: "P-2", pickup: pickup, meetingTime: t + .milliseconds(10_800_000)), receivedAt: t - .milliseconds(5000), deadline: t + .milliseconds(55_000)))),
+            ("format3-shift-on-a-break", shift),
+            ("format3-shift-just-started-off-duty", offDutyShift),
+        ]
+    }()
+
     /// The JSON as a tree of Foundation values, whose equality ignores the order of keys.
     static func tree(_ json: Data) throws -> NSDictionary {
         try #require(try JSONSerialization.jsonObject(with: json) as? NSDictionary)
@@ -69,7 +112,7 @@ enum SnapshotGoldens {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        for (name, snapshot) in SnapshotGoldens.cases {
+        for (name, snapshot) in SnapshotGoldens.cases + SnapshotGoldens.laterCases {
             try encoder.encode(snapshot).write(to: directory.appendingPathComponent("\(name).json"))
         }
     }
