@@ -81,7 +81,7 @@ enum SnapshotGoldens {
                         lastSentAt: t - .milliseconds(7000)),
                 ])),
             ("format3-upcoming-next-side-offer", UnitSnapshot(
-                state: .onBoard(Job(id: "J-2003", pickup: pickup, fare: Fare(amount: 1_999_999_80, currency: "USD", source: .meter)), since: RideStart(time: t, fix: nil)),
+                state: .onBoard(Job(id: "J-2003", pickup: pickup, fare: Fare(amount: 99_999_999, currency: "USD", source: .meter)), since: RideStart(time: t, fix: nil)),
                 upcoming: [
                     Reservation(job: Job(id: "P-1", pickup: pickup, meetingTime: t + .milliseconds(7_200_000)), meetingTime: t + .milliseconds(7_200_000)),
                     Reservation(job: whole, meetingTime: t + .milliseconds(86_400_000)),
