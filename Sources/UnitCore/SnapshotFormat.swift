@@ -20,7 +20,8 @@ import TaxiProtocol
 /// losing the request unseen. Format 3 also keeps the pre-bookings (`upcoming`), the stacked `next`
 /// job and the `sideOffer` being answered beside the job in hand, each absent when there is none.
 /// The driver's open `shift` (`Shift`, its spans in milliseconds) is an
-/// optional key of version 3 too, absent without a shift.
+/// optional key of version 3 too, absent without a shift. Format 3 as written is frozen in
+/// Tests/Fixtures/release-d770513/snapshots.
 extension UnitSnapshot: Codable {
     /// The format this release writes.
     static let formatVersion = 3

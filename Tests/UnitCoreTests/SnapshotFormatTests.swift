@@ -130,6 +130,19 @@ enum SnapshotGoldens {
         #expect(try SnapshotGoldens.tree(JSONEncoder().encode(restored)) == versioned)
     }
 
+    /// Format 3 as release d770513 stored it (`saveValue`: sorted keys), every case of both lists:
+    /// read back the same, and written again byte for byte while format 3 is the one written.
+    @Test(arguments: (SnapshotGoldens.cases + SnapshotGoldens.laterCases).map(\.name))
+    func aSnapshotOfReleased770513RestoresAndIsWrittenAgainAsItWas(_ name: String) throws {
+        let golden = try SnapshotGoldens.read(name, release: "d770513")
+        let expected = try #require((SnapshotGoldens.cases + SnapshotGoldens.laterCases).first { $0.name == name }?.snapshot)
+        let restored = try JSONDecoder().decode(UnitSnapshot.self, from: golden)
+        #expect(restored == expected)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(String(decoding: try encoder.encode(restored), as: UTF8.self) == String(decoding: golden, as: UTF8.self))
+    }
+
     /// A format 1 state as this release writes it (the store sorts keys), one state with every kind
     /// of value: the keys of release 038dd7a, under format 2.
     @Test func aFormat1StateIsWrittenWithTheKeysOfRelease038dd7a() throws {
