@@ -184,6 +184,35 @@ final class DeviceLine: Sendable {
         return .timedOut
     }
 
+    /// What one turn of a serial port's read loop brought.
+    enum SerialRead {
+        /// `count` bytes at the start of the buffer.
+        case bytes(Int)
+        case timedOut
+        /// Woken, or the poll said readable and the read found nothing: nothing to do.
+        case nothing
+        /// The port failed or hung up (the USB adapter went away).
+        case lost(String)
+    }
+
+    /// One turn of a serial adapter's loop: waits up to `timeoutUs` for the port, `wake()` or the
+    /// timeout, and reads what came into `buffer`.
+    func readSerial(_ fd: Int32, into buffer: inout [UInt8], timeoutUs: Int64) -> SerialRead {
+        switch wait(fd: fd, timeoutUs: timeoutUs) {
+        case .failed(let reason): return .lost(reason)
+        case .woken: return .nothing
+        case .timedOut: return .timedOut
+        case .readable:
+            switch Self.read(fd, into: &buffer) {
+            case .failed(let reason): return .lost(reason)
+            // A tty that reads end-of-file has hung up.
+            case .end: return .lost("hung up")
+            case .nothingYet: return .nothing
+            case .bytes(let count): return .bytes(count)
+            }
+        }
+    }
+
     static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Read {
         do throws(SystemCallError) {
             let count = try syscall("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
