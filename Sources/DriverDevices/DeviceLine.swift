@@ -31,12 +31,16 @@ public struct DriverPress: Sendable, Equatable {
     public var ignition: Bool?
     /// The taximeter said hired, vacant or a fare (`command` is then nil).
     public var meter: MeterReading?
+    /// `meter` is the first hired or vacant since the meter's device opened: the state it was found
+    /// in, not a change.
+    public var meterFound: Bool
 
     public init(
         command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false, ignition: Bool? = nil,
-        meter: MeterReading? = nil
+        meter: MeterReading? = nil, meterFound: Bool = false
     ) {
         self.meter = meter
+        self.meterFound = meterFound
         self.ignition = ignition
         self.command = command
         self.source = source

@@ -41,9 +41,11 @@ public final class SerialMeter: BackgroundAdapter {
         DeviceLine.openSerialPort(path, baud: baud)
     }
 
-    /// A reopened port starts a fresh decoder: half a line from before is gone.
+    /// A reopened port starts a fresh decoder: half a line from before is gone. Its first hired or
+    /// vacant is the state the meter was found in (docs/protocol.md, "Taximeter").
     private func serve(_ fd: Int32) -> DeviceLine.Served {
         var decoder = meterProtocol.makeDecoder()
+        var found = false
         var buffer = [UInt8](repeating: 0, count: 256)
         // Once per opening: a meter on the wrong baud rate sends nothing but garbage, and the
         // count in the status goes on.
@@ -55,7 +57,9 @@ public final class SerialMeter: BackgroundAdapter {
             case .bytes(let count):
                 let before = decoder.garbageLines
                 for reading in decoder.receive(buffer[..<count]) {
-                    sink.yield(DriverPress(command: nil, source: "meter", meter: reading))
+                    let first = !found && reading.isFlag
+                    if first { found = true }
+                    sink.yield(DriverPress(command: nil, source: "meter", meter: reading, meterFound: first))
                 }
                 let dropped = decoder.garbageLines - before
                 if dropped > 0 {
