@@ -163,6 +163,22 @@ public struct ControlStatus: Sendable, Equatable, Codable {
         }
     }
 
+    /// The driver's shift as counted now (docs/protocol.md, "Shift"), in whole seconds.
+    public struct Shift: Sendable, Equatable, Codable {
+        /// Unit clock, ms since the epoch.
+        public var startedAt: Int64
+        public var onDutyS: Int64
+        public var drivingS: Int64
+        public var continuousDrivingS: Int64
+
+        public init(startedAt: Int64, onDutyS: Int64, drivingS: Int64, continuousDrivingS: Int64) {
+            self.startedAt = startedAt
+            self.onDutyS = onDutyS
+            self.drivingS = drivingS
+            self.continuousDrivingS = continuousDrivingS
+        }
+    }
+
     public var unit: String
     public var state: String
     public var pauseReason: String?
@@ -203,6 +219,8 @@ public struct ControlStatus: Sendable, Equatable, Codable {
     public var upcoming: [Job]?
     /// The job stacked to start after the ride on board.
     public var next: Job?
+    /// Absent while no shift is open.
+    public var shift: Shift?
 
     public init(
         unit: String, state: String, gps: GPS, broker: Broker, outbox: Outbox, storedPositions: Int, pauseReason: String? = nil,

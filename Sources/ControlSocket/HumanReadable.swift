@@ -26,6 +26,7 @@ public enum HumanReadable {
         "droppedPositions": "dropped positions", "seatsLeft": "seats left", "pauseReason": "paused because", "sosPending": "SOS pending",
         "createdAt": "stored at", "messageClass": "class", "distanceM": "distance", "pickupTime": "pickup at", "dropTime": "drop at",
         "aside": "set aside", "refused": "refused since start", "runningForS": "running for", "downForS": "down for",
+        "onDutyS": "on duty", "drivingS": "driving", "continuousDrivingS": "continuous driving",
     ]
 
     /// Class order for outbox maps: most urgent first.

@@ -31,12 +31,16 @@ public struct DriverPress: Sendable, Equatable {
     public var ignition: Bool?
     /// The taximeter said hired, vacant or a fare (`command` is then nil).
     public var meter: MeterReading?
+    /// `meter` is the first hired or vacant since the meter's device opened: the state it was found
+    /// in, not a change.
+    public var meterFound: Bool
 
     public init(
         command: DriverCommand?, source: String, typed: Character? = nil, badge: String? = nil, discarded: Bool = false, ignition: Bool? = nil,
-        meter: MeterReading? = nil
+        meter: MeterReading? = nil, meterFound: Bool = false
     ) {
         self.meter = meter
+        self.meterFound = meterFound
         self.ignition = ignition
         self.command = command
         self.source = source
@@ -182,6 +186,35 @@ final class DeviceLine: Sendable {
         }
         if descriptors.count > 1 && descriptors[1].revents != 0 { return .readable }
         return .timedOut
+    }
+
+    /// What one turn of a serial port's read loop brought.
+    enum SerialRead {
+        /// `count` bytes at the start of the buffer.
+        case bytes(Int)
+        case timedOut
+        /// Woken, or the poll said readable and the read found nothing: nothing to do.
+        case nothing
+        /// The port failed or hung up (the USB adapter went away).
+        case lost(String)
+    }
+
+    /// One turn of a serial adapter's loop: waits up to `timeoutUs` for the port, `wake()` or the
+    /// timeout, and reads what came into `buffer`.
+    func readSerial(_ fd: Int32, into buffer: inout [UInt8], timeoutUs: Int64) -> SerialRead {
+        switch wait(fd: fd, timeoutUs: timeoutUs) {
+        case .failed(let reason): return .lost(reason)
+        case .woken: return .nothing
+        case .timedOut: return .timedOut
+        case .readable:
+            switch Self.read(fd, into: &buffer) {
+            case .failed(let reason): return .lost(reason)
+            // A tty that reads end-of-file has hung up.
+            case .end: return .lost("hung up")
+            case .nothingYet: return .nothing
+            case .bytes(let count): return .bytes(count)
+            }
+        }
     }
 
     static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Read {

@@ -150,12 +150,14 @@ private struct IgnitionKeys: KeyInterpreter {
     }
 }
 
-/// The meter's flag: hired while the signal is set, every change, and its state when the device opens.
+/// The meter's flag: hired while the signal is set, its state when the device opens, then every
+/// change. Where the device cannot say its state (a FIFO) its first event is the state found.
 private struct MeterKeys: KeyInterpreter {
     let signal: IgnitionSignal
+    var found = false
     var nextDeadline: Int64? { nil }
 
-    func opened(_ fd: Int32) -> [DriverPress] {
+    mutating func opened(_ fd: Int32) -> [DriverPress] {
         guard let set = DeviceLine.inputState(fd, switches: signal.kind == .switch, code: signal.code) else { return [] }
         return [press(hired: set != signal.inverted)]
     }
@@ -168,8 +170,9 @@ private struct MeterKeys: KeyInterpreter {
 
     func tick(at now: Int64) -> [DriverPress] { [] }
 
-    private func press(hired: Bool) -> DriverPress {
-        DriverPress(command: nil, source: "meter", meter: hired ? .hired : .vacant)
+    private mutating func press(hired: Bool) -> DriverPress {
+        defer { found = true }
+        return DriverPress(command: nil, source: "meter", meter: hired ? .hired : .vacant, meterFound: !found)
     }
 }
 

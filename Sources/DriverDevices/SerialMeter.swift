@@ -41,35 +41,32 @@ public final class SerialMeter: BackgroundAdapter {
         DeviceLine.openSerialPort(path, baud: baud)
     }
 
-    /// A reopened port starts a fresh decoder: half a line from before is gone.
+    /// A reopened port starts a fresh decoder: half a line from before is gone. Its first hired or
+    /// vacant is the state the meter was found in (docs/protocol.md, "Taximeter").
     private func serve(_ fd: Int32) -> DeviceLine.Served {
         var decoder = meterProtocol.makeDecoder()
+        var found = false
         var buffer = [UInt8](repeating: 0, count: 256)
         // Once per opening: a meter on the wrong baud rate sends nothing but garbage, and the
         // count in the status goes on.
         var garbageLogged = false
         while !line.stopping {
-            switch line.wait(fd: fd, timeoutMs: 1000) {
-            case .failed(let reason): return .lost(reason)
-            case .woken, .timedOut: continue
-            case .readable:
-                switch DeviceLine.read(fd, into: &buffer) {
-                case .failed(let reason): return .lost(reason)
-                // A tty that reads end-of-file has hung up (the USB adapter went away).
-                case .end: return .lost("hung up")
-                case .nothingYet: break
-                case .bytes(let count):
-                    let before = decoder.garbageLines
-                    for reading in decoder.receive(buffer[..<count]) {
-                        sink.yield(DriverPress(command: nil, source: "meter", meter: reading))
-                    }
-                    let dropped = decoder.garbageLines - before
-                    if dropped > 0 {
-                        garbage.add(dropped, ordering: .relaxed)
-                        if !garbageLogged {
-                            logger.notice("the meter sent lines its protocol cannot use; dropped and counted (meter_lines_dropped)")
-                            garbageLogged = true
-                        }
+            switch line.readSerial(fd, into: &buffer, timeoutUs: 1_000_000) {
+            case .lost(let reason): return .lost(reason)
+            case .nothing, .timedOut: continue
+            case .bytes(let count):
+                let before = decoder.garbageLines
+                for reading in decoder.receive(buffer[..<count]) {
+                    let first = !found && reading.isFlag
+                    if first { found = true }
+                    sink.yield(DriverPress(command: nil, source: "meter", meter: reading, meterFound: first))
+                }
+                let dropped = decoder.garbageLines - before
+                if dropped > 0 {
+                    garbage.add(dropped, ordering: .relaxed)
+                    if !garbageLogged {
+                        logger.notice("the meter sent lines its protocol cannot use; dropped and counted (meter_lines_dropped)")
+                        garbageLogged = true
                     }
                 }
             }

@@ -97,18 +97,11 @@ public final class SerialTerminal: BackgroundAdapter {
             if let failure = draw(fd) { return .lost(failure) }
             let now = Monotonic.microseconds()
             let deadline = min(decoder.nextDeadline ?? .max, now + Self.refreshUs)
-            switch line.wait(fd: fd, timeoutUs: deadline - now) {
-            case .failed(let reason): return .lost(reason)
-            case .woken: continue
+            switch line.readSerial(fd, into: &buffer, timeoutUs: deadline - now) {
+            case .lost(let reason): return .lost(reason)
+            case .nothing: continue
             case .timedOut: handle(decoder.tick(at: Monotonic.microseconds()))
-            case .readable:
-                switch DeviceLine.read(fd, into: &buffer) {
-                case .failed(let reason): return .lost(reason)
-                // A tty that reads end-of-file has hung up (the USB adapter went away).
-                case .end: return .lost("hung up")
-                case .nothingYet: break
-                case .bytes(let count): handle(decoder.receive(buffer[..<count], at: Monotonic.microseconds()))
-                }
+            case .bytes(let count): handle(decoder.receive(buffer[..<count], at: Monotonic.microseconds()))
             }
         }
         return .stopped

@@ -267,11 +267,15 @@ public struct DriverView: Sendable, Equatable {
         case reservationDue
         /// A `[shift]` limit is near or reached.
         case shiftWarning(ShiftWarning)
+        /// The meter was found hired while the taxi is free (`hired`), or vacant with passengers
+        /// on board, and the job was left as it is.
+        case meterDisagrees(hired: Bool)
 
         /// Cancellations, shared-ride updates and reminders ring and blink; the rest is information.
         public var alerts: Bool {
             switch self {
-            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere, .offerBeside, .reservationDue, .shiftWarning: true
+            case .cancelled, .updated, .reminder, .newMessage, .notStored, .ignitionOff, .cancelConfirmed, .cancelRefused, .loggedInElsewhere, .offerBeside, .reservationDue, .shiftWarning,
+                .meterDisagrees: true
             case .sent, .timedOut, .refused, .freeSeats, .inputDiscarded, .alertStyle: false
             }
         }

@@ -91,6 +91,10 @@ public enum MessageKey: String, Sendable, CaseIterable {
     case noticeIgnitionOff = "notice.ignition_off"
     /// `{unit}`: the unit the driver logged in on, says the dispatcher.
     case noticeLoggedInElsewhere = "notice.logged_in_elsewhere"
+    /// The meter was found hired while the taxi is free: no hail was made.
+    case noticeMeterHired = "notice.meter_hired"
+    /// The meter was found vacant with passengers on board: the ride was not cleared.
+    case noticeMeterVacant = "notice.meter_vacant"
     /// `{time}`: an accepted reservation's meeting time.
     case noticeReminder = "notice.reminder"
     case noticeNewMessage = "notice.new_message"

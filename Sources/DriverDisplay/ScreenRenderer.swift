@@ -381,6 +381,8 @@ public struct ScreenRenderer: Sendable {
         case .offerBeside(preBooking: true): catalogue.text(.noticePreBookingOffer)
         case .offerBeside(preBooking: false): catalogue.text(.noticeNextJobOffer)
         case .reservationDue: catalogue.text(.noticeReservationDue)
+        case .meterDisagrees(hired: true): catalogue.text(.noticeMeterHired)
+        case .meterDisagrees(hired: false): catalogue.text(.noticeMeterVacant)
         case .shiftWarning(let warning):
             catalogue.text(MessageKey.shiftWarning(warning).key, MessageKey.shiftWarning(warning).values)
         }

@@ -4,6 +4,14 @@ public enum MeterReading: Sendable, Equatable {
     case vacant
     /// The fare so far, in minor units of `currency` (ISO 4217, three capital letters).
     case fare(amount: Int64, currency: String)
+
+    /// Hired or vacant: the meter's flag, not a fare.
+    public var isFlag: Bool {
+        switch self {
+        case .hired, .vacant: true
+        case .fare: false
+        }
+    }
 }
 
 /// Turns the bytes of a serial meter into readings, whatever way the line cuts them. One decoder

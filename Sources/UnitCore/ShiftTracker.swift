@@ -6,7 +6,8 @@ public struct ShiftSettings: Sendable, Equatable {
     public var maxContinuousDrivingMin: Int
     /// The shift's length (from its start, pauses and off-duty time included).
     public var maxShiftMin: Int
-    /// A break at least this long resets continuous driving; 0: a break of any length does.
+    /// A break at least this long resets continuous driving and is reported; 0: a break of any
+    /// length resets it, and none is reported.
     public var breakMin: Int
     /// The terminal warns this long before a limit; 0: only when it is reached.
     public var warnBeforeMin: Int
@@ -226,7 +227,10 @@ public struct ShiftTracker: Sendable, Equatable {
             if length >= .seconds(settings.breakMin.saturatingMultiply(60)) {
                 open.continuousDriving = .zero
                 open.warned.removeAll { $0.limit == .continuousDriving }
-                outcome.reports.append(ShiftReport(what: .break, at: now, counters: open.counters(at: now), breakLength: length))
+                // Without a fleet's minimum every stop would be a break for the dispatcher.
+                if settings.breakMin > 0 {
+                    outcome.reports.append(ShiftReport(what: .break, at: now, counters: open.counters(at: now), breakLength: length))
+                }
             }
         }
         shift = open

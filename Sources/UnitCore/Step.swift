@@ -88,6 +88,8 @@ public struct Step: Sendable, Equatable {
         return nil
     }
     public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
+    /// What the meter was found saying against the state, when it was (`DriverNotice.meterDisagrees`).
+    public var meterDisagreement: Bool? { driver.lazy.compactMap { if case .meterDisagrees(let hired, _) = $0 { hired } else { nil } }.first }
     public var shiftWarnings: [ShiftWarning] { driver.compactMap { if case .shiftWarning(let warning, _) = $0 { warning } else { nil } } }
     public var refusals: [DriverRefusal] { driver.compactMap { if case .refused(let refusal) = $0 { refusal } else { nil } } }
 }
@@ -182,4 +184,7 @@ public enum DriverNotice: Sendable, Equatable {
     case offeredBeside(Job, preBooking: Bool, text: String)
     /// A `[shift]` limit is near or reached: rings; `text` for the log and the control answer.
     case shiftWarning(ShiftWarning, text: String)
+    /// The taximeter was found hired while the taxi is free, or vacant with passengers on board
+    /// (`hired` says which), and nothing was changed: the driver sees to it.
+    case meterDisagrees(hired: Bool, text: String)
 }

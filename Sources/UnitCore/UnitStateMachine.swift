@@ -342,6 +342,9 @@ public enum UnitEvent: Sendable, Equatable {
     case meterFare(amount: Int64, currency: String, at: UnitTime)
     /// The taximeter went hired (`true`) or vacant; `at`: unit clock.
     case meter(hired: Bool, at: UnitTime)
+    /// The taximeter's first hired/vacant reading since its device opened (the adapter knows): the
+    /// state it was found in, not a change; `at`: unit clock.
+    case meterFound(hired: Bool, at: UnitTime)
 }
 
 /// The unit's state machine: every decision, no effects. The shell feeds events and performs the
@@ -502,6 +505,8 @@ public struct UnitStateMachine: Sendable {
             return meterFare(amount: amount, currency: currency)
         case .meter(let hired, let now):
             return meterChanged(hired: hired, now: now)
+        case .meterFound(let hired, _):
+            return meterFound(hired: hired)
         case .resumed(let now):
             var step = Step()
             if let reminder = snapshot.reminder {
@@ -758,6 +763,27 @@ public struct UnitStateMachine: Sendable {
             return .note("meter hired ignored while \(state.name.rawValue)")
         case (false, .offDuty), (false, .available), (false, .paused), (false, .offered), (false, .enRoute), (false, .atPickup):
             return .note("meter vacant ignored while \(state.name.rawValue)")
+        }
+    }
+
+    /// The meter as its device was found at start-up, or when it came back: what later changes are
+    /// measured from. It changes no job: hired while free may be a ride the driver cleared by key
+    /// with the meter still running, vacant on board a ride the driver put on board by key. Where
+    /// it disagrees with the state the driver is told, once.
+    private mutating func meterFound(hired: Bool) -> Step {
+        meterHired = hired
+        switch (hired, state) {
+        case (true, .available), (true, .paused):
+            return Step(
+                driver: [.meterDisagrees(hired: true, text: "Meter hired, taxi free: no hail made")],
+                notes: ["meter found hired while \(state.name.rawValue): no hail"])
+        case (false, .onBoard):
+            return Step(
+                driver: [.meterDisagrees(hired: false, text: "Meter vacant, passengers on board: not cleared")],
+                notes: ["meter found vacant while on_board: not cleared"])
+        case (true, .offDuty), (true, .offered), (true, .enRoute), (true, .atPickup), (true, .onBoard),
+            (false, .offDuty), (false, .available), (false, .paused), (false, .offered), (false, .enRoute), (false, .atPickup):
+            return Step()
         }
     }
 

@@ -121,6 +121,8 @@ struct DriverPanel {
         case .inbound(.offer, _):
             // Beside the job in hand: the job's screen stays, the notice rings with the pickup above it.
             if let beside = step.offeredBeside { raise(.offerBeside(preBooking: beside.preBooking), detail: beside.job.pickup.label) }
+        case .meterFound:
+            if let hired = step.meterDisagreement { raise(.meterDisagrees(hired: hired)) }
         case .gps, .inbound(.queue, _), .malformed, .meterFare, .meter:
             break
         }

@@ -509,9 +509,12 @@ final class EngineLoop {
 
     // MARK: Driver
 
-    /// The taximeter: hired and vacant drive the job, a fare goes on the ride.
-    private func meterRead(_ reading: MeterReading) {
+    /// The taximeter: hired and vacant drive the job, a fare goes on the ride. `found`: the first
+    /// hired or vacant since its device opened, which drives nothing.
+    private func meterRead(_ reading: MeterReading, found: Bool) {
         switch reading {
+        case .hired where found: step(.job(.meterFound(hired: true, at: clockNow())))
+        case .vacant where found: step(.job(.meterFound(hired: false, at: clockNow())))
         case .hired: step(.job(.meter(hired: true, at: clockNow())))
         case .vacant: step(.job(.meter(hired: false, at: clockNow())))
         case .fare(let amount, let currency): step(.job(.meterFare(amount: amount, currency: currency, at: clockNow())))
@@ -526,7 +529,7 @@ final class EngineLoop {
             return
         }
         if let reading = press.meter {
-            meterRead(reading)
+            meterRead(reading, found: press.meterFound)
             return
         }
         if let badge = press.badge {

@@ -46,6 +46,12 @@ extension EngineLoop {
         let upcoming = machine.snapshot.upcoming.map { ControlDesk.queuedJobStatus($0.job, now: now) }
         control.upcoming = upcoming.isEmpty ? nil : upcoming
         control.next = machine.snapshot.next.map { ControlDesk.queuedJobStatus($0, now: now) }
+        control.shift = machine.shift.map { shift in
+            let counters = shift.counters(at: now)
+            return ControlStatus.Shift(
+                startedAt: shift.startedAt.milliseconds, onDutyS: counters.onDuty.wholeSeconds, drivingS: counters.driving.wholeSeconds,
+                continuousDrivingS: counters.continuousDriving.wholeSeconds)
+        }
         return control
     }
 

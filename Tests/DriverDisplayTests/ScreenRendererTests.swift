@@ -265,7 +265,7 @@ func worstCaseViews() -> [DriverView] {
         nil, .cancelled, .updated, .sent, .timedOut, .reminder(meetingTime: halfPastTwo + .seconds(23 * 3600)), .freeSeats(99), .newMessage,
         .inputDiscarded, .alertStyle(.bell), .alertStyle(.blink), .cancelRefused,
         // A fleet's unit ids of up to six characters fit beside the text.
-        .loggedInElsewhere(unit: "T12345"),
+        .loggedInElsewhere(unit: "T12345"), .meterDisagrees(hired: true), .meterDisagrees(hired: false),
     ]
         + everyRefusal.map { .refused($0) } + CancelReason.allCases.map { .cancelConfirmed($0) }
         + ShiftLimit.allCases.flatMap { limit in

@@ -98,12 +98,54 @@ import Testing
         #expect(try dispatcher.stop()["street_hails"] as? Int == 1)
     }
 
+    /// The driver cleared a hail by key with the meter still running, and the unit restarted: the
+    /// meter, saying hired again, makes no phantom hail; the terminal says why once, and the
+    /// meter's next ride is a hail as before.
+    @Test func aMeterFoundHiredAfterARestartMakesNoHail() async throws {
+        let meterScratch = try ScratchDirectory("taxiunitd-meter-restart")
+        let meter = try await SerialPair(in: meterScratch, name: "meter")
+        let rig = try await DriverTerminalTests.Rig(extraTOML: "[input.meter]\nserial = \"\(meter.unitPath)\"\nbaud = 9600\nprotocol = \"text\"\n")
+        defer { rig.stop() }
+        func hails() -> [String] {
+            rig.recorder.messages(onTopic: rig.unit.topicBase + "event").compactMap(\.json)
+                .filter { $0["reason"] as? String == "hail" }.compactMap { $0["job"] as? String }
+        }
+        try await rig.screen.press("d")
+        try await rig.waitForRow(0, "AVAILABLE")
+        try await meter.type(Array("VACANT\n".utf8))
+        try await rig.unit.waitForStatus("the meter found vacant") { $0.meter == "vacant" }
+        try await meter.type(Array("HIRED\n".utf8))
+        try await rig.recorder.waitFor("the first hail") { _ in hails().count == 1 }
+        #expect(try rig.unit.request(.init(cmd: .press, input: "clear")).message?.hasPrefix("Ride complete") == true)
+
+        rig.unit.stop()
+        try await rig.unit.start()
+        try await rig.unit.waitForStatus("the restarted unit connected") { $0.broker.connected }
+        #expect(try rig.unit.status().meter == "unknown")
+        try await meter.type(Array("HIRED\n".utf8))
+        try await rig.unit.waitForStatus("the meter found hired") { $0.meter == "hired" }
+        try await rig.waitForRow(3, "Meter on, taxi free")
+        #expect(try rig.unit.status().state == "available")
+        // The meter repeats itself, then its ride ends: a phantom hail would be cleared with a ride.
+        try await meter.type(Array("HIRED\nVACANT\n".utf8))
+        try await rig.unit.waitForStatus("the meter vacant") { $0.meter == "vacant" }
+        #expect(try rig.unit.status().state == "available" && hails().count == 1, "no phantom hail")
+
+        try await meter.type(Array("HIRED\n".utf8))
+        try await rig.recorder.waitFor("the next ride's hail") { _ in hails().count == 2 }
+        #expect(try rig.unit.status().state == "on_board")
+        let problems = try ContractCheck.problems(in: rig.recorder.messages)
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
     /// The flag relay as a gpio-keys switch (SW_LID), framed as the kernel frames it.
     static func flag(_ hired: Bool) -> [UInt8] {
         InputEventDecoder.encode(InputEventRecord(type: IgnitionSignal.switchType, code: 0, value: hired ? 1 : 0))
             + InputEventDecoder.encode(InputEventRecord(type: 0, code: 0, value: 0))
     }
 
+    /// A FIFO cannot say the switch's state when opened: its first event is the state found, which
+    /// makes no hail; the meter's next ride does.
     @Test func anEvdevMeterSignalHailsAndClears() async throws {
         let scratch = try ScratchDirectory("taxiunitd-meter-evdev")
         let fifo = try EvdevFIFO(path: scratch.file("meter"))
@@ -111,6 +153,11 @@ import Testing
         defer { rig.stop() }
         try await fifo.connect()
         #expect(try rig.press("duty").hasPrefix("On duty"))
+        try fifo.send(Self.flag(true))
+        try await rig.unit.waitForStatus("the meter found hired") { $0.meter == "hired" }
+        #expect(try rig.unit.status().state == "available", "found hired: no hail")
+        try fifo.send(Self.flag(false))
+        try await rig.unit.waitForStatus("the meter vacant") { $0.meter == "vacant" }
         try fifo.send(Self.flag(true))
         try await rig.recorder.waitFor("a hail on event") { _ in rig.events().contains { $0["reason"] as? String == "hail" } }
         #expect(try rig.unit.status().state == "on_board")

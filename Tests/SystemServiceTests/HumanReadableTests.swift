@@ -24,6 +24,15 @@ struct HumanReadableTests {
         #expect(lines.firstIndex(of: "gpsd              connected")! < lines.firstIndex(of: "broker            disconnected")!)
     }
 
+    @Test func theShiftsCountersReadAsSpans() {
+        var shifted = status
+        shifted.shift = ControlStatus.Shift(startedAt: 1_700_000_000_000, onDutyS: 3725, drivingS: 185, continuousDrivingS: 42)
+        let text = HumanReadable.render(shifted)
+        #expect(text.contains("\nshift:\n"), "\(text)")
+        #expect(text.contains("  continuous driving  42 s\n  driving             3 min 5 s\n  on duty             1 h 2 min\n"), "\(text)")
+        #expect(text.contains(/\n  started at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d/), "\(text)")
+    }
+
     @Test func fieldsItDoesNotKnowAreShownInWords() {
         struct Future: Encodable {
             let state = "hired"

@@ -94,6 +94,54 @@ import UnitCore
         #expect(machine.meterHired == true)
     }
 
+    /// After a restart the driver may have cleared a hail by key with the meter still running: the
+    /// meter found hired makes no phantom hail, and its next change acts again.
+    @Test func theMeterFoundHiredWhileFreeMakesNoHailAndTellsTheDriver() throws {
+        for free: [UnitEvent] in [[.driver(.duty, at: t)], [.driver(.duty, at: t), .driver(.pause(.break), at: t)]] {
+            var machine = machine(through: free)
+            let before = machine.state
+            let found = machine.handle(.meterFound(hired: true, at: t + .seconds(5)))
+            #expect(machine.state == before && found.snapshot == nil && found.messages.isEmpty && found.status == nil, "\(before.name)")
+            #expect(found.meterDisagreement == true && found.driver.count == 1, "the driver is told")
+            #expect(machine.meterHired == true)
+            #expect(machine.handle(.meter(hired: true, at: t + .seconds(6))) == Step(), "a repeat is no change either")
+            // The meter's next ride: vacant, then hired again, is a hail.
+            _ = machine.handle(.meter(hired: false, at: t + .seconds(60)))
+            _ = machine.handle(.meter(hired: true, at: t + .seconds(61)))
+            #expect(machine.state.name == .onBoard && machine.state.job?.id == "hail-\((t + .seconds(61)).milliseconds)")
+        }
+    }
+
+    /// Restored on board after the driver put the passengers on board by key, the meter found
+    /// vacant clears nothing; its hired and vacant then clear the ride.
+    @Test func theMeterFoundVacantOnBoardClearsNothingAndTellsTheDriver() throws {
+        var machine = machine(through: atPickup + [.driver(.passengersOnBoard(nil), at: t)])
+        let found = machine.handle(.meterFound(hired: false, at: t + .seconds(5)))
+        #expect(machine.state.name == .onBoard && found.ride == nil && found.messages.isEmpty && found.snapshot == nil)
+        #expect(found.meterDisagreement == false && found.driver.count == 1)
+        _ = machine.handle(.meter(hired: true, at: t + .seconds(10)))
+        let cleared = machine.handle(.meter(hired: false, at: t + .seconds(600)))
+        #expect(cleared.ride?.job == "J1" && machine.state == .available)
+    }
+
+    @Test func theMeterFoundAsTheStateSaysIsTakenNoteOfSilently() {
+        let cases: [(String, [UnitEvent], Bool)] = [
+            ("vacant off duty", [], false),
+            ("hired off duty", [], true),
+            ("vacant while available", [.driver(.duty, at: t)], false),
+            ("hired while offered", [.driver(.duty, at: t), .inbound(.offer(Scenario.offer("J1")), receivedAt: t)], true),
+            ("vacant at the pickup", atPickup, false),
+            ("hired at the pickup", atPickup, true),
+            ("hired on board", atPickup + [.driver(.passengersOnBoard(nil), at: t)], true),
+        ]
+        for (name, events, hired) in cases {
+            var machine = machine(through: events)
+            let before = machine.state
+            #expect(machine.handle(.meterFound(hired: hired, at: t + .seconds(1))) == Step(), "\(name)")
+            #expect(machine.state == before && machine.meterHired == hired, "\(name)")
+        }
+    }
+
     @Test func vacantWhenThePaymentIsRequiredLeavesTheRideToTheDriver() {
         var settings = UnitSettings()
         settings.paymentRequired = true

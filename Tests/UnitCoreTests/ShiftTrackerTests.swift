@@ -70,6 +70,19 @@ import Testing
         #expect(tracker.shift?.driving == .seconds(600), "the day's driving stays")
     }
 
+    /// Without a fleet's `break_min` any stop resets continuous driving, and none is reported: a
+    /// dispatcher would otherwise hear of a "break" at every second off duty.
+    @Test func withBreakMinZeroAnyRestResetsContinuousDrivingAndNoneIsReported() throws {
+        var tracker = started()
+        _ = drive(&tracker, from: 0, to: 601)
+        _ = tracker.stateChanged(to: .offDuty, pauseReason: nil, at: at(601))
+        let back = tracker.stateChanged(to: .available, pauseReason: nil, at: at(602))
+        #expect(back.reports.isEmpty)
+        #expect(tracker.shift?.continuousDriving == .zero && tracker.shift?.driving == .seconds(600))
+        _ = tracker.stateChanged(to: .paused, pauseReason: .break, at: at(700))
+        #expect(tracker.stateChanged(to: .available, pauseReason: nil, at: at(4300)).reports.isEmpty, "however long")
+    }
+
     @Test func limitsAreOffByDefault() {
         var tracker = started()
         let outcome = drive(&tracker, from: 0, to: 2 * 3600)

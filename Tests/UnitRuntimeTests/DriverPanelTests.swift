@@ -168,6 +168,23 @@ import UnitCore
         #expect(view(panel, .available).notice == nil)
     }
 
+    /// The meter found disagreeing with the state rings once with what it says; found agreeing, nothing.
+    @Test func theMeterFoundAgainstTheStateIsANotice() {
+        var machine = UnitStateMachine()
+        _ = machine.handle(.driver(.duty, at: t))
+        var panel = DriverPanel()
+        let found = machine.handle(.meterFound(hired: true, at: t))
+        panel.stepped(.meterFound(hired: true, at: t), before: .available, after: .available, step: found, seatsLeft: 4)
+        #expect(view(panel, .available).notice == .meterDisagrees(hired: true))
+        #expect(DriverView.Notice.meterDisagrees(hired: true).alerts)
+        var quiet = DriverPanel()
+        var agreeing = UnitStateMachine()
+        _ = agreeing.handle(.driver(.duty, at: t))
+        let vacant = agreeing.handle(.meterFound(hired: false, at: t))
+        quiet.stepped(.meterFound(hired: false, at: t), before: .available, after: .available, step: vacant, seatsLeft: 4)
+        #expect(view(quiet, .available).notice == nil)
+    }
+
     /// A broadcast kept rings like a message of the unit's own; one the core did not keep (a copy,
     /// another zone's, a retained one) says nothing.
     @Test func aKeptBroadcastIsANewMessageAndAnIgnoredOneIsNothing() {
