@@ -194,7 +194,8 @@ import Testing
         #expect(try ctl(["press", "pob", "2"] + nowhere).exitCode == 3)
         #expect(try ctl(["log-level", "debug"] + nowhere).exitCode == 3)
         // send and info are different inputs, and the help says so.
-        let help = try ctl(["press", "--help"]).output
+        // Words as read, whatever the lines the help was wrapped into.
+        let help = try ctl(["press", "--help"]).output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         #expect(help.contains("info (the next page of job details)") && help.contains("send (send the chosen canned text)"), "\(help)")
     }
 
