@@ -21,6 +21,13 @@ public struct DispatchStats: Sendable, Equatable {
     /// Offers of pre-bookings (to available or busy taxis) and of next jobs (`"next": true`).
     public var preBookingOffers = 0
     public var nextOffers = 0
+    /// Accepted pre-bookings and next jobs (held by their taxis), and those the taxis started.
+    public var preBookingsHeld = 0
+    public var preBookingsStarted = 0
+    public var nextJobsHeld = 0
+    public var nextJobsStarted = 0
+    /// Held jobs their taxi could no longer serve, planned again for another taxi.
+    public var heldReplanned = 0
     public var completed = 0
     /// Ride summaries received (`ride`), one per id.
     public var rides = 0
@@ -59,7 +66,8 @@ public struct DispatchStats: Sendable, Equatable {
         requests \(requests)  offers \(offers) (again after a reconnect \(offersResent))  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
-        pre-booking offers \(preBookingOffers)  next-job offers \(nextOffers)  \
+        pre-booking offers \(preBookingOffers) (held \(preBookingsHeld), started \(preBookingsStarted))  \
+        next-job offers \(nextOffers) (stacked \(nextJobsHeld), started \(nextJobsStarted))  held and planned again \(heldReplanned)  \
         completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \
         messages read \(messagesRead)  replies \(messageReplies)  \
         street hails \(hails)  \

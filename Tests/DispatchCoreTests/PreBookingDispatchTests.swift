@@ -1,4 +1,5 @@
 import DispatchCore
+import Foundation
 import TaxiProtocol
 import Testing
 
@@ -139,5 +140,136 @@ import Testing
             let expected: Int64? = (index + 1) % 3 == 0 ? start + input.atMs + 3_600_000 : nil
             #expect(request.meetingTime == expected, "\(request.id)")
         }
+    }
+}
+
+/// A held pre-booking whose taxi can no longer serve it is offered to another taxi before its
+/// window (docs/dispatchsim.md, "Pre-bookings planned again").
+@Suite struct PreBookingReplanTests {
+    static let leadS = 1800
+    static let offlineS = 120
+
+    /// T1 holds P1 (meeting two leads ahead); T2 waits behind it in zone A.
+    func held() -> Harness {
+        var h = Harness(dispatcher: Dispatcher(
+            zones: ZoneMap(zones: [squareA, squareB, squareC]),
+            settings: DispatchSettings(respondWithinS: 30, replyGraceS: 5, preBookingLeadS: Self.leadS, preBookingOfflineS: Self.offlineS)))
+        h.queue("T1", "T2")
+        h.request("P1", at: inA, meetingTime: h.now + Int64(Self.leadS * 2) * 1000)
+        h.reply("T1", "P1", .accept)
+        return h
+    }
+
+    func event(_ h: inout Harness, _ unit: String, _ json: String) throws -> [DispatchAction] {
+        h.now += 10
+        let payload = #"{"id":"\#(h.id())","seq":1,"unit":"\#(unit)","t":\#(h.now),\#(json)}"#
+        let report = try #require(try UnitReport.decode(.event, Data(payload.utf8)))
+        return h.feed(.report(unit: unit, report))
+    }
+
+    func status(_ h: inout Harness, _ unit: String, online: Bool = true, upcoming: [String], t: Int64? = nil) -> [DispatchAction] {
+        h.now += 10
+        let list = upcoming.map { #"{"job":"\#($0)","meeting_time":\#(h.now + 3_600_000)}"# }.joined(separator: ",")
+        let upcomingField = upcoming.isEmpty ? "" : #","upcoming":[\#(list)]"#
+        let status: StatusMessage = decoded(
+            #"{"online":\#(online),"unit":"\#(unit)","state":"available","zone":"A","seats_left":4,"t":\#(t ?? h.now)\#(upcomingField)}"#)
+        return h.feed(.report(unit: unit, .status(status)))
+    }
+
+    func cancelReasons(_ actions: [DispatchAction]) -> [String] {
+        actions.compactMap { if case .send(let unit, .cancel(let cancel)) = $0 { "\(cancel.job)→\(unit): \(cancel.reason ?? "")" } else { nil } }
+    }
+
+    @Test func itIsHeldAndCountedOnce() {
+        let h = held()
+        #expect(h.dispatcher.stats.preBookingsHeld == 1)
+        #expect(h.dispatcher.heldJobs == 1)
+    }
+
+    @Test func theDriverLoggingOutGivesItToAnotherTaxi() throws {
+        var h = held()
+        let actions = try event(&h, "T1", #""driver":"D1","login_t":1000,"type":"logout""#)
+        #expect(cancelReasons(actions) == ["P1→T1: driver_logged_out"])
+        #expect(offers(actions) == ["P1→T2"])
+        h.reply("T2", "P1", .accept)
+        #expect(h.dispatcher.stats.heldReplanned == 1)
+        #expect(h.dispatcher.stats.preBookingsHeld == 2)
+        // T1 never gets it back, and its start of it is not T1's job.
+        #expect(offers(h.request("R2", at: inA)) == ["R2→T1"])
+    }
+
+    @Test func aStatusThatNoLongerListsItGivesItToAnotherTaxi() {
+        var h = held()
+        let accepted = h.now
+        // A status made before the accept says nothing about it; one that lists it keeps it.
+        #expect(offers(status(&h, "T1", upcoming: [], t: accepted - 5)).isEmpty)
+        #expect(offers(status(&h, "T1", upcoming: ["P1"])).isEmpty)
+        let dropped = status(&h, "T1", upcoming: [])
+        #expect(offers(dropped) == ["P1→T2"])
+        #expect(cancels(dropped).isEmpty, "the unit does not hold it")
+        #expect(logs(dropped).contains("T1 no longer lists P1"))
+    }
+
+    @Test func theDriversCancelRequestIsConfirmedAndItGoesToAnotherTaxi() throws {
+        var h = held()
+        let actions = try event(&h, "T1", #""job":"P1","reason":"other","state":"available","type":"cancel_request""#)
+        #expect(cancelReasons(actions) == ["P1→T1: other"])
+        #expect(offers(actions) == ["P1→T2"])
+        #expect(h.dispatcher.stats.cancelled == 0, "the passenger still travels")
+    }
+
+    @Test func aTaxiOfflineLongerThanAllowedGivesItToAnotherTaxi() {
+        var h = held()
+        let wentAway = h.feed(.report(unit: "T1", .offline(conn: nil)))
+        #expect(wentAway.contains(.startTimer(.holderOffline(unit: "T1"), at: h.now + Int64(Self.offlineS) * 1000)))
+        // Back in time: nothing moves.
+        #expect(status(&h, "T1", upcoming: ["P1"]).contains(.cancelTimer(.holderOffline(unit: "T1"))))
+        #expect(offers(h.feed(.timerFired(.holderOffline(unit: "T1")))).isEmpty)
+        // Away again, and for too long.
+        h.feed(.report(unit: "T1", .offline(conn: nil)))
+        h.now += Int64(Self.offlineS) * 1000
+        let actions = h.feed(.timerFired(.holderOffline(unit: "T1")))
+        #expect(cancelReasons(actions) == ["P1→T1: taxi_offline"])
+        #expect(offers(actions) == ["P1→T2"])
+    }
+
+    @Test func aTaxiWithoutPreBookingsGoingOfflineStartsNoTimer() {
+        var h = held()
+        #expect(!h.feed(.report(unit: "T2", .offline(conn: nil))).contains { if case .startTimer = $0 { true } else { false } })
+    }
+
+    @Test func pastTheLeadItIsOfferedAsAnOrdinaryReservation() throws {
+        var h = held()
+        // The meeting is now within the lead: the taxi that takes it is busy with it at once.
+        h.now += Int64(Self.leadS * 2 - 300) * 1000
+        let actions = try event(&h, "T1", #""driver":"D1","login_t":1000,"type":"logout""#)
+        #expect(offers(actions) == ["P1→T2"])
+        #expect(!logs(h.reply("T2", "P1", .accept)).contains("held as"))
+        #expect(h.dispatcher.heldJobs == 0)
+        #expect(!h.dispatcher.queue(of: "A").contains("T2"))
+    }
+
+    @Test func startsAreCountedByKind() {
+        var h = held()
+        h.now += 10
+        h.feed(.report(unit: "T1", .event(id: h.id(), Transition(t: UnitTime(milliseconds: h.now), from: .available, to: .enRoute, job: "P1", reason: "reservation"))))
+        #expect(h.dispatcher.stats.preBookingsStarted == 1)
+        #expect(h.dispatcher.stats.nextJobsStarted == 0)
+        #expect(h.dispatcher.heldJobs == 0)
+        // Started, it is T1's job: a status without it in the list changes nothing.
+        #expect(offers(status(&h, "T1", upcoming: [])).isEmpty)
+    }
+}
+
+@Suite struct GeneratorWindowTests {
+    @Test func aGeneratorStopsAtItsEndAndTwoInOneZoneMakeDistinctIds() throws {
+        let steady = ZoneDemand(zone: "A", rate: .every(seconds: 10))
+        let rush = ZoneDemand(zone: "A", rate: .every(seconds: 1), firstAtS: 20, untilS: 25)
+        let inputs = try RequestSchedule.generate([steady, rush], zones: ZoneMap(zones: [squareA]), durationS: 60, seed: 3)
+        let ids = inputs.compactMap { if case .request(let request) = $0.input { request.id } else { nil } }
+        #expect(ids.count == 6 + 5)
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.filter { $0.hasPrefix("A-g2-") }.count == 5)
+        #expect(inputs.filter { if case .request(let r) = $0.input { r.id.hasPrefix("A-g2-") } else { false } }.allSatisfy { $0.atMs >= 20_000 && $0.atMs < 25_000 })
     }
 }
