@@ -57,26 +57,37 @@ async def main():
     # (synchronous=FULL) and hands it to libmosquitto before it answers.
     answered_ms = []
 
+    # Per offer answered, the driver's think time: from the offer reaching this process to the
+    # press starting on the control socket (ms). dispatchsim cannot take it out of the round trip of
+    # an offer shown beside a job in hand, which has no `offered` event; fleet.py does with these.
+    think_ms = []
+
     def timed_press(path, word):
         started = time.monotonic()
         response = press(path, word)
-        return response, (time.monotonic() - started) * 1000
+        return response, (time.monotonic() - started) * 1000, started
 
     async def send(unit, word):
+        """The press's start (monotonic), or None when it failed."""
         try:
-            response, took_ms = await loop.run_in_executor(None, timed_press, f"{socket_dir}/{unit}.sock", word)
+            response, took_ms, started = await loop.run_in_executor(None, timed_press, f"{socket_dir}/{unit}.sock", word)
             if not response.get("ok"):
                 counts["failed"] += 1
-            elif word in ("accept", "reject"):
+                return None
+            if word in ("accept", "reject"):
                 answered_ms.append(took_ms)
+            return started
         except OSError:
             counts["failed"] += 1
+            return None
 
-    async def answer(unit, job):
+    async def answer(unit, job, seen):
         await asyncio.sleep(rng.uniform(1, 5))
         word = "accept" if rng.random() < 0.9 else "reject"
         counts[word] += 1
-        await send(unit, word)
+        started = await send(unit, word)
+        if started is not None:
+            think_ms.append([unit, job, round((started - seen) * 1000)])
 
     async def drive(unit, job):
         await asyncio.sleep(rng.uniform(10, 30))
@@ -105,6 +116,8 @@ async def main():
             at = lambda share: ranked[min(len(ranked) - 1, math.ceil(share * len(ranked)) - 1)]
             print(f"driver: accept/reject answered n={len(ranked)} p50 {at(0.5):.0f} ms  p95 {at(0.95):.0f} ms  "
                   f"p99 {at(0.99):.0f} ms  max {ranked[-1]:.0f} ms", flush=True)
+        with open(f"{socket_dir}/driver-think.json", "w") as f:
+            json.dump(think_ms, f)
         offers.kill()
         sys.exit(0)
 
@@ -118,7 +131,7 @@ async def main():
         unit = topic.split("/")[2]
         message = json.loads(payload)
         if topic.endswith("/job/offer"):
-            task = asyncio.create_task(answer(unit, message["job"]))
+            task = asyncio.create_task(answer(unit, message["job"], time.monotonic()))
         elif message.get("to") == "en_route" and message.get("job") and (unit, message["job"]) not in driven:
             driven.add((unit, message["job"]))
             reason = message.get("reason", "none")

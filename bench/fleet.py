@@ -21,7 +21,9 @@ the units' total and per-unit RSS and CPU.
 
 --system-clock sets the units' `[gps] trust_system_clock`: their stamps then come from the machine's
 clock, not from the replay's GPS time, which runs at gpsfake's pace and so leaks the replay's lag
-into the think time the round trip is corrected by. Off by default, as every earlier figure was.
+into the think time the round trip is corrected by. On by default since the scenario has
+pre-bookings: their meeting times are the machine's, and the replay's GPS time (21 Nov 2026) would
+put every window days ahead. `--no-system-clock` for figures comparable with runs before that.
 """
 import argparse
 import json
@@ -183,7 +185,7 @@ def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports,
     ids = [f"{name[0].upper()}{n:03d}" for n in range(1, count + 1)]
     units = start_units(ids, bin_dir, directory, broker_port, gpsd_ports, group,
                         f"[gps]\ntrust_system_clock = {'true' if args.system_clock else 'false'}\n"
-                        f"[job]\nreservation_lead_min = {args.reservation_lead_min}\n")
+                        f"[job]\nreservation_lead_min = {args.reservation_lead_min}\nexpected_job_min = {args.expected_job_min}\n")
     deadline = time.time() + 120
     while not all(os.path.exists(f"{directory}/{unit}.sock") for unit in ids):
         if time.time() > deadline:
@@ -233,6 +235,11 @@ def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports,
     by_reason = [line.strip() for line in driver_lines if line.startswith("driver: jobs started by reason")]
     with open(stats_path) as f:
         stats = json.load(f)
+    with open(os.path.join(directory, "driver-think.json")) as f:
+        think = {(unit, job): ms for unit, job, ms in json.load(f)}
+    # Offers shown beside a job in hand have no `offered` event: their think time is the driver's own.
+    stats["beside_transit_ms"] = [ms - think[(unit, job)] for unit, job, reply, ms in stats["beside_offer_replies"]
+                                  if reply in ("accept", "reject") and (unit, job) in think]
     stats.update(
         name=name, system_clock=args.system_clock, press=answered[-1].removeprefix("driver: ") if answered else None,
         started_by_reason=by_reason[-1].removeprefix("driver: ") if by_reason else None, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
@@ -259,6 +266,12 @@ def scenario_toml(args, units, duration):
     return "\n".join(lines)
 
 
+def all_transit(stats):
+    """Offer -> reply without the think time: offers the unit showed as its state (its `offered`
+    event and reply on its clock) and offers beside a job in hand (the driver's timing)."""
+    return stats["offer_to_reply_transit_ms"] + stats["beside_transit_ms"]
+
+
 def within(samples, limit):
     """The share of samples at or below limit, in percent."""
     return 100 * sum(1 for v in samples if v <= limit) / len(samples) if samples else 0
@@ -277,6 +290,9 @@ def describe(stats):
         f"held and planned again {stats['held_replanned']}",
         f"  the units started jobs (their en_route events, by reason): {stats['started_by_reason']}",
         f"offer -> reply, think time excluded  {percentiles(stats['offer_to_reply_transit_ms'])}",
+        f"  offers beside a job in hand, answered by the driver, the driver's think time excluded (its own clock)  "
+        f"{percentiles(stats['beside_transit_ms'])}",
+        f"  all offers answered by the driver, think time excluded  {percentiles(all_transit(stats))}",
         f"offer -> reply, as seen by dispatch  {percentiles(stats['offer_to_reply_ms'])}",
     ]
     if stats["system_clock"]:
@@ -317,13 +333,16 @@ def main():
     parser.add_argument("--prebook-ahead-s", type=float, default=75, help="how far ahead of its request a pre-booking meets")
     parser.add_argument("--reservation-lead-min", type=int, default=1,
                         help="the units' [job] reservation_lead_min, and dispatchsim's prebook_lead_s in seconds")
+    parser.add_argument("--expected-job-min", type=int, default=1,
+                        help="the units' [job] expected_job_min: how long a job keeps a taxi from a pre-booking (the bench's last a minute)")
     parser.add_argument("--surge", type=float, default=1.2, help="requests of the rush, per unit of the fleet; 0: no rush")
     parser.add_argument("--surge-at-s", type=float, default=None, help="when the rush starts (default: a sixth of the duration)")
     parser.add_argument("--surge-s", type=float, default=20, help="how long the rush lasts")
     parser.add_argument("--soon-share", type=float, default=0.5, help="the share of rides the drivers announce clear soon")
     parser.add_argument("--wait-held", type=float, default=120, help="how long dispatchsim waits after the run for held jobs to start")
-    parser.add_argument("--system-clock", action=argparse.BooleanOptionalAction, default=False,
-                        help="units stamp with the system clock instead of the replay's GPS time")
+    parser.add_argument("--system-clock", action=argparse.BooleanOptionalAction, default=True,
+                        help="units stamp with the system clock instead of the replay's GPS time (21 Nov 2026), "
+                             "on which a pre-booking's window never opens in the run")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="taxiunitd-fleet-")
@@ -352,7 +371,8 @@ def main():
             ("seed: request -> assignment, drivers' think time out, 95 % within 5 s and all within 10 s",
              bool(system) and within(system, 5000) >= 95 and within(system, 10000) == 100),
             ("offer -> reply p95 < 500 ms (think time excluded)", transit_p95 is not None and transit_p95 < 500),
-            ("offer -> reply p95 < 100 ms (think time excluded) with pre-bookings and stacking", transit_p95 is not None and transit_p95 < 100),
+            ("offer -> reply p95 < 100 ms (think time excluded, every offer a driver answered) with pre-bookings and stacking",
+             rank(all_transit(fleet), 0.95) is not None and rank(all_transit(fleet), 0.95) < 100),
             ("pre-bookings held and started, next jobs stacked and started, in the fleet's run",
              all(fleet[key] > 0 for key in ("pre_bookings_held", "pre_bookings_started", "next_jobs_held", "next_jobs_started"))),
             ("RSS per unit <= 12 MB", fleet["peak_rss"] / fleet["units"] <= 12 * 10**6),

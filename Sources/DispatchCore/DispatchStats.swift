@@ -51,6 +51,10 @@ public struct DispatchStats: Sendable, Equatable {
     public var requestToAssignmentWithoutThinkMs: [Int64] = []
     /// From publishing an offer to receiving its reply, ms: includes the driver's think time.
     public var offerToReplyMs: [Int64] = []
+    /// The replies to offers made to taxis with a job in hand (pre-bookings to busy taxis, next
+    /// jobs), one by one: the unit shows them without an `offered` event, so their think time is
+    /// not known here; a driver that timed its own think time (the fleet bench's) can take it out.
+    public var besideOfferReplies: [BesideOfferReply] = []
     /// The same round trip without the time the offer sat on the unit waiting for the driver, ms.
     public var offerToReplyTransitMs: [Int64] = []
     /// The round trip's two legs: from publishing the offer to the unit's `offered` event, and from
@@ -78,6 +82,21 @@ public struct DispatchStats: Sendable, Equatable {
         offer → reply                 \(Percentiles(offerToReplyMs))
         offer → reply, no think time  \(Percentiles(offerToReplyTransitMs))
         """
+    }
+}
+
+public struct BesideOfferReply: Sendable, Equatable {
+    public var unit: String
+    public var job: String
+    public var reply: ReplyCode
+    /// Offer → reply as the dispatcher saw it, ms.
+    public var ms: Int64
+
+    public init(unit: String, job: String, reply: ReplyCode, ms: Int64) {
+        self.unit = unit
+        self.job = job
+        self.reply = reply
+        self.ms = ms
     }
 }
 

@@ -165,6 +165,9 @@ public struct Dispatcher: Sendable {
         var preBooking = false
         /// The offer out now is a next job (`"next": true`) to a taxi on board.
         var offeredAsNext = false
+        /// The offer out now went to a taxi with a job in hand, which shows it beside that job
+        /// without an `offered` event: the unit does not say when it arrived.
+        var offeredBeside = false
         /// The unit offered to said it shows the offer (its `offered` event): it reached the unit.
         var offerShown = false
         /// Unit clock of the accept that made the taxi hold it: its statuses from then on list it.
@@ -281,10 +284,10 @@ public struct Dispatcher: Sendable {
             return offer(id, to: unit, asNext: false, via: via, now: now)
         }
         if open.preBooking, let unit = firstTaxi(in: zoneOrder, excluding: open.tried, where: Self.mayTakePreBooking) {
-            return offer(id, to: unit, asNext: false, via: "busy, \(taxis[unit]?.state?.rawValue ?? "?")", now: now)
+            return offer(id, to: unit, asNext: false, beside: true, via: "busy, \(taxis[unit]?.state?.rawValue ?? "?")", now: now)
         }
         if !open.preBooking, let unit = firstTaxi(in: zoneOrder, excluding: open.tried, where: Self.mayTakeNextJob) {
-            return offer(id, to: unit, asNext: true, via: "next job, clear soon", now: now)
+            return offer(id, to: unit, asNext: true, beside: true, via: "next job, clear soon", now: now)
         }
         open.phase = .closed
         requests[id] = open
@@ -293,7 +296,7 @@ public struct Dispatcher: Sendable {
         return [.log(.init(level: .warning, text: "\(id) UNSERVED: \(why)"))]
     }
 
-    private mutating func offer(_ id: String, to unit: String, asNext: Bool, via: String, now: Int64) -> [DispatchAction] {
+    private mutating func offer(_ id: String, to unit: String, asNext: Bool, beside: Bool = false, via: String, now: Int64) -> [DispatchAction] {
         guard var open = requests[id] else { return [] }
         taxis[unit, default: Taxi()].offeredJob = id
         open.tried.insert(unit)
@@ -301,6 +304,7 @@ public struct Dispatcher: Sendable {
         open.offersWithUnknownThink += 1
         open.offerShown = false
         open.offeredAsNext = asNext
+        open.offeredBeside = beside
         requests[id] = open
         stats.offers += 1
         if open.preBooking { stats.preBookingOffers += 1 }
@@ -648,6 +652,7 @@ public struct Dispatcher: Sendable {
             return [.log(.init(level: .info, text: "late \(reply.reply.rawValue) of \(reply.job) from \(unit) ignored"))]
         }
         stats.offerToReplyMs.append(now - sentAt)
+        if open.offeredBeside { stats.besideOfferReplies.append(.init(unit: unit, job: reply.job, reply: reply.reply, ms: now - sentAt)) }
         replyProbes[key]?.replyMadeAt = reply.t.milliseconds
         replyProbes[key]?.replyReceivedAt = now
         completeProbe(key)

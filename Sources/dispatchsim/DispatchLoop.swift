@@ -335,6 +335,7 @@ final class DispatchLoop: Service, @unchecked Sendable {
             "street_hails": stats.hails, "pre_booking_offers": stats.preBookingOffers, "next_offers": stats.nextOffers,
             "pre_bookings_held": stats.preBookingsHeld, "pre_bookings_started": stats.preBookingsStarted, "next_jobs_held": stats.nextJobsHeld,
             "next_jobs_started": stats.nextJobsStarted, "held_replanned": stats.heldReplanned,
+            "beside_offer_replies": stats.besideOfferReplies.map { [$0.unit, $0.job, $0.reply.rawValue, $0.ms] as [Any] },
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
             "offer_to_reply_transit_ms": stats.offerToReplyTransitMs, "offer_leg_ms": stats.offerLegMs, "reply_leg_ms": stats.replyLegMs,

@@ -111,6 +111,10 @@ import Testing
         #expect(offerSent(offered)?.next == true)
         #expect(logs(h.reply("T1", "R2", .accept)).contains("held as next job"))
         #expect(h.dispatcher.stats.nextOffers == 1)
+        #expect(h.dispatcher.stats.nextJobsHeld == 1)
+        // Shown beside the ride, without an `offered` event: its round trip is kept one by one.
+        #expect(h.dispatcher.stats.besideOfferReplies.map { "\($0.job)→\($0.unit) \($0.reply.rawValue)" } == ["R2→T1 accept"])
+        #expect(h.dispatcher.stats.offerToReplyTransitMs.isEmpty)
         // One next job at a time.
         #expect(offers(h.request("R3", at: inA)).isEmpty)
         // The ride ends and the unit starts the stacked job at once: never queued in between.
@@ -120,6 +124,7 @@ import Testing
         h.now += 1
         let started = h.feed(.report(unit: "T1", .event(id: h.id(), Transition(t: UnitTime(milliseconds: h.now), from: .available, to: .enRoute, job: "R2", reason: "next"))))
         #expect(logs(started).contains("T1 started R2 (next)"))
+        #expect(h.dispatcher.stats.nextJobsStarted == 1)
         h.now += 10
         h.event("T1", .onBoard, .available, job: "R2")
         #expect(h.dispatcher.queue(of: "A") == ["T1"])
