@@ -145,6 +145,10 @@ public struct Dispatcher: Sendable {
         var stackedJob: String?
         /// The pre-bookings it accepted and has not started.
         var preBookings: Set<String> = []
+        /// It answered `busy` to an offer beside its job in hand: what kept it (a pre-booking in the
+        /// way, an offer awaiting its answer) holds until its state changes, and each request of a
+        /// rush would otherwise be offered to it again.
+        var refusedBeside = false
     }
 
     struct OpenRequest {
@@ -316,7 +320,7 @@ public struct Dispatcher: Sendable {
 
     /// A taxi busy with a job that holds no offer: a pre-booking is shown beside the job in hand.
     private static func mayTakePreBooking(_ taxi: Taxi) -> Bool {
-        hasJobInHand(taxi.state) && taxi.offeredJob == nil
+        hasJobInHand(taxi.state) && taxi.offeredJob == nil && !taxi.refusedBeside
     }
 
     private static func hasJobInHand(_ state: StateName?) -> Bool {
@@ -325,7 +329,7 @@ public struct Dispatcher: Sendable {
 
     /// A taxi on board whose driver said the ride ends soon, with no next job yet and no offer.
     private static func mayTakeNextJob(_ taxi: Taxi) -> Bool {
-        taxi.state == .onBoard && taxi.soonClearJob != nil && taxi.stackedJob == nil && taxi.offeredJob == nil
+        taxi.state == .onBoard && taxi.soonClearJob != nil && taxi.stackedJob == nil && taxi.offeredJob == nil && !taxi.refusedBeside
     }
 
     /// The first online taxi that passes `test`, by the zones' order, then by unit id.
@@ -614,6 +618,7 @@ public struct Dispatcher: Sendable {
             taxi.zone = zone
         }
         if state != .onBoard { taxi.soonClearJob = nil }
+        if state != taxi.state { taxi.refusedBeside = false }
         if let job = taxi.assignedJob, state == .available || state == .offDuty {
             taxi.assignedJob = nil
             if requests[job]?.phase == .assigned(unit: unit) {
@@ -706,6 +711,7 @@ public struct Dispatcher: Sendable {
             // taxi in the state it is in; any other busy takes it out of the queues until its
             // status says available again.
             let keepsState = open.preBooking || open.offeredAsNext || reply.reason?.hasPrefix("reservation ") == true
+            if open.offeredBeside { taxis[unit]?.refusedBeside = true }
             if !keepsState, reply.t.milliseconds >= taxis[unit, default: Taxi()].stateTime {
                 taxis[unit]?.state = nil
                 taxis[unit]?.stateTime = reply.t.milliseconds

@@ -78,9 +78,13 @@ import Testing
         h.status("T2", "en_route", zone: "A", job: "J2")
         #expect(offers(h.request("P1", at: inA, meetingTime: h.now + Int64(Self.leadS * 2) * 1000)) == ["P1→T1"])
         #expect(offers(busy(&h, "T1", "P1", reason: "pre-bookings full (8)")) == ["P1→T2"])
-        // T1 is still on board: a second pre-booking may go to it.
+        // T1 is still on board, and its list is still full: the next pre-booking goes to T2, which
+        // only rejected one, and to T1 again once its state changed.
         h.reply("T2", "P1", .reject)
-        #expect(offers(h.request("P2", at: inA, meetingTime: h.now + Int64(Self.leadS * 2) * 1000)) == ["P2→T1"])
+        #expect(offers(h.request("P2", at: inA, meetingTime: h.now + Int64(Self.leadS * 2) * 1000)) == ["P2→T2"])
+        h.reply("T2", "P2", .reject)
+        h.status("T1", "en_route", zone: "A", job: "J3")
+        #expect(offers(h.request("P3", at: inA, meetingTime: h.now + Int64(Self.leadS * 2) * 1000)) == ["P3→T1"])
     }
 
     @Test func aBusyAnswerNamingAReservationMovesTheRequestAndKeepsTheTaxiQueued() {
@@ -131,6 +135,32 @@ import Testing
         // Clear soon was about the ride that ended: no next job without a new word.
         h.status("T1", "on_board", zone: "A", job: "J5")
         #expect(offers(h.request("R4", at: inA)).isEmpty)
+    }
+}
+
+@Suite struct BesideOfferRefusalTests {
+    @Test func aTaxiThatRefusedAnOfferBesideItsRideIsNotAskedAgainUntilItsStateChanges() {
+        var h = Harness()
+        h.status("T1", "on_board", zone: "A", job: "J0")
+        h.now += 10
+        let soon: SoonClearEventMessage = decoded(
+            #"{"id":"s1","unit":"T1","seq":1,"type":"soon_clear","t":\#(h.now),"job":"J0","clear_in_min":3}"#)
+        h.feed(.report(unit: "T1", .soonClear(id: soon.id, soon)))
+        #expect(offers(h.request("R1", at: inA)) == ["R1→T1"])
+        h.now += 10
+        let refused = h.feed(.report(unit: "T1", .reply(id: h.id(), JobReply(
+            job: "R1", reply: .busy, reason: "reservation P1 at \(h.now + 60_000)", t: UnitTime(milliseconds: h.now)))))
+        #expect(logs(refused).contains("R1 UNSERVED"))
+        // A rush: every request would go to T1 again and be refused the same way.
+        #expect(offers(h.request("R2", at: inA)).isEmpty)
+        // The ride ends, the next one starts: T1 may be asked again once it says clear soon.
+        h.event("T1", .onBoard, .available, job: "J0")
+        h.status("T1", "on_board", zone: "A", job: "J1")
+        h.now += 10
+        let again: SoonClearEventMessage = decoded(
+            #"{"id":"s2","unit":"T1","seq":2,"type":"soon_clear","t":\#(h.now),"job":"J1","clear_in_min":3}"#)
+        h.feed(.report(unit: "T1", .soonClear(id: again.id, again)))
+        #expect(offers(h.request("R3", at: inA)) == ["R3→T1"])
     }
 }
 
