@@ -149,6 +149,10 @@ public struct Dispatcher: Sendable {
         /// way, an offer awaiting its answer) holds until its state changes, and each request of a
         /// rush would otherwise be offered to it again.
         var refusedBeside = false
+        /// It answered an ordinary offer `busy` with a pre-booking in the way (`reservation R at T`):
+        /// that holds until its state changes (the pre-booking starts) or it holds another set of
+        /// pre-bookings, so it keeps its place in the queue but is offered only pre-bookings.
+        var refusedForReservation = false
     }
 
     struct OpenRequest {
@@ -282,7 +286,8 @@ public struct Dispatcher: Sendable {
         let home = zones.zone(containing: open.request.pickup)?.id
         let zoneOrder = home.map { [$0] + (zones.neighbours[$0] ?? []) } ?? []
         for zone in zoneOrder {
-            guard let unit = queue(of: zone).first(where: { !open.tried.contains($0) }) else { continue }
+            guard let unit = queue(of: zone).first(where: { !open.tried.contains($0) && (open.preBooking || taxis[$0]?.refusedForReservation != true) })
+            else { continue }
             removeFromQueues(unit)
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
             return offer(id, to: unit, asNext: false, via: via, now: now)
@@ -400,6 +405,7 @@ public struct Dispatcher: Sendable {
         case .held(let unit):
             if taxis[unit]?.stackedJob == id { taxis[unit]?.stackedJob = nil }
             taxis[unit]?.preBookings.remove(id)
+            taxis[unit]?.refusedForReservation = false
             return cancel(job: id, unit: unit, reason: "passenger_withdrew") + reconcile(unit)
         case .closed:
             return []
@@ -618,7 +624,10 @@ public struct Dispatcher: Sendable {
             taxi.zone = zone
         }
         if state != .onBoard { taxi.soonClearJob = nil }
-        if state != taxi.state { taxi.refusedBeside = false }
+        if state != taxi.state {
+            taxi.refusedBeside = false
+            taxi.refusedForReservation = false
+        }
         if let job = taxi.assignedJob, state == .available || state == .offDuty {
             taxi.assignedJob = nil
             if requests[job]?.phase == .assigned(unit: unit) {
@@ -712,6 +721,7 @@ public struct Dispatcher: Sendable {
             // status says available again.
             let keepsState = open.preBooking || open.offeredAsNext || reply.reason?.hasPrefix("reservation ") == true
             if open.offeredBeside { taxis[unit]?.refusedBeside = true }
+            if !open.preBooking, reply.reason?.hasPrefix("reservation ") == true { taxis[unit]?.refusedForReservation = true }
             if !keepsState, reply.t.milliseconds >= taxis[unit, default: Taxi()].stateTime {
                 taxis[unit]?.state = nil
                 taxis[unit]?.stateTime = reply.t.milliseconds
@@ -741,6 +751,7 @@ public struct Dispatcher: Sendable {
         guard requests[id]?.phase == .held(unit: unit) else { return [] }
         if taxis[unit]?.stackedJob == id { taxis[unit]?.stackedJob = nil }
         taxis[unit]?.preBookings.remove(id)
+        taxis[unit]?.refusedForReservation = false
         requests[id]?.phase = .reserved
         requests[id]?.heldSince = .min
         stats.heldReplanned += 1

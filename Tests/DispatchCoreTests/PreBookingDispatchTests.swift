@@ -94,9 +94,16 @@ import Testing
         let moved = busy(&h, "T1", "R1", reason: "reservation P9 at \(h.now + 3_600_000)")
         #expect(offers(moved) == ["R1→T2"])
         #expect(h.dispatcher.queue(of: "A") == ["T1"])
-        // Any other busy takes the taxi out of the queues until its status says available.
-        #expect(offers(h.request("R2", at: inA)) == ["R2→T1"])
-        busy(&h, "T1", "R2", reason: "offer R1 awaits an answer")
+        // It keeps its place but is offered no ordinary job while the pre-booking is in the way
+        // (in a rush every request would try it, faster than a unit takes messages in).
+        #expect(offers(h.request("R2", at: inA)).isEmpty)
+        #expect(h.dispatcher.queue(of: "A") == ["T1"])
+        // Once its state changed (the pre-booking driven), it is asked again; any other busy takes
+        // the taxi out of the queues until its status says available.
+        h.event("T1", .available, .enRoute, job: "P9")
+        h.event("T1", .onBoard, .available, job: "P9")
+        #expect(offers(h.request("R3", at: inA)) == ["R3→T1"])
+        busy(&h, "T1", "R3", reason: "offer R1 awaits an answer")
         #expect(!h.dispatcher.queue(of: "A").contains("T1"))
     }
 
