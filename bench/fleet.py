@@ -4,18 +4,30 @@ control socket), GPS from shared gpsfake replays of the demo route (one per 50 u
 mosquitto, dispatchsim generating requests at --rate per second over the 4 Midtown zones for
 --duration seconds, and scripted drivers (bench/driver.py) answering every offer after 1-5 s.
 
+The scenario has pre-bookings and next jobs in it. Every --prebook-every-th request of a zone is a
+reservation --prebook-ahead-s ahead, which dispatchsim offers at once as a pre-booking (`[dispatch]
+prebook_lead_s`) and the units hold (`[job] reservation_lead_min`) until its window opens. A rush of
+--surge times the fleet's size in requests over --surge-s seconds from --surge-at-s takes every free
+taxi, so that requests are stacked as next jobs on taxis on board whose drivers said "clear soon"
+(--soon-share of the rides). dispatchsim waits up to --wait-held s after the run for held jobs to start.
+
 Runs a small baseline fleet first, then the fleet under test, in the same run, and prints both:
 offer -> reply latency without the driver's think time (p50/p95/p99), request -> assignment, and
 the units' total and per-unit RSS and CPU.
 
     bench/fleet.sh [--units 500] [--duration 600] [--rate 2] [--baseline-units 10] [--baseline-duration 60] [--system-clock]
+                   [--prebook-every 5] [--prebook-ahead-s 75] [--reservation-lead-min 1]
+                   [--surge 1.2] [--surge-at-s duration/6] [--surge-s 20] [--soon-share 0.5] [--wait-held 120]
 
 --system-clock sets the units' `[gps] trust_system_clock`: their stamps then come from the machine's
 clock, not from the replay's GPS time, which runs at gpsfake's pace and so leaks the replay's lag
-into the think time the round trip is corrected by. Off by default, as every earlier figure was.
+into the think time the round trip is corrected by. On by default since the scenario has
+pre-bookings: their meeting times are the machine's, and the replay's GPS time (21 Nov 2026) would
+put every window days ahead. `--no-system-clock` for figures comparable with runs before that.
 """
 import argparse
 import json
+import tomllib
 import math
 import os
 import shutil
@@ -172,7 +184,8 @@ def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports,
     os.makedirs(directory)
     ids = [f"{name[0].upper()}{n:03d}" for n in range(1, count + 1)]
     units = start_units(ids, bin_dir, directory, broker_port, gpsd_ports, group,
-                        f"[gps]\ntrust_system_clock = {'true' if args.system_clock else 'false'}\n")
+                        f"[gps]\ntrust_system_clock = {'true' if args.system_clock else 'false'}\n"
+                        f"[job]\nreservation_lead_min = {args.reservation_lead_min}\nexpected_job_min = {args.expected_job_min}\n")
     deadline = time.time() + 120
     while not all(os.path.exists(f"{directory}/{unit}.sock") for unit in ids):
         if time.time() > deadline:
@@ -182,14 +195,17 @@ def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports,
     pids = [u.pid for u in units]
     idle_rss, _ = usage(pids)
 
-    driver = group.start([sys.executable, f"{ROOT}/bench/driver.py", str(broker_port), "bench", directory] + ids,
+    driver = group.start([sys.executable, f"{ROOT}/bench/driver.py", "--soon-share", str(args.soon_share), str(broker_port), "bench",
+                          directory] + ids,
                          os.path.join(directory, "driver.log"))
     time.sleep(3 + count / 100)
     stats_path = os.path.join(directory, "stats.json")
-    rate_per_zone = args.rate * 60 / 4
+    scenario = os.path.join(directory, "scenario.toml")
+    with open(scenario, "w") as f:
+        f.write(scenario_toml(args, count, duration))
     dispatcher = group.start(
         [f"{bin_dir}/dispatchsim", "--zones", f"{ROOT}/demo/zones.toml", "--port", str(broker_port), "--fleet", "bench",
-         "--rate-per-zone", str(rate_per_zone), "--duration", str(duration), "--respond-within", "30", "--quiet",
+         "--scenario", scenario, "--duration", str(duration), "--wait-held", str(args.wait_held), "--respond-within", "30", "--quiet",
          "--seed", str(count), "--stats-json", stats_path],
         os.path.join(directory, "dispatchsim.log"))
     _, cpu_start = usage(pids)
@@ -214,14 +230,46 @@ def run_fleet(name, count, args, bin_dir, work, broker, broker_port, gpsd_ports,
     group.stop([driver])
     group.stop(units)
     with open(os.path.join(directory, "driver.log")) as f:
-        answered = [line.strip() for line in f if line.startswith("driver: accept/reject answered")]
+        driver_lines = f.readlines()
+    answered = [line.strip() for line in driver_lines if line.startswith("driver: accept/reject answered")]
+    by_reason = [line.strip() for line in driver_lines if line.startswith("driver: jobs started by reason")]
     with open(stats_path) as f:
         stats = json.load(f)
+    with open(os.path.join(directory, "driver-think.json")) as f:
+        think = {(unit, job): ms for unit, job, ms in json.load(f)}
+    # Offers shown beside a job in hand have no `offered` event: their think time is the driver's own.
+    stats["beside_transit_ms"] = [ms - think[(unit, job)] for unit, job, reply, ms in stats["beside_offer_replies"]
+                                  if reply in ("accept", "reject") and (unit, job) in think]
     stats.update(
-        name=name, system_clock=args.system_clock, press=answered[-1].removeprefix("driver: ") if answered else None, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
+        name=name, system_clock=args.system_clock, press=answered[-1].removeprefix("driver: ") if answered else None,
+        started_by_reason=by_reason[-1].removeprefix("driver: ") if by_reason else None, units=count, alive=alive, idle_rss=idle_rss, peak_rss=peak_rss, pss=pss, private=private,
         cpu_s=cpu_end - cpu_start, wall_s=wall, broker_cpu_s=broker_cpu_end - broker_cpu_start, dispatcher_cpu_s=dispatcher_cpu,
         summary=open(os.path.join(directory, "dispatchsim.log")).read().split("----- dispatchsim summary", 1)[-1])
     return stats
+
+
+def scenario_toml(args, units, duration):
+    """dispatchsim's scenario: the steady demand with its share of pre-bookings in every zone, and
+    the rush that leaves no taxi free, so that requests are stacked on taxis clear soon."""
+    with open(f"{ROOT}/demo/zones.toml", "rb") as f:
+        zones = [zone["id"] for zone in tomllib.load(f)["zones"]]
+    surge_at = duration / 6 if args.surge_at_s is None else args.surge_at_s
+    lines = ["[dispatch]", f"prebook_lead_s = {args.reservation_lead_min * 60}", ""]
+    for zone in zones:
+        lines += ["[[generate]]", f'zone = "{zone}"', f"per_minute = {args.rate * 60 / len(zones)}"]
+        if args.prebook_every:
+            lines += [f"prebook_every = {args.prebook_every}", f"prebook_ahead_s = {args.prebook_ahead_s}"]
+        lines.append("")
+        if args.surge > 0 and args.surge_s > 0:
+            lines += ["[[generate]]", f'zone = "{zone}"', f"per_minute = {args.surge * units / len(zones) / args.surge_s * 60}",
+                      f"first_at_s = {surge_at}", f"until_s = {surge_at + args.surge_s}", ""]
+    return "\n".join(lines)
+
+
+def all_transit(stats):
+    """Offer -> reply without the think time: offers the unit showed as its state (its `offered`
+    event and reply on its clock) and offers beside a job in hand (the driver's timing)."""
+    return stats["offer_to_reply_transit_ms"] + stats["beside_transit_ms"]
 
 
 def within(samples, limit):
@@ -237,7 +285,14 @@ def describe(stats):
         f"--- {stats['name']}: {stats['units']} units ({stats['alive']} still running at the end), {stats['wall_s']:.0f} s",
         f"requests {stats['requests']}  accepted {stats['accepted']}  rejected {stats['rejected']}  "
         f"timed-out {stats['timed_out']}  unserved {stats['unserved']}  busy {stats['busy']}  expired {stats['expired']}",
+        f"pre-bookings: offered {stats['pre_booking_offers']}, held {stats['pre_bookings_held']}, started {stats['pre_bookings_started']}; "
+        f"next jobs: offered {stats['next_offers']}, stacked {stats['next_jobs_held']}, started {stats['next_jobs_started']}; "
+        f"held and planned again {stats['held_replanned']}",
+        f"  the units started jobs (their en_route events, by reason): {stats['started_by_reason']}",
         f"offer -> reply, think time excluded  {percentiles(stats['offer_to_reply_transit_ms'])}",
+        f"  offers beside a job in hand, answered by the driver, the driver's think time excluded (its own clock)  "
+        f"{percentiles(stats['beside_transit_ms'])}",
+        f"  all offers answered by the driver, think time excluded  {percentiles(all_transit(stats))}",
         f"offer -> reply, as seen by dispatch  {percentiles(stats['offer_to_reply_ms'])}",
     ]
     if stats["system_clock"]:
@@ -274,8 +329,20 @@ def main():
     parser.add_argument("--baseline-units", type=int, default=10)
     parser.add_argument("--baseline-duration", type=float, default=60)
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
-    parser.add_argument("--system-clock", action=argparse.BooleanOptionalAction, default=False,
-                        help="units stamp with the system clock instead of the replay's GPS time")
+    parser.add_argument("--prebook-every", type=int, default=5, help="every n-th request of a zone is a pre-booking; 0: none")
+    parser.add_argument("--prebook-ahead-s", type=float, default=75, help="how far ahead of its request a pre-booking meets")
+    parser.add_argument("--reservation-lead-min", type=int, default=1,
+                        help="the units' [job] reservation_lead_min, and dispatchsim's prebook_lead_s in seconds")
+    parser.add_argument("--expected-job-min", type=int, default=1,
+                        help="the units' [job] expected_job_min: how long a job keeps a taxi from a pre-booking (the bench's last a minute)")
+    parser.add_argument("--surge", type=float, default=1.2, help="requests of the rush, per unit of the fleet; 0: no rush")
+    parser.add_argument("--surge-at-s", type=float, default=None, help="when the rush starts (default: a sixth of the duration)")
+    parser.add_argument("--surge-s", type=float, default=20, help="how long the rush lasts")
+    parser.add_argument("--soon-share", type=float, default=0.5, help="the share of rides the drivers announce clear soon")
+    parser.add_argument("--wait-held", type=float, default=120, help="how long dispatchsim waits after the run for held jobs to start")
+    parser.add_argument("--system-clock", action=argparse.BooleanOptionalAction, default=True,
+                        help="units stamp with the system clock instead of the replay's GPS time (21 Nov 2026), "
+                             "on which a pre-booking's window never opens in the run")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="taxiunitd-fleet-")
@@ -304,6 +371,10 @@ def main():
             ("seed: request -> assignment, drivers' think time out, 95 % within 5 s and all within 10 s",
              bool(system) and within(system, 5000) >= 95 and within(system, 10000) == 100),
             ("offer -> reply p95 < 500 ms (think time excluded)", transit_p95 is not None and transit_p95 < 500),
+            ("offer -> reply p95 < 100 ms (think time excluded, every offer a driver answered) with pre-bookings and stacking",
+             rank(all_transit(fleet), 0.95) is not None and rank(all_transit(fleet), 0.95) < 100),
+            ("pre-bookings held and started, next jobs stacked and started, in the fleet's run",
+             all(fleet[key] > 0 for key in ("pre_bookings_held", "pre_bookings_started", "next_jobs_held", "next_jobs_started"))),
             ("RSS per unit <= 12 MB", fleet["peak_rss"] / fleet["units"] <= 12 * 10**6),
             ("PSS per unit <= 12 MB (shared libraries shared out)", fleet["pss"] / fleet["units"] <= 12 * 10**6),
         ]

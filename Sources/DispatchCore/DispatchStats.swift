@@ -21,6 +21,13 @@ public struct DispatchStats: Sendable, Equatable {
     /// Offers of pre-bookings (to available or busy taxis) and of next jobs (`"next": true`).
     public var preBookingOffers = 0
     public var nextOffers = 0
+    /// Accepted pre-bookings and next jobs (held by their taxis), and those the taxis started.
+    public var preBookingsHeld = 0
+    public var preBookingsStarted = 0
+    public var nextJobsHeld = 0
+    public var nextJobsStarted = 0
+    /// Held jobs their taxi could no longer serve, planned again for another taxi.
+    public var heldReplanned = 0
     public var completed = 0
     /// Ride summaries received (`ride`), one per id.
     public var rides = 0
@@ -44,6 +51,10 @@ public struct DispatchStats: Sendable, Equatable {
     public var requestToAssignmentWithoutThinkMs: [Int64] = []
     /// From publishing an offer to receiving its reply, ms: includes the driver's think time.
     public var offerToReplyMs: [Int64] = []
+    /// The replies to offers made to taxis with a job in hand (pre-bookings to busy taxis, next
+    /// jobs), one by one: the unit shows them without an `offered` event, so their think time is
+    /// not known here; a driver that timed its own think time (the fleet bench's) can take it out.
+    public var besideOfferReplies: [BesideOfferReply] = []
     /// The same round trip without the time the offer sat on the unit waiting for the driver, ms.
     public var offerToReplyTransitMs: [Int64] = []
     /// The round trip's two legs: from publishing the offer to the unit's `offered` event, and from
@@ -59,7 +70,8 @@ public struct DispatchStats: Sendable, Equatable {
         requests \(requests)  offers \(offers) (again after a reconnect \(offersResent))  accepted \(accepted)  rejected \(rejected)  \
         timed-out \(timedOut + noReply) (unit \(timedOut), no reply \(noReply))  unserved \(unserved)
         busy \(busy)  expired \(expired)  invalid \(invalid)  cancelled \(cancelled)  shared \(shared)  \
-        pre-booking offers \(preBookingOffers)  next-job offers \(nextOffers)  \
+        pre-booking offers \(preBookingOffers) (held \(preBookingsHeld), started \(preBookingsStarted))  \
+        next-job offers \(nextOffers) (stacked \(nextJobsHeld), started \(nextJobsStarted))  held and planned again \(heldReplanned)  \
         completed \(completed)  rides \(rides)  sos \(sos)  duplicates dropped \(duplicatesDropped)  updates shown \(updatesShown)  \
         messages read \(messagesRead)  replies \(messageReplies)  \
         street hails \(hails)  \
@@ -70,6 +82,21 @@ public struct DispatchStats: Sendable, Equatable {
         offer → reply                 \(Percentiles(offerToReplyMs))
         offer → reply, no think time  \(Percentiles(offerToReplyTransitMs))
         """
+    }
+}
+
+public struct BesideOfferReply: Sendable, Equatable {
+    public var unit: String
+    public var job: String
+    public var reply: ReplyCode
+    /// Offer → reply as the dispatcher saw it, ms.
+    public var ms: Int64
+
+    public init(unit: String, job: String, reply: ReplyCode, ms: Int64) {
+        self.unit = unit
+        self.job = job
+        self.reply = reply
+        self.ms = ms
     }
 }
 

@@ -52,18 +52,25 @@ public struct DispatchSettings: Sendable, Equatable {
     /// which the taxi holds until it starts; 0: off. Meant to equal the units' `[job]
     /// reservation_lead_min` in seconds.
     public var preBookingLeadS: Int
+    /// A taxi offline this long gives up the pre-bookings it holds, which go to other taxis; 0: never.
+    public var preBookingOfflineS: Int
 
-    public init(respondWithinS: Int = 60, replyGraceS: Int = 10, reservationLeadS: Int = 600, preBookingLeadS: Int = 0) {
+    public init(
+        respondWithinS: Int = 60, replyGraceS: Int = 10, reservationLeadS: Int = 600, preBookingLeadS: Int = 0, preBookingOfflineS: Int = 300
+    ) {
         self.respondWithinS = respondWithinS
         self.replyGraceS = replyGraceS
         self.reservationLeadS = reservationLeadS
         self.preBookingLeadS = preBookingLeadS
+        self.preBookingOfflineS = preBookingOfflineS
     }
 }
 
 public enum DispatchTimer: Sendable, Hashable {
     case offerDeadline(job: String, unit: String)
     case reservation(request: String)
+    /// The taxi has been offline `preBookingOfflineS`: its pre-bookings go to other taxis.
+    case holderOffline(unit: String)
 }
 
 public enum DispatchInput: Sendable, Equatable {
@@ -136,6 +143,16 @@ public struct Dispatcher: Sendable {
         var soonClearJob: String?
         /// The next job it accepted (`"next": true`), started when the ride on board is cleared.
         var stackedJob: String?
+        /// The pre-bookings it accepted and has not started.
+        var preBookings: Set<String> = []
+        /// It answered `busy` to an offer beside its job in hand: what kept it (a pre-booking in the
+        /// way, an offer awaiting its answer) holds until its state changes, and each request of a
+        /// rush would otherwise be offered to it again.
+        var refusedBeside = false
+        /// It answered an ordinary offer `busy` with a pre-booking in the way (`reservation R at T`):
+        /// that holds until its state changes (the pre-booking starts) or it holds another set of
+        /// pre-bookings, so it keeps its place in the queue but is offered only pre-bookings.
+        var refusedForReservation = false
     }
 
     struct OpenRequest {
@@ -156,8 +173,13 @@ public struct Dispatcher: Sendable {
         var preBooking = false
         /// The offer out now is a next job (`"next": true`) to a taxi on board.
         var offeredAsNext = false
+        /// The offer out now went to a taxi with a job in hand, which shows it beside that job
+        /// without an `offered` event: the unit does not say when it arrived.
+        var offeredBeside = false
         /// The unit offered to said it shows the offer (its `offered` event): it reached the unit.
         var offerShown = false
+        /// Unit clock of the accept that made the taxi hold it: its statuses from then on list it.
+        var heldSince: Int64 = .min
         /// How long this request's offers sat on units waiting for a driver, and how many offers'
         /// wait is not known yet: request → assignment without it is the system's own share.
         var driverThinkMs: Int64 = 0
@@ -185,6 +207,11 @@ public struct Dispatcher: Sendable {
         requests.values.count { if case .offering = $0.phase { true } else { false } }
     }
 
+    /// Pre-bookings and next jobs accepted and not started yet.
+    public var heldJobs: Int {
+        requests.values.count { if case .held = $0.phase { true } else { false } }
+    }
+
     public mutating func handle(_ input: DispatchInput, now: Int64) -> [DispatchAction] {
         switch input {
         case .request(let request): receive(request, now: now)
@@ -192,6 +219,7 @@ public struct Dispatcher: Sendable {
         case .report(let unit, let report): handle(report, from: unit, now: now)
         case .timerFired(.offerDeadline(let job, let unit)): noReply(job: job, unit: unit, now: now)
         case .timerFired(.reservation(let id)): allocate(id, now: now)
+        case .timerFired(.holderOffline(let unit)): holderStayedOffline(unit, now: now)
         }
     }
 
@@ -217,23 +245,30 @@ public struct Dispatcher: Sendable {
             ]
         }
         requests[request.id] = OpenRequest(request: request, phase: .reserved)
-        if let meeting = request.meetingTime {
-            // A meeting time or lead from a scenario file may be anything an integer holds: saturate.
-            let lead = Int64(settings.preBookingLeadS).multipliedReportingOverflow(by: 1000)
-            if settings.preBookingLeadS > 0, meeting.saturatingSubtract(now) > (lead.overflow ? .max : lead.partialValue) {
-                requests[request.id]?.preBooking = true
-                requests[request.id]?.allocationStart = now
-                return [.log(.init(level: .info, text: "\(request.id) is a pre-booking"))] + offerNext(request.id, now: now)
-            }
-            let allocateAt = meeting - Int64(settings.reservationLeadS) * 1000
-            if allocateAt > now {
-                return [
-                    .startTimer(.reservation(request: request.id), at: allocateAt),
-                    .log(.init(level: .info, text: "\(request.id) reserved, allocated in \((allocateAt - now) / 1000) s")),
-                ]
-            }
+        return plan(request.id, now: now)
+    }
+
+    /// A reserved request: offered at once as a pre-booking when its meeting time is more than the
+    /// pre-booking lead ahead, allocated at its allocation time when that is still to come, and
+    /// allocated now otherwise.
+    private mutating func plan(_ id: String, now: Int64) -> [DispatchAction] {
+        guard let meeting = requests[id]?.request.meetingTime else { return allocate(id, now: now) }
+        // A meeting time or lead from a scenario file may be anything an integer holds: saturate.
+        let lead = Int64(settings.preBookingLeadS).multipliedReportingOverflow(by: 1000)
+        if settings.preBookingLeadS > 0, meeting.saturatingSubtract(now) > (lead.overflow ? .max : lead.partialValue) {
+            requests[id]?.preBooking = true
+            requests[id]?.allocationStart = now
+            return [.log(.init(level: .info, text: "\(id) is a pre-booking"))] + offerNext(id, now: now)
         }
-        return allocate(request.id, now: now)
+        requests[id]?.preBooking = false
+        let allocateAt = meeting.saturatingSubtract(Int64(settings.reservationLeadS.saturatingMultiply(1000)))
+        if allocateAt > now {
+            return [
+                .startTimer(.reservation(request: id), at: allocateAt),
+                .log(.init(level: .info, text: "\(id) reserved, allocated in \((allocateAt - now) / 1000) s")),
+            ]
+        }
+        return allocate(id, now: now)
     }
 
     private mutating func allocate(_ id: String, now: Int64) -> [DispatchAction] {
@@ -251,16 +286,17 @@ public struct Dispatcher: Sendable {
         let home = zones.zone(containing: open.request.pickup)?.id
         let zoneOrder = home.map { [$0] + (zones.neighbours[$0] ?? []) } ?? []
         for zone in zoneOrder {
-            guard let unit = queue(of: zone).first(where: { !open.tried.contains($0) }) else { continue }
+            guard let unit = queue(of: zone).first(where: { !open.tried.contains($0) && (open.preBooking || taxis[$0]?.refusedForReservation != true) })
+            else { continue }
             removeFromQueues(unit)
             let via = zone == home ? "zone \(zone)" : "neighbouring zone \(zone)"
             return offer(id, to: unit, asNext: false, via: via, now: now)
         }
         if open.preBooking, let unit = firstTaxi(in: zoneOrder, excluding: open.tried, where: Self.mayTakePreBooking) {
-            return offer(id, to: unit, asNext: false, via: "busy, \(taxis[unit]?.state?.rawValue ?? "?")", now: now)
+            return offer(id, to: unit, asNext: false, beside: true, via: "busy, \(taxis[unit]?.state?.rawValue ?? "?")", now: now)
         }
         if !open.preBooking, let unit = firstTaxi(in: zoneOrder, excluding: open.tried, where: Self.mayTakeNextJob) {
-            return offer(id, to: unit, asNext: true, via: "next job, clear soon", now: now)
+            return offer(id, to: unit, asNext: true, beside: true, via: "next job, clear soon", now: now)
         }
         open.phase = .closed
         requests[id] = open
@@ -269,7 +305,7 @@ public struct Dispatcher: Sendable {
         return [.log(.init(level: .warning, text: "\(id) UNSERVED: \(why)"))]
     }
 
-    private mutating func offer(_ id: String, to unit: String, asNext: Bool, via: String, now: Int64) -> [DispatchAction] {
+    private mutating func offer(_ id: String, to unit: String, asNext: Bool, beside: Bool = false, via: String, now: Int64) -> [DispatchAction] {
         guard var open = requests[id] else { return [] }
         taxis[unit, default: Taxi()].offeredJob = id
         open.tried.insert(unit)
@@ -277,6 +313,7 @@ public struct Dispatcher: Sendable {
         open.offersWithUnknownThink += 1
         open.offerShown = false
         open.offeredAsNext = asNext
+        open.offeredBeside = beside
         requests[id] = open
         stats.offers += 1
         if open.preBooking { stats.preBookingOffers += 1 }
@@ -288,7 +325,7 @@ public struct Dispatcher: Sendable {
 
     /// A taxi busy with a job that holds no offer: a pre-booking is shown beside the job in hand.
     private static func mayTakePreBooking(_ taxi: Taxi) -> Bool {
-        hasJobInHand(taxi.state) && taxi.offeredJob == nil
+        hasJobInHand(taxi.state) && taxi.offeredJob == nil && !taxi.refusedBeside
     }
 
     private static func hasJobInHand(_ state: StateName?) -> Bool {
@@ -297,7 +334,7 @@ public struct Dispatcher: Sendable {
 
     /// A taxi on board whose driver said the ride ends soon, with no next job yet and no offer.
     private static func mayTakeNextJob(_ taxi: Taxi) -> Bool {
-        taxi.state == .onBoard && taxi.soonClearJob != nil && taxi.stackedJob == nil && taxi.offeredJob == nil
+        taxi.state == .onBoard && taxi.soonClearJob != nil && taxi.stackedJob == nil && taxi.offeredJob == nil && !taxi.refusedBeside
     }
 
     /// The first online taxi that passes `test`, by the zones' order, then by unit id.
@@ -367,6 +404,8 @@ public struct Dispatcher: Sendable {
             return cancel(job: id, unit: unit, reason: "passenger_withdrew")
         case .held(let unit):
             if taxis[unit]?.stackedJob == id { taxis[unit]?.stackedJob = nil }
+            taxis[unit]?.preBookings.remove(id)
+            taxis[unit]?.refusedForReservation = false
             return cancel(job: id, unit: unit, reason: "passenger_withdrew") + reconcile(unit)
         case .closed:
             return []
@@ -394,19 +433,18 @@ public struct Dispatcher: Sendable {
         switch report {
         case .status(let status):
             let previousConn = taxis[unit]?.conn
-            taxis[unit, default: Taxi()].online = status.online
+            let offlineActions = online(unit, status.online, now: now)
             if let conn = status.conn { taxis[unit, default: Taxi()].conn = conn }
             let actions = status.t.map { apply(state: status.state, zone: status.zone, at: $0.milliseconds, to: unit, live: true) } ?? []
-            return actions + reconcile(unit) + resendLostOffer(to: unit, after: status, previousConn: previousConn, now: now)
-                + logins.status(of: unit, state: status.state, driver: status.driver)
+            return offlineActions + actions + reconcile(unit) + resendLostOffer(to: unit, after: status, previousConn: previousConn, now: now)
+                + logins.status(of: unit, state: status.state, driver: status.driver) + replanDropped(by: unit, after: status, now: now)
         case .offline(let conn):
             // A will set for an older connection than the status seen last is stale: the broker
             // published it after the unit had already come back on a new connection.
             if let conn, let current = taxis[unit]?.conn, conn < current {
                 return [.log(.init(level: .info, text: "\(unit): stale last will of connection \(conn) ignored (now \(current))"))]
             }
-            taxis[unit, default: Taxi()].online = false
-            return [.log(.init(level: .info, text: "\(unit) offline"))] + reconcile(unit)
+            return [.log(.init(level: .info, text: "\(unit) offline"))] + online(unit, false, now: now) + reconcile(unit)
         case .zone(let id, let change):
             guard firstArrival(id, from: unit), let zone = change.zone else { return [] }
             var taxi = taxis[unit, default: Taxi()]
@@ -439,7 +477,10 @@ public struct Dispatcher: Sendable {
             guard firstArrival(id, from: unit), let driver = session.driver else { return [] }
             switch session.type {
             case .login: return logins.loggedIn(driver, on: unit, at: (session.loginT ?? session.t).milliseconds)
-            case .logout: return logins.loggedOut(driver, of: unit, loginT: session.loginT?.milliseconds, obeying: session.logout)
+            case .logout:
+                // The driver who accepted the taxi's pre-bookings is gone: another driver did not agree to them.
+                return logins.loggedOut(driver, of: unit, loginT: session.loginT?.milliseconds, obeying: session.logout)
+                    + replanPreBookings(of: unit, cancelling: "driver_logged_out", now: now)
             }
         case .logoutRefused(let id, let refusal):
             guard firstArrival(id, from: unit) else { return [] }
@@ -460,7 +501,13 @@ public struct Dispatcher: Sendable {
             if transition.to == .enRoute, let job = transition.job, requests[job]?.phase == .held(unit: unit) {
                 requests[job]?.phase = .assigned(unit: unit)
                 taxis[unit, default: Taxi()].assignedJob = job
-                if taxis[unit]?.stackedJob == job { taxis[unit]?.stackedJob = nil }
+                if taxis[unit]?.stackedJob == job {
+                    taxis[unit]?.stackedJob = nil
+                    stats.nextJobsStarted += 1
+                } else {
+                    stats.preBookingsStarted += 1
+                }
+                taxis[unit]?.preBookings.remove(job)
                 actions.append(.log(.init(level: .info, text: "\(unit) started \(job) (\(transition.reason ?? "no reason given"))")))
             }
             return actions + apply(state: transition.to, zone: nil, at: transition.t.milliseconds, to: unit) + reconcile(unit)
@@ -514,6 +561,10 @@ public struct Dispatcher: Sendable {
     private mutating func answer(_ request: CancelRequestEvent, from unit: String, now: Int64) -> [DispatchAction] {
         let job = request.job
         let asked = "\(unit) asks to drop \(job) (\(request.reason.rawValue))"
+        if requests[job]?.phase == .held(unit: unit) {
+            return [.log(.init(level: .info, text: "\(asked): confirmed, offered to another taxi"))]
+                + replan(job, from: unit, cancelling: request.reason.rawValue, now: now)
+        }
         guard requests[job]?.phase == .assigned(unit: unit) else {
             return [.log(.init(level: .warning, text: "\(asked): not assigned to it, confirmed"))] + cancel(job: job, unit: unit, reason: "not_assigned")
         }
@@ -573,6 +624,10 @@ public struct Dispatcher: Sendable {
             taxi.zone = zone
         }
         if state != .onBoard { taxi.soonClearJob = nil }
+        if state != taxi.state {
+            taxi.refusedBeside = false
+            taxi.refusedForReservation = false
+        }
         if let job = taxi.assignedJob, state == .available || state == .offDuty {
             taxi.assignedJob = nil
             if requests[job]?.phase == .assigned(unit: unit) {
@@ -611,6 +666,7 @@ public struct Dispatcher: Sendable {
             return [.log(.init(level: .info, text: "late \(reply.reply.rawValue) of \(reply.job) from \(unit) ignored"))]
         }
         stats.offerToReplyMs.append(now - sentAt)
+        if open.offeredBeside { stats.besideOfferReplies.append(.init(unit: unit, job: reply.job, reply: reply.reply, ms: now - sentAt)) }
         replyProbes[key]?.replyMadeAt = reply.t.milliseconds
         replyProbes[key]?.replyReceivedAt = now
         completeProbe(key)
@@ -629,7 +685,14 @@ public struct Dispatcher: Sendable {
             if open.preBooking || open.offeredAsNext {
                 // The taxi goes on with what it does; the job starts with its `en_route` event.
                 requests[reply.job]?.phase = .held(unit: unit)
-                if open.offeredAsNext { taxis[unit]?.stackedJob = reply.job }
+                requests[reply.job]?.heldSince = reply.t.milliseconds
+                if open.offeredAsNext {
+                    taxis[unit]?.stackedJob = reply.job
+                    stats.nextJobsHeld += 1
+                } else {
+                    taxis[unit]?.preBookings.insert(reply.job)
+                    stats.preBookingsHeld += 1
+                }
                 let held = open.offeredAsNext ? "next job" : "pre-booking"
                 return actions + [.log(.init(level: .info, text: line + ", held as \(held)"))] + reconcile(unit)
             }
@@ -657,6 +720,8 @@ public struct Dispatcher: Sendable {
             // taxi in the state it is in; any other busy takes it out of the queues until its
             // status says available again.
             let keepsState = open.preBooking || open.offeredAsNext || reply.reason?.hasPrefix("reservation ") == true
+            if open.offeredBeside { taxis[unit]?.refusedBeside = true }
+            if !open.preBooking, reply.reason?.hasPrefix("reservation ") == true { taxis[unit]?.refusedForReservation = true }
             if !keepsState, reply.t.milliseconds >= taxis[unit, default: Taxi()].stateTime {
                 taxis[unit]?.state = nil
                 taxis[unit]?.stateTime = reply.t.milliseconds
@@ -674,6 +739,57 @@ public struct Dispatcher: Sendable {
         let waited = settings.respondWithinS + settings.replyGraceS
         return [.log(.init(level: .warning, text: "\(job): no reply from \(unit) in \(waited) s, counted as timed out"))]
             + reconcile(unit) + offerNext(job, now: now)
+    }
+
+    // MARK: - Held pre-bookings planned again
+
+    /// The held request `id` goes back to planning, as if it came in now: a pre-booking while its
+    /// meeting is still more than the pre-booking lead ahead, else an ordinary reservation. The taxi
+    /// that held it is sent `job/cancel` with `cancelling` as the reason (nil: it no longer holds
+    /// it) and is never offered it again.
+    private mutating func replan(_ id: String, from unit: String, cancelling reason: String?, now: Int64) -> [DispatchAction] {
+        guard requests[id]?.phase == .held(unit: unit) else { return [] }
+        if taxis[unit]?.stackedJob == id { taxis[unit]?.stackedJob = nil }
+        taxis[unit]?.preBookings.remove(id)
+        taxis[unit]?.refusedForReservation = false
+        requests[id]?.phase = .reserved
+        requests[id]?.heldSince = .min
+        stats.heldReplanned += 1
+        let cancelled = reason.map { cancel(job: id, unit: unit, reason: $0) } ?? []
+        return cancelled + [.log(.init(level: .info, text: "\(id) no longer held by \(unit): planned again"))] + reconcile(unit) + plan(id, now: now)
+    }
+
+    private mutating func replanPreBookings(of unit: String, cancelling reason: String?, now: Int64) -> [DispatchAction] {
+        (taxis[unit]?.preBookings ?? []).sorted().flatMap { replan($0, from: unit, cancelling: reason, now: now) }
+    }
+
+    /// A live status from the taxi, made after it accepted, that lists a held job neither among its
+    /// pre-bookings nor as its job or next job: the unit dropped it.
+    private mutating func replanDropped(by unit: String, after status: StatusMessage, now: Int64) -> [DispatchAction] {
+        guard status.online, let t = status.t?.milliseconds, let taxi = taxis[unit] else { return [] }
+        let listed = Set((status.upcoming ?? []).map(\.job) + [status.job, status.next].compactMap { $0 })
+        let held = taxi.preBookings.union(taxi.stackedJob.map { [$0] } ?? [])
+        let dropped = held.filter { !listed.contains($0) && t >= requests[$0]?.heldSince ?? .max }.sorted()
+        return dropped.flatMap { job in
+            [.log(.init(level: .warning, text: "\(unit) no longer lists \(job)"))] + replan(job, from: unit, cancelling: nil, now: now)
+        }
+    }
+
+    /// Marks the taxi on or off line; a taxi holding pre-bookings that goes offline has
+    /// `preBookingOfflineS` to come back before they go to other taxis.
+    private mutating func online(_ unit: String, _ online: Bool, now: Int64) -> [DispatchAction] {
+        let wasOnline = taxis[unit]?.online ?? false
+        taxis[unit, default: Taxi()].online = online
+        guard online != wasOnline, taxis[unit]?.preBookings.isEmpty == false else { return [] }
+        if online { return [.cancelTimer(.holderOffline(unit: unit))] }
+        guard settings.preBookingOfflineS > 0 else { return [] }
+        return [.startTimer(.holderOffline(unit: unit), at: now.saturatingAdd(Int64(settings.preBookingOfflineS.saturatingMultiply(1000))))]
+    }
+
+    private mutating func holderStayedOffline(_ unit: String, now: Int64) -> [DispatchAction] {
+        guard taxis[unit]?.online == false, taxis[unit]?.preBookings.isEmpty == false else { return [] }
+        return [.log(.init(level: .warning, text: "\(unit) offline for \(settings.preBookingOfflineS) s: its pre-bookings go to other taxis"))]
+            + replanPreBookings(of: unit, cancelling: "taxi_offline", now: now)
     }
 
     // MARK: - Queues

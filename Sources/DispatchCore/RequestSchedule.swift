@@ -25,14 +25,17 @@ public struct ZoneDemand: Sendable, Equatable {
     public var zone: String
     public var rate: Rate
     public var firstAtS: Double
+    /// No requests from this time on (seconds from the start); nil: until the run's end.
+    public var untilS: Double?
     /// Every n-th request of the zone is a reservation `aheadS` after its request: a pre-booking
     /// when that is more than the dispatcher's `preBookingLeadS` ahead.
     public var preBookings: PreBookingShare?
 
-    public init(zone: String, rate: Rate, firstAtS: Double = 0, preBookings: PreBookingShare? = nil) {
+    public init(zone: String, rate: Rate, firstAtS: Double = 0, untilS: Double? = nil, preBookings: PreBookingShare? = nil) {
         self.zone = zone
         self.rate = rate
         self.firstAtS = firstAtS
+        self.untilS = untilS
         self.preBookings = preBookings
     }
 }
@@ -49,7 +52,8 @@ public struct PreBookingShare: Sendable, Equatable {
 
 public enum RequestSchedule {
     /// Random requests for `durationS`, pickups uniformly inside each zone's polygon; the same seed
-    /// gives the same run. Ids are `{zone}-{n}`. `startMs` (ms since the epoch) turns the
+    /// gives the same run. Ids are `{zone}-{n}`, and `{zone}-g{k}-{n}` for a zone's k-th generator
+    /// from the second on. `startMs` (ms since the epoch) turns the
     /// pre-bookings' meeting times into wall-clock times, as a scenario's `meeting_at_s`.
     public static func generate(
         _ demands: [ZoneDemand], zones: ZoneMap, durationS: Double, seed: UInt64, startMs: Int64 = 0
@@ -59,14 +63,19 @@ public enum RequestSchedule {
         // seed gave before requests had them.
         var details = SplitMix64(seed: seed ^ 0x5EED_DE7A_115)
         var inputs: [ScheduledInput] = []
+        var generatorsPerZone: [String: Int] = [:]
         for demand in demands {
             guard let zone = zones[demand.zone] else { throw ScheduleError("generator for unknown zone \(demand.zone)") }
+            generatorsPerZone[zone.id, default: 0] += 1
+            let generator = generatorsPerZone[zone.id, default: 1]
+            let idPrefix = generator == 1 ? zone.id : "\(zone.id)-g\(generator)"
             var atS = demand.firstAtS
             var number = 0
-            while atS < durationS {
+            let endS = min(durationS, demand.untilS ?? durationS)
+            while atS < endS {
                 number += 1
                 // The id doubles as the address, so a 20-column terminal shows something readable.
-                let id = "\(zone.id)-\(number)"
+                let id = "\(idPrefix)-\(number)"
                 var request = PassengerRequest(id: id, pickup: randomPoint(in: zone, using: &random), address: id)
                 // Somewhere in a zone of the map, and someone with a name and a pickup code.
                 let destinations = zones.zones

@@ -19,6 +19,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         var shareGroup: String?
         /// Send every unit seen a message this often (docs/dispatchsim.md).
         var messageEveryS: Double?
+        /// After the run's time, wait up to this long for held pre-bookings and next jobs to start.
+        var waitHeldS: Double = 0
     }
 
     private enum Input {
@@ -113,7 +115,8 @@ final class DispatchLoop: Service, @unchecked Sendable {
         sendScriptedMessages(now: now)
         sendBroadcasts(now: now, start: scheduleStartMs)
         if let durationS = options.durationS, now - scheduleStartMs >= Int64(durationS * 1000), schedule.isEmpty, broadcasts.isEmpty,
-           dispatcher.pendingOffers == 0 {
+           dispatcher.pendingOffers == 0,
+           dispatcher.heldJobs == 0 || now - scheduleStartMs >= Int64((durationS + options.waitHeldS) * 1000) {
             finished = true
         }
     }
@@ -330,6 +333,9 @@ final class DispatchLoop: Service, @unchecked Sendable {
             "expired": stats.expired, "cancelled": stats.cancelled, "completed": stats.completed, "rides": stats.rides, "fares": stats.fares, "payments": stats.payments, "sos": stats.sos,
             "messages_read": stats.messagesRead, "message_replies": stats.messageReplies, "updates_shown": stats.updatesShown,
             "street_hails": stats.hails, "pre_booking_offers": stats.preBookingOffers, "next_offers": stats.nextOffers,
+            "pre_bookings_held": stats.preBookingsHeld, "pre_bookings_started": stats.preBookingsStarted, "next_jobs_held": stats.nextJobsHeld,
+            "next_jobs_started": stats.nextJobsStarted, "held_replanned": stats.heldReplanned,
+            "beside_offer_replies": stats.besideOfferReplies.map { [$0.unit, $0.job, $0.reply.rawValue, $0.ms] as [Any] },
             "request_to_assignment_ms": stats.requestToAssignmentMs,
             "request_to_assignment_without_think_ms": stats.requestToAssignmentWithoutThinkMs, "offer_to_reply_ms": stats.offerToReplyMs,
             "offer_to_reply_transit_ms": stats.offerToReplyTransitMs, "offer_leg_ms": stats.offerLegMs, "reply_leg_ms": stats.replyLegMs,

@@ -23,6 +23,8 @@ struct DispatchSim: AsyncParsableCommand {
     @Option(help: "Scenario TOML: [dispatch] settings, [[request]], [[cancel]], [[generate]].") var scenario: String?
     @Option(help: "Random requests per minute in every zone (Poisson), on top of the scenario.") var ratePerZone: Double?
     @Option(help: "Stop generating after this many seconds, then wait for open offers and exit.") var duration: Double?
+    @Option(help: "After --duration, also wait up to this many seconds for held pre-bookings and next jobs to start.")
+    var waitHeld: Double = 0
     @Option(help: "Seed of the random generator.") var seed: UInt64 = 1
     @Option(help: "Broker host.") var host = "127.0.0.1"
     @Option(help: "Broker port.") var port = 1883
@@ -67,6 +69,7 @@ struct DispatchSim: AsyncParsableCommand {
         if let messageEvery, !(messageEvery >= 1 && messageEvery <= 86400) {
             throw ValidationError("--message-every must be from 1 to 86400 seconds")
         }
+        guard waitHeld >= 0 && waitHeld <= 86400 else { throw ValidationError("--wait-held must be from 0 to 86400 seconds") }
         let durationS = duration ?? scenarioFile.durationS
         if !scenarioFile.demands.isEmpty && durationS == nil {
             throw ValidationError("random requests need a duration: --duration or [dispatch] duration_s")
@@ -110,7 +113,7 @@ struct DispatchSim: AsyncParsableCommand {
             broadcasts: scenarioFile.broadcasts, startMs: startMs,
             options: .init(
                 topicPrefix: topicPrefix, fleet: fleet, durationS: durationS, quiet: quiet, statsPath: statsJson, shareGroup: shareGroup,
-                messageEveryS: messageEvery))
+                messageEveryS: messageEvery, waitHeldS: waitHeld))
         let group = ServiceGroup(
             configuration: .init(
                 services: [

@@ -29,6 +29,7 @@ struct ScenarioFile {
             settings.replyGraceS = dispatch["reply_grace_s"]?.integer ?? settings.replyGraceS
             settings.reservationLeadS = dispatch["reservation_lead_s"]?.integer ?? settings.reservationLeadS
             settings.preBookingLeadS = dispatch["prebook_lead_s"]?.integer ?? settings.preBookingLeadS
+            settings.preBookingOfflineS = dispatch["prebook_offline_s"]?.integer ?? settings.preBookingOfflineS
             durationS = dispatch["duration_s"]?.number
         }
         for (index, entry) in (root["request"]?.array ?? []).enumerated() {
@@ -65,6 +66,11 @@ struct ScenarioFile {
         for (index, entry) in (root["generate"]?.array ?? []).enumerated() {
             let table = entry.table
             let first = table["first_at_s"]?.number ?? 0
+            let until = table["until_s"]?.number
+            if table["until_s"] != nil, !(until.map { $0 >= 0 && $0 <= Double(Self.longestRunS) } ?? false) {
+                problems.append("generate #\(index + 1): until_s must be 0 to \(Self.longestRunS) s")
+                continue
+            }
             var preBookings: PreBookingShare?
             if let every = table["prebook_every"]?.integer {
                 guard every > 0, let ahead = table["prebook_ahead_s"]?.number, ahead > 0, ahead <= Double(Self.longestRunS) else {
@@ -75,9 +81,9 @@ struct ScenarioFile {
             }
             switch (table["zone"]?.string, table["every_s"]?.number, table["per_minute"]?.number) {
             case (let zone?, let every?, nil) where every > 0:
-                demands.append(ZoneDemand(zone: zone, rate: .every(seconds: every), firstAtS: first, preBookings: preBookings))
+                demands.append(ZoneDemand(zone: zone, rate: .every(seconds: every), firstAtS: first, untilS: until, preBookings: preBookings))
             case (let zone?, nil, let rate?) where rate > 0:
-                demands.append(ZoneDemand(zone: zone, rate: .poisson(perMinute: rate), firstAtS: first, preBookings: preBookings))
+                demands.append(ZoneDemand(zone: zone, rate: .poisson(perMinute: rate), firstAtS: first, untilS: until, preBookings: preBookings))
             default:
                 problems.append("generate #\(index + 1): needs zone and one of every_s or per_minute (> 0)")
             }

@@ -312,6 +312,39 @@ final class Fleet {
         #expect(stats["completed"] as? Int == 1)
     }
 
+    /// docs/dispatchsim.md, "Pre-bookings planned again": the taxi holding a pre-booking goes away
+    /// (its process killed: the broker publishes its last will) for longer than `prebook_offline_s`;
+    /// dispatchsim offers the pre-booking to the next taxi and cancels it on the first, which gets
+    /// the cancel from its session when it is back.
+    @Test func aPreBookingOfATaxiGoneOfflineGoesToAnotherTaxi() async throws {
+        let fleet = try await Fleet(
+            respondWithinS: 30, unitTOML: "[job]\nreservation_lead_min = 30\n",
+            dispatchTOML: "prebook_lead_s = 1800\nprebook_offline_s = 2\n")
+        let meeting = Int64(Date().timeIntervalSince1970 * 1000) + 2 * 3_600_000
+        try fleet.book("P1", meetingTime: meeting)
+        try await fleet.waitForOffer("P1", to: "T1")
+        try fleet.press("T1", "accept")
+        let t1 = fleet.unit("T1")
+        try await t1.waitForStatus("T1 holds P1") { $0.state == "available" && $0.upcoming?.map(\.id) == ["P1"] }
+        try await fleet.dispatcher.waitForLog("P1 held by T1", "held as pre-booking")
+
+        t1.killHard()
+        try await fleet.dispatcher.waitForLog("T1 offline", "T1 offline")
+        try await fleet.dispatcher.waitForLog("P1 planned again", "P1 no longer held by T1: planned again")
+        try await fleet.waitForOffer("P1", to: "T2")
+        #expect(fleet.messages("T2", "job/offer", job: "P1").first?["meeting_time"] as? Int64 == meeting)
+        try fleet.press("T2", "accept")
+        try await fleet.unit("T2").waitForStatus("T2 holds P1") { $0.state == "available" && $0.upcoming?.map(\.id) == ["P1"] }
+
+        try await t1.start()
+        try await t1.waitForStatus("T1 gave P1 up") { $0.broker.connected && ($0.upcoming ?? []).isEmpty }
+        #expect(fleet.messages("T1", "job/cancel", job: "P1").map { $0["reason"] as? String } == ["taxi_offline"])
+        #expect(fleet.offeredTo("P1") == ["T1", "T2"])
+        let stats = try fleet.stop()
+        #expect(stats["held_replanned"] as? Int == 1)
+        #expect(stats["pre_bookings_held"] as? Int == 2)
+    }
+
     @Test func sosIsAcknowledged() async throws {
         let fleet = try await Fleet()
         try fleet.press("T2", "sos")
