@@ -36,13 +36,7 @@ import Testing
 
     @Test(arguments: ["until_s = -1", "until_s = \"soon\"", "until_s = 1e300"])
     func aGeneratorEndThatIsNoTimeIsRefused(line: String) throws {
-        let scratch = try ScratchDirectory()
-        let scenario = scratch.file("scenario.toml")
-        try "[[generate]]\nzone = \"z\"\nevery_s = 60\n\(line)\n".write(toFile: scenario, atomically: true, encoding: .utf8)
-        let zones = scratch.file("zones.toml")
-        try DispatchSimUnderTest.zonesTOML([("z", DispatchSimUnderTest.square(around: 46.9, 7.4))])
-            .write(toFile: zones, atomically: true, encoding: .utf8)
-        let (output, exitCode) = try runCommand(Corpus.binary("dispatchsim"), ["--zones", zones, "--scenario", scenario, "--port", "1"])
+        let (output, exitCode) = try Self.run(scenario: "[[generate]]\nzone = \"z\"\nevery_s = 60\n\(line)\n")
         #expect(exitCode == 1, "\(output)")
         #expect(output.contains("generate #1: until_s must be"), "\(output)")
     }
