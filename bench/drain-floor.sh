@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What issue 4's drain target asks of any store-and-forward client on this machine: the limit
+# What the drain target (>= 80 %) asks of any store-and-forward client on this machine: the limit
 # (mosquitto_pub -l) against a small C client with libmosquitto and libsqlite3 that drains the same
 # messages from an SQLite outbox the way the rules ask (at most 10 in flight, a row marked delivered
 # only on its PUBACK and before the next message goes out, so a kill sends again at most what was
@@ -194,7 +194,7 @@ for run in $(seq "$RUNS"); do
 done
 cat <<'EOF'
 messages/s from the first to the last message at a subscriber, then as shares of mosquitto_pub's rate
-(issue 4's target for the daemon: >= 80 %). The C client drains the outbox with at most 10 in flight:
+(the drain target for the daemon: >= 80 %). The C client drains the outbox with at most 10 in flight:
   no store    rows read up front, nothing written: libmosquitto alone
   update      each PUBACK committed (delivered_at set) before the next row is read and sent
   append      the same, the PUBACK appended to a table of its own instead of rewriting the row

@@ -3,7 +3,7 @@
 # the C libraries the daemon must use (libmosquitto, libsqlite3, libgps, libsystemd) and, for Swift,
 # the statically linked runtime and FoundationEssentials (the daemon links no more of Foundation),
 # linked the way the release daemon is (lld, packed relative relocations, no exported symbols). Against the
-# RSS targets of issues 5 and 8 (12 MB) and 4 (20 MB): what is left for the daemon itself.
+# RSS targets (12 MB steady and per fleet unit, 20 MB at the drain's peak): what is left for the daemon itself.
 # Usage: bench/rss-floor.sh
 set -euo pipefail
 work=$(mktemp -d /tmp/taxiunitd-floor-XXXXXX)
