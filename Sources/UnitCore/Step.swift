@@ -87,6 +87,8 @@ public struct Step: Sendable, Equatable {
         for notice in driver { if case .offeredBeside(let job, let preBooking, _) = notice { return (job, preBooking) } }
         return nil
     }
+    /// The held job, not the one on the screen, that this step's update changed.
+    public var heldJobChanged: String? { driver.lazy.compactMap { if case .heldJobChanged(let job, _) = $0 { job } else { nil } }.first }
     public var suggestsOffDuty: Bool { driver.contains { if case .offDutySuggested = $0 { true } else { false } } }
     /// What the meter was found saying against the state, when it was (`DriverNotice.meterDisagrees`).
     public var meterDisagreement: Bool? { driver.lazy.compactMap { if case .meterDisagrees(let hired, _) = $0 { hired } else { nil } }.first }
@@ -187,4 +189,7 @@ public enum DriverNotice: Sendable, Equatable {
     /// The taximeter was found hired while the taxi is free, or vacant with passengers on board
     /// (`hired` says which), and nothing was changed: the driver sees to it.
     case meterDisagrees(hired: Bool, text: String)
+    /// A job the unit holds beside the one on the screen (a pre-booking, the next job) was changed
+    /// by the dispatcher; `text` for the log and the control answer.
+    case heldJobChanged(job: String, text: String)
 }

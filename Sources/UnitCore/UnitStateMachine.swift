@@ -1004,7 +1004,10 @@ public struct UnitStateMachine: Sendable {
             snapshot.cancelRequest = nil
             driver.append(.cancelAnswered(refusedRequest, confirmed: false, text: "Drop of job \(job.id) refused: the job goes on"))
         }
-        if !told.isEmpty { driver.append(.told("Job \(job.id) changed: " + told.joined(separator: ", "))) }
+        if !told.isEmpty {
+            let text = "Job \(job.id) changed: " + told.joined(separator: ", ")
+            driver.append(state.job?.id == job.id ? .told(text) : .heldJobChanged(job: job.id, text: text))
+        }
         // Answered in the same step as the driver is told: the dispatcher learns the change was shown.
         return Step(snapshot: snapshot, messages: [.reply(reply)], timers: timers, status: status, driver: driver)
     }

@@ -92,10 +92,10 @@ struct DriverPanel {
             } else if before.job != after.job, after.job != nil {
                 // The added pickup's address is what the driver must act on; else the note.
                 raise(.updated, detail: update.addPickup.map { "+ " + $0.place.label } ?? update.note)
-            } else if step.driver.contains(where: { if case .told = $0 { true } else { false } }) {
+            } else if let held = step.heldJobChanged {
                 // A held job changed (a pre-booking, the next job): its `shown` answer needs the
                 // driver shown which one; the pre-bookings page has the rest.
-                raise(.updated, detail: ([update.job] + [update.addPickup.map { "+ " + $0.place.label } ?? update.note].compactMap { $0 }).joined(separator: " "))
+                raise(.updated, detail: ([held] + [update.addPickup.map { "+ " + $0.place.label } ?? update.note].compactMap { $0 }).joined(separator: " "))
             }
         case .timerFired(.heartbeat, _), .timerFired(.reminder, _), .timerFired(.offerDeadline, _), .resumed:
             if step.reminded, let meeting = after.job?.meetingTime {

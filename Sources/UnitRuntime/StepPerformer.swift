@@ -143,7 +143,7 @@ final class StepPerformer {
         for notice in job.driver {
             switch notice {
             case .told(let text), .reminder(let text), .offDutySuggested(let text), .cancelAnswered(_, _, let text), .offeredBeside(_, _, let text), .shiftWarning(_, let text),
-                .meterDisagrees(_, let text):
+                .meterDisagrees(_, let text), .heldJobChanged(_, let text):
                 // Nothing of this step is stored: what the core says of it (a "sent") is not true yet.
                 guard !performed.unstored else { continue }
                 // What the driver reads holds pickup addresses and the dispatcher's texts: debug only.

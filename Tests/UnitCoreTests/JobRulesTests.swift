@@ -250,6 +250,7 @@ import UnitCore
         let added = machine.handle(.inbound(.update(JobUpdate(
             job: "J1", addPickup: .init(lat: 46.51, lon: 7.5, address: "Markt 3", passengers: 1), update: "R-77-joined")), receivedAt: t))
         #expect(Scenario.told(added) == ["Job J1 changed: extra pickup at Markt 3, 3 pax"])
+        #expect(added.heldJobChanged == nil, "the job in hand is on the screen")
         #expect(Scenario.replies(added) == [JobReply(job: "J1", re: .jobUpdate, reply: .shown, t: t, update: "R-77-joined")],
                 "the dispatcher learns the driver was shown it, in the step that holds the change")
         #expect(machine.status.seatsLeft == 1)

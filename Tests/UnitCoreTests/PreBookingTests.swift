@@ -217,9 +217,11 @@ import UnitCore
         #expect(Scenario.replies(updated).map(\.reply) == [.shown])
         #expect(machine.snapshot.upcoming.first?.job.passengers == 3 && machine.snapshot.upcoming.first?.job.note == "two cases")
         #expect(machine.state.job?.id == "J1" && machine.state.job?.passengers == 1, "the job in hand is untouched")
+        #expect(updated.heldJobChanged == "R1", "the driver is shown which held job changed")
         let updatedNext = machine.handle(.inbound(.update(JobUpdate(job: "N1", note: "gate B", update: "U2")), receivedAt: t + .seconds(2)))
         #expect(Scenario.replies(updatedNext).map(\.reply) == [.shown])
         #expect(machine.snapshot.next?.note == "gate B")
+        #expect(updatedNext.heldJobChanged == "N1")
 
         let cancelled = machine.handle(.inbound(.cancel(JobCancel(job: "R1", reason: "customer")), receivedAt: t + .seconds(3)))
         #expect(machine.snapshot.upcoming.isEmpty)

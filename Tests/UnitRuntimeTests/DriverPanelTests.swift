@@ -130,7 +130,7 @@ import UnitCore
         panel.stepped(.inbound(.update(JobUpdate(job: "J1", note: "gate B")), receivedAt: t), before: .enRoute(job), after: .enRoute(noted), step: Step(), seatsLeft: 4)
         #expect(view(panel, .enRoute(noted)).noticeDetail == "gate B")
         // A held pre-booking changed, the job in hand did not: the notice names the booking.
-        let held = Step(driver: [.told("Job P1 changed: meeting time moved")])
+        let held = Step(driver: [.heldJobChanged(job: "P1", text: "Job P1 changed: meeting time moved")])
         panel.stepped(.inbound(.update(JobUpdate(job: "P1", meetingTime: 9)), receivedAt: t), before: .enRoute(job), after: .enRoute(job), step: held, seatsLeft: 4)
         #expect(view(panel, .enRoute(job)).notice == .updated && view(panel, .enRoute(job)).noticeDetail == "P1")
         panel.stepped(.inbound(.update(JobUpdate(job: "P1", note: "gate C")), receivedAt: t), before: .available, after: .available, step: held, seatsLeft: 4)
